@@ -1,0 +1,5 @@
+import { ChatApp } from "@/components/chat/ChatApp";
+
+export default function Page() {
+  return <ChatApp />;
+}

@@ -1,0 +1,48 @@
+"use client";
+
+import { useChatStore } from "@/components/providers/ChatProvider";
+import { selectConnected, selectShownTotal, selectUser } from "@/components/store/selectors";
+import { TallyMark } from "./TallyMark";
+
+function AppBadge() {
+  const total = useChatStore(selectShownTotal);
+  return (
+    <span
+      className={total > 0 ? "badge" : "badge badge-zero"}
+      data-testid="app-badge"
+      data-count={total}
+      aria-label={`${total} unread`}
+    >
+      {total}
+    </span>
+  );
+}
+
+export function Header() {
+  const user = useChatStore(selectUser);
+  const connected = useChatStore(selectConnected);
+  const signOut = useChatStore((s) => s.signOut);
+
+  return (
+    <header className="topbar">
+      <div className="brand">
+        <TallyMark />
+        <span className="brand-name">Tally</span>
+        <AppBadge />
+      </div>
+      <div className="account">
+        {!connected && (
+          <span className="connection" role="status">
+            Connecting…
+          </span>
+        )}
+        <span className="user-name" data-testid="current-user">
+          {user?.name}
+        </span>
+        <button type="button" className="button ghost" data-testid="sign-out" onClick={() => void signOut()}>
+          Sign out
+        </button>
+      </div>
+    </header>
+  );
+}

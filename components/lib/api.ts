@@ -1,0 +1,78 @@
+import type {
+  ApiError,
+  ConversationDTO,
+  CreateConversationInput,
+  ErrorCode,
+  MessagesResponse,
+  Result,
+  SessionResponse,
+  Snapshot,
+  UserDTO,
+} from "@/server/contracts";
+import type { MessagesQuery, SessionTransport } from "@/components/store";
+
+const CODE_BY_STATUS: Partial<Record<number, ErrorCode>> = {
+  400: "invalid",
+  401: "unauthorized",
+  403: "forbidden",
+  404: "not_found",
+  429: "rate_limited",
+  503: "unavailable",
+};
+
+function errorOf(body: unknown): (Partial<ApiError> & { message: string }) | null {
+  if (typeof body !== "object" || body === null || !("error" in body)) return null;
+  const error = body.error;
+  if (typeof error !== "object" || error === null || !("message" in error) || typeof error.message !== "string") {
+    return null;
+  }
+  const code = "code" in error && typeof error.code === "string" ? (error.code as ErrorCode) : undefined;
+  return { code, message: error.message };
+}
+
+/**
+ * Same-origin JSON request that never throws: the session cookie rides along, and every failure (HTTP error,
+ * network down, non-JSON body) becomes the contract's error shape so callers handle exactly one case.
+ */
+async function request<T extends object>(method: string, path: string, body?: unknown): Promise<Result<T>> {
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method,
+      credentials: "same-origin",
+      cache: "no-store",
+      headers: body === undefined ? { accept: "application/json" } : { "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch {
+    return { ok: false, error: { code: "unavailable", message: "Cannot reach the server. Check your connection." } };
+  }
+  const parsed: unknown = await res.json().catch(() => null);
+  if (res.ok) return { ...(parsed as T), ok: true };
+  const error = errorOf(parsed);
+  const code = error?.code ?? CODE_BY_STATUS[res.status] ?? "unavailable";
+  return { ok: false, error: { code, message: error?.message ?? `Request failed (HTTP ${res.status}).` } };
+}
+
+export const api = {
+  getSession: () => request<{ user: UserDTO }>("GET", "/api/session"),
+  signIn: (name: string) => request<SessionResponse>("POST", "/api/session", { name }),
+  signOut: () => request("DELETE", "/api/session"),
+  getConversations: () => request<Snapshot>("GET", "/api/conversations"),
+  createConversation: (input: CreateConversationInput) =>
+    request<{ conversation: ConversationDTO }>("POST", "/api/conversations", input),
+  fetchMessages: (conversationId: number, query: MessagesQuery) => {
+    const params = new URLSearchParams();
+    if (query.before !== undefined) params.set("before", String(query.before));
+    if (query.after !== undefined) params.set("after", String(query.after));
+    if (query.limit !== undefined) params.set("limit", String(query.limit));
+    const search = params.size > 0 ? `?${params}` : "";
+    return request<MessagesResponse>("GET", `/api/conversations/${conversationId}/messages${search}`);
+  },
+};
+
+export const sessionApi: SessionTransport = {
+  current: api.getSession,
+  signIn: api.signIn,
+  signOut: api.signOut,
+};

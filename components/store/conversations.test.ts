@@ -1,0 +1,251 @@
+import { describe, expect, it } from "vitest";
+import type { ConversationDTO } from "@/server/contracts";
+import { compareConversations } from "./conversations";
+import { BOB, conversation, flush, message, ME, setup, snapshot, update } from "./fake-transport";
+import { selectShownTotal, selectShownUnread } from "./selectors";
+import type { ChatStoreDeps } from "./types";
+
+async function synced(conversations: ConversationDTO[], version = 1, options: Partial<ChatStoreDeps> = {}) {
+  const t = setup(options);
+  t.transport.auto.fetchMessages = () => ({ ok: true, messages: [] });
+  t.store.getState().requestSync();
+  t.transport.syncs[0]?.resolve(snapshot(conversations, version));
+  await flush();
+  t.transport.syncs.length = 0;
+  return t;
+}
+
+/** The user is looking at the tab. */
+function attend(t: Awaited<ReturnType<typeof synced>>) {
+  t.store.getState().setVisible(true);
+  t.store.getState().setFocused(true);
+}
+
+describe("conversation order", () => {
+  it("puts the latest activity first and conversations without messages last, newest id first", () => {
+    const list = [
+      conversation(1),
+      conversation(2, { lastSeq: 3 }),
+      conversation(3),
+      conversation(4, { lastSeq: 9 }),
+      conversation(5, { lastSeq: 3 }),
+    ];
+    expect(list.sort(compareConversations).map((c) => c.id)).toEqual([4, 5, 2, 3, 1]);
+  });
+
+  it("moves a conversation to the top on message:new and updates its last message", async () => {
+    const t = await synced([conversation(1, { lastSeq: 5 }), conversation(2, { lastSeq: 2 })]);
+    expect(t.store.getState().conversationOrder).toEqual([1, 2]);
+    const m = message(2, 3, { createdAt: "2030-01-01T00:00:00.000Z" });
+    t.store.getState().receiveMessage(m);
+    const s = t.store.getState();
+    expect(s.conversationOrder).toEqual([2, 1]);
+    expect(s.conversations[2]).toMatchObject({ lastSeq: 3, lastMessage: m });
+  });
+
+  it("keeps the newer last message when an older one arrives late", async () => {
+    const t = await synced([conversation(1, { lastSeq: 5 })]);
+    t.store.getState().receiveMessage(message(1, 4));
+    expect(t.store.getState().conversations[1]?.lastMessage?.seq).toBe(5);
+  });
+
+  it("adds a conversation:created and syncs for a message in an unknown conversation", async () => {
+    const t = await synced([conversation(1)]);
+    t.store.getState().receiveConversation(conversation(7, { title: "new" }));
+    expect(t.store.getState().conversationOrder).toEqual([7, 1]);
+
+    t.store.getState().receiveMessage(message(8, 1));
+    expect(t.transport.syncs).toHaveLength(1);
+    t.transport.syncs[0]?.resolve(
+      snapshot([conversation(1), conversation(7), conversation(8, { lastSeq: 1, unreadCount: 1 })], 2),
+    );
+    await flush();
+    expect(t.store.getState().conversations[8]).toBeDefined();
+    expect(t.store.getState().totalUnread).toBe(1);
+    expect(t.transport.syncs).toHaveLength(1);
+  });
+
+  it("syncs once more when the snapshot predates the unknown conversation, then gives up", async () => {
+    const t = await synced([conversation(1)]);
+    t.store.getState().requestSync();
+    t.store.getState().receiveMessage(message(8, 1));
+    expect(t.transport.syncs).toHaveLength(1);
+    t.transport.syncs[0]?.resolve(snapshot([conversation(1)], 1));
+    await flush();
+    expect(t.transport.syncs).toHaveLength(2);
+    t.transport.syncs[1]?.resolve(snapshot([conversation(1)], 1));
+    await flush();
+    expect(t.transport.syncs).toHaveLength(2);
+  });
+
+  it("opens a created conversation and reports the server's error otherwise", async () => {
+    const t = await synced([]);
+    const failing = t.store.getState().createConversation({ memberNames: ["nobody"] });
+    t.transport.creates[0]?.resolve({ ok: false, error: { code: "not_found", message: "Unknown user: nobody" } });
+    expect(await failing).toBe("Unknown user: nobody");
+
+    const creating = t.store.getState().createConversation({ memberNames: [BOB.name] });
+    t.transport.creates[1]?.resolve({ ok: true, conversation: conversation(3) });
+    expect(await creating).toBeNull();
+    expect(t.store.getState().activeConversationId).toBe(3);
+    expect(t.store.getState().conversationOrder).toEqual([3]);
+  });
+});
+
+describe("reading the active conversation", () => {
+  it("reads up to lastSeq on open while the tab is visible and focused", async () => {
+    const t = await synced([conversation(1, { lastSeq: 6, lastReadSeq: 2, unreadCount: 4 })], 3);
+    attend(t);
+    t.store.getState().openConversation(1);
+    expect(t.transport.reads.map((r) => r.input)).toEqual([{ conversationId: 1, seq: 6 }]);
+
+    t.transport.reads[0]?.resolve({ ok: true, unread: update(1, 0, 0, 4) });
+    await flush();
+    expect(t.store.getState()).toMatchObject({ totalUnread: 0, unreadCounts: { 1: 0 } });
+  });
+
+  it("does not read a conversation that has nothing new", async () => {
+    const t = await synced([conversation(1, { lastSeq: 6 })]);
+    attend(t);
+    t.store.getState().openConversation(1);
+    expect(t.transport.reads).toHaveLength(0);
+  });
+
+  it.each([
+    ["hidden", { visible: false, focused: true }],
+    ["unfocused", { visible: true, focused: false }],
+  ])("does not read while the tab is %s, and reads once it is back", async (_name, window) => {
+    const t = await synced([conversation(1, { lastSeq: 6, lastReadSeq: 2, unreadCount: 4 })], 3);
+    t.store.getState().setVisible(window.visible);
+    t.store.getState().setFocused(window.focused);
+    t.store.getState().openConversation(1);
+    t.store.getState().receiveMessage(message(1, 7));
+    expect(t.transport.reads).toHaveLength(0);
+
+    attend(t);
+    expect(t.transport.reads.map((r) => r.input)).toEqual([{ conversationId: 1, seq: 7 }]);
+  });
+
+  it("reads every new message of the conversation being read, and no other", async () => {
+    const t = await synced([conversation(1, { lastSeq: 2 }), conversation(2, { lastSeq: 1 })], 3);
+    attend(t);
+    t.store.getState().openConversation(1);
+    t.store.getState().receiveMessage(message(1, 3));
+    t.store.getState().receiveMessage(message(2, 2));
+    t.store.getState().receiveMessage(message(1, 4));
+    expect(t.transport.reads.map((r) => r.input)).toEqual([
+      { conversationId: 1, seq: 3 },
+      { conversationId: 1, seq: 4 },
+    ]);
+  });
+
+  it("never re-sends a read for a seq it already asked for, but allows a higher one", async () => {
+    const t = await synced([conversation(1, { lastSeq: 2 })]);
+    attend(t);
+    t.store.getState().openConversation(1);
+    t.store.getState().receiveMessage(message(1, 3));
+    t.store.getState().receiveMessage(message(1, 3));
+    t.store.getState().setFocused(false);
+    t.store.getState().setFocused(true);
+    t.store.getState().receiveMessage(message(1, 2));
+    t.store.getState().readIfActive(1);
+    expect(t.transport.reads.map((r) => r.input.seq)).toEqual([3]);
+    t.store.getState().receiveMessage(message(1, 4));
+    expect(t.transport.reads.map((r) => r.input.seq)).toEqual([3, 4]);
+  });
+
+  it("reads up to the newest loaded message when it is ahead of the list entry", async () => {
+    const t = await synced([conversation(1, { lastSeq: 2, lastReadSeq: 1, unreadCount: 1 })]);
+    t.transport.auto.fetchMessages = () => ({ ok: true, messages: [message(1, 1), message(1, 2), message(1, 3)] });
+    t.store.getState().openConversation(1);
+    await flush();
+    attend(t);
+    expect(t.transport.reads.map((r) => r.input)).toEqual([{ conversationId: 1, seq: 3 }]);
+  });
+
+  it("lets a failed read be sent again", async () => {
+    const t = await synced([conversation(1, { lastSeq: 5, lastReadSeq: 1, unreadCount: 4 })]);
+    attend(t);
+    t.store.getState().openConversation(1);
+    t.transport.reads[0]?.reject(new Error("timeout"));
+    await flush();
+    t.store.getState().setFocused(false);
+    t.store.getState().setFocused(true);
+    expect(t.transport.reads.map((r) => r.input.seq)).toEqual([5, 5]);
+  });
+
+  it("takes read positions from each snapshot and reads what is still unread", async () => {
+    const t = await synced([conversation(1, { lastSeq: 5 })]);
+    attend(t);
+    t.store.getState().openConversation(1);
+    expect(t.transport.reads).toHaveLength(0);
+    t.store.getState().requestSync();
+    t.transport.syncs[0]?.resolve(snapshot([conversation(1, { lastSeq: 8, lastReadSeq: 5, unreadCount: 3 })], 9));
+    await flush();
+    expect(t.transport.reads.map((r) => r.input)).toEqual([{ conversationId: 1, seq: 8 }]);
+  });
+
+  it("reads own messages pushed from another tab like any other", async () => {
+    const t = await synced([conversation(1, { lastSeq: 1 })]);
+    attend(t);
+    t.store.getState().openConversation(1);
+    t.store.getState().receiveMessage(message(1, 2, { senderId: ME.id, senderName: ME.name }));
+    expect(t.transport.reads.map((r) => r.input.seq)).toEqual([2]);
+  });
+});
+
+describe("what the badges show", () => {
+  it("shows no count for the conversation being read, so a push and its read never flash a badge", async () => {
+    const t = await synced([conversation(1, { lastSeq: 1 }), conversation(2, { unreadCount: 2, lastReadSeq: 0 })], 3);
+    attend(t);
+    t.store.getState().openConversation(1);
+    const shown = () => {
+      const s = t.store.getState();
+      return { one: selectShownUnread(1)(s), two: selectShownUnread(2)(s), total: selectShownTotal(s) };
+    };
+
+    t.store.getState().applyUnread(update(1, 1, 3, 4));
+    expect(t.store.getState().totalUnread).toBe(3);
+    expect(shown()).toEqual({ one: 0, two: 2, total: 2 });
+
+    t.store.getState().setFocused(false);
+    expect(shown()).toEqual({ one: 1, two: 2, total: 3 });
+    t.store.getState().setFocused(true);
+    t.store.getState().setVisible(false);
+    expect(shown()).toEqual({ one: 1, two: 2, total: 3 });
+  });
+
+  it("fetches a message whose push was lost when the conversation being read keeps a count", async () => {
+    const t = await synced([conversation(1, { lastSeq: 2 })], 3, { staleUnreadMs: 10 });
+    t.transport.auto.fetchMessages = () => ({ ok: true, messages: [message(1, 1), message(1, 2)] });
+    attend(t);
+    t.store.getState().openConversation(1);
+    await flush();
+    t.transport.fetches.length = 0;
+    t.transport.auto.fetchMessages = undefined;
+
+    t.store.getState().applyUnread(update(1, 1, 1, 4));
+    expect(t.transport.fetches).toHaveLength(0);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(t.transport.fetches.map((f) => f.input)).toEqual([{ conversationId: 1, query: { after: 2, limit: 200 } }]);
+    t.transport.fetches[0]?.resolve({ ok: true, messages: [message(1, 3)] });
+    await flush();
+    expect(t.transport.reads.map((r) => r.input)).toEqual([{ conversationId: 1, seq: 3 }]);
+  });
+
+  it("does not fetch when the message arrives as usual", async () => {
+    const t = await synced([conversation(1, { lastSeq: 2 })], 3, { staleUnreadMs: 10 });
+    t.transport.auto.fetchMessages = () => ({ ok: true, messages: [message(1, 1), message(1, 2)] });
+    attend(t);
+    t.store.getState().openConversation(1);
+    await flush();
+    t.transport.fetches.length = 0;
+
+    t.store.getState().applyUnread(update(1, 1, 1, 4));
+    t.store.getState().receiveMessage(message(1, 3));
+    t.transport.reads[0]?.resolve({ ok: true, unread: update(1, 0, 0, 5) });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(t.transport.fetches).toHaveLength(0);
+    expect(t.store.getState().totalUnread).toBe(0);
+  });
+});

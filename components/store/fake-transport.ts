@@ -1,0 +1,169 @@
+import type {
+  ConversationDTO,
+  CreateConversationInput,
+  MessageDTO,
+  MessagesResponse,
+  ReadInput,
+  Result,
+  SendInput,
+  SessionResponse,
+  Snapshot,
+  UnreadUpdate,
+  UserDTO,
+} from "@/server/contracts";
+import { createChatStore } from "./index";
+import type { ChatStoreDeps, ChatTransport, MessagesQuery, SessionTransport } from "./types";
+
+/** Test support: a transport whose every answer the test gives by hand (or by an `auto` responder). */
+
+export interface Pending<I, T> {
+  input: I;
+  resolve(value: T): void;
+  reject(reason: unknown): void;
+}
+
+type Queue<I, T> = Pending<I, T>[];
+
+export interface FakeTransport extends ChatTransport {
+  sends: Queue<SendInput, Result<{ message: MessageDTO }>>;
+  reads: Queue<ReadInput, Result<{ unread: UnreadUpdate }>>;
+  syncs: Queue<null, Result<{ snapshot: Snapshot }>>;
+  fetches: Queue<{ conversationId: number; query: MessagesQuery }, Result<MessagesResponse>>;
+  creates: Queue<CreateConversationInput, Result<{ conversation: ConversationDTO }>>;
+  auto: {
+    send?: (input: SendInput) => Result<{ message: MessageDTO }>;
+    read?: (input: ReadInput) => Result<{ unread: UnreadUpdate }>;
+    sync?: () => Result<{ snapshot: Snapshot }>;
+    fetchMessages?: (conversationId: number, query: MessagesQuery) => Result<MessagesResponse>;
+  };
+}
+
+function call<I, T>(queue: Queue<I, T>, input: I, auto?: (input: I) => T): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    queue.push({ input, resolve, reject });
+    if (auto) resolve(auto(input));
+  });
+}
+
+export function createFakeTransport(): FakeTransport {
+  const fake: FakeTransport = {
+    sends: [],
+    reads: [],
+    syncs: [],
+    fetches: [],
+    creates: [],
+    auto: {},
+    send: (input) => call(fake.sends, input, fake.auto.send),
+    read: (input) => call(fake.reads, input, fake.auto.read),
+    sync: () => {
+      const auto = fake.auto.sync;
+      return call(fake.syncs, null, auto && (() => auto()));
+    },
+    fetchMessages: (conversationId, query) => {
+      const auto = fake.auto.fetchMessages;
+      return call(fake.fetches, { conversationId, query }, auto && ((i) => auto(i.conversationId, i.query)));
+    },
+    createConversation: (input) => call(fake.creates, input),
+  };
+  return fake;
+}
+
+export const ME: UserDTO = { id: 1, name: "me" };
+export const BOB: UserDTO = { id: 2, name: "bob" };
+
+export function createFakeSession(user: UserDTO = ME): SessionTransport & { signedIn: boolean } {
+  const session = {
+    signedIn: true,
+    async current(): Promise<Result<{ user: UserDTO }>> {
+      return session.signedIn
+        ? { ok: true, user }
+        : { ok: false, error: { code: "unauthorized", message: "Not signed in" } };
+    },
+    async signIn(name: string): Promise<Result<SessionResponse>> {
+      if (!/^[A-Za-z0-9_-]{1,32}$/.test(name)) {
+        return { ok: false, error: { code: "invalid", message: "Names are 1-32 letters, digits, _ or -" } };
+      }
+      session.signedIn = true;
+      return { ok: true, user: { ...user, name }, token: "t" };
+    },
+    async signOut(): Promise<Result> {
+      session.signedIn = false;
+      return { ok: true };
+    },
+  };
+  return session;
+}
+
+export function setup(options: Partial<ChatStoreDeps> = {}) {
+  const transport = createFakeTransport();
+  const session = createFakeSession();
+  let ids = 0;
+  const store = createChatStore({
+    transport,
+    session,
+    newId: () => `client-${++ids}`,
+    retryDelayMs: 0,
+    staleUnreadMs: 60_000,
+    ...options,
+  });
+  store.setState({ user: ME, sessionStatus: "signedIn", connected: true });
+  return { store, transport, session };
+}
+
+/** Lets every promise continuation and zero-delay timer run. */
+export async function flush(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+/** Lets promise continuations run, for loops that must stay fast and use no timers. */
+export async function flushMicrotasks(): Promise<void> {
+  for (let i = 0; i < 10; i++) await Promise.resolve();
+}
+
+export function message(conversationId: number, seq: number, overrides: Partial<MessageDTO> = {}): MessageDTO {
+  return {
+    id: conversationId * 10_000 + seq,
+    conversationId,
+    seq,
+    senderId: BOB.id,
+    senderName: BOB.name,
+    content: `message ${seq}`,
+    createdAt: new Date(Date.UTC(2025, 0, 1, 12, 0, seq)).toISOString(),
+    clientMsgId: `c-${conversationId}-${seq}`,
+    ...overrides,
+  };
+}
+
+export function conversation(id: number, overrides: Partial<ConversationDTO> = {}): ConversationDTO {
+  const lastSeq = overrides.lastSeq ?? 0;
+  return {
+    id,
+    kind: "direct",
+    title: `conversation ${id}`,
+    members: [ME, BOB],
+    lastSeq,
+    lastReadSeq: lastSeq,
+    unreadCount: 0,
+    lastMessage: lastSeq > 0 ? message(id, lastSeq) : null,
+    ...overrides,
+  };
+}
+
+export function snapshot(
+  conversations: ConversationDTO[],
+  version: number,
+  epoch = "e1",
+): Result<{ snapshot: Snapshot }> {
+  const totalUnread = conversations.reduce((sum, c) => sum + c.unreadCount, 0);
+  return { ok: true, snapshot: { conversations, totalUnread, version, epoch } };
+}
+
+export function update(
+  conversationId: number,
+  unreadCount: number,
+  totalUnread: number,
+  version: number,
+  epoch = "e1",
+): UnreadUpdate {
+  return { conversationId, unreadCount, totalUnread, version, epoch };
+}

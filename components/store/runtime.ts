@@ -1,0 +1,62 @@
+import type { UnreadUpdate } from "@/server/contracts";
+import type { ChatState, ChatStoreDeps } from "./types";
+
+/** Per-store bookkeeping that never renders, so it lives beside the zustand state rather than in it. */
+export interface StoreRuntime {
+  deps: Required<ChatStoreDeps>;
+  /** Bumped on sign-out so that late answers addressed to the previous session are dropped. */
+  generation: number;
+  sync: {
+    /** Identifies the newest sync; answers to superseded syncs are dropped. */
+    token: number;
+    /** Updates received while a sync is in flight; the snapshot may predate them. */
+    buffer: UnreadUpdate[];
+    /** Conversations seen in a push but not in the list → the first sync token whose snapshot must hold them. */
+    wanted: Map<number, number>;
+    failures: number;
+    /** After a reconnect the open conversation is caught up even if the snapshot shows nothing new. */
+    catchUpActive: boolean;
+    retryTimer: ReturnType<typeof setTimeout> | null;
+  };
+  /** Pending checks of a count that appeared in the conversation being read, per conversation. */
+  unreadWatch: Map<number, ReturnType<typeof setTimeout>>;
+}
+
+export function createRuntime(deps: ChatStoreDeps): StoreRuntime {
+  return {
+    deps: {
+      newId: defaultNewId,
+      retryDelayMs: 1000,
+      staleUnreadMs: 2000,
+      ...deps,
+    },
+    generation: 0,
+    sync: { token: 0, buffer: [], wanted: new Map(), failures: 0, catchUpActive: false, retryTimer: null },
+    unreadWatch: new Map(),
+  };
+}
+
+function defaultNewId(): string {
+  if (typeof crypto.randomUUID === "function") return crypto.randomUUID();
+  // randomUUID is missing outside secure contexts (plain http on a LAN address); build a v4 UUID by hand.
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  bytes[6] = ((bytes[6] ?? 0) & 0x0f) | 0x40;
+  bytes[8] = ((bytes[8] ?? 0) & 0x3f) | 0x80;
+  const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** The newest seq this client knows of in a conversation, from the list entry or from loaded messages. */
+export function latestSeq(state: ChatState, conversationId: number): number {
+  const fromList = state.conversations[conversationId]?.lastSeq ?? 0;
+  const fromMessages = state.messages[conversationId]?.items.at(-1)?.seq ?? 0;
+  return Math.max(fromList, fromMessages);
+}
+
+export function isBeingRead(state: ChatState, conversationId: number): boolean {
+  return state.activeConversationId === conversationId && state.visible && state.focused;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,76 @@
+import type { StateCreator } from "zustand/vanilla";
+import { initialConversationsState } from "./conversations";
+import type { StoreRuntime } from "./runtime";
+import type { ChatState, SessionSlice } from "./types";
+import { initialUnreadState } from "./unread";
+
+export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, [], [], SessionSlice> {
+  return (set, get) => {
+    /** Forgets everything of the signed-in user; window state (visible, focused) is not theirs. */
+    function reset(): void {
+      rt.generation += 1;
+      rt.sync.token += 1;
+      rt.sync.buffer = [];
+      rt.sync.wanted.clear();
+      rt.sync.failures = 0;
+      rt.sync.catchUpActive = false;
+      if (rt.sync.retryTimer) clearTimeout(rt.sync.retryTimer);
+      rt.sync.retryTimer = null;
+      for (const timer of rt.unreadWatch.values()) clearTimeout(timer);
+      rt.unreadWatch.clear();
+      set({
+        ...initialUnreadState,
+        ...initialConversationsState,
+        messages: {},
+        pending: {},
+        sendErrors: {},
+        user: null,
+        sessionStatus: "signedOut",
+        connected: false,
+      });
+    }
+
+    return {
+      user: null,
+      sessionStatus: "loading",
+      connected: false,
+
+      async restoreSession() {
+        const res = await rt.deps.session.current();
+        if (get().sessionStatus !== "loading") return;
+        if (res.ok) set({ user: res.user, sessionStatus: "signedIn" });
+        else set({ sessionStatus: "signedOut" });
+      },
+
+      async signIn(name) {
+        const res = await rt.deps.session.signIn(name);
+        if (!res.ok) return res.error.message;
+        set({ user: res.user, sessionStatus: "signedIn" });
+        return null;
+      },
+
+      async signOut() {
+        // Clear the cookie before showing the sign-in form, so a quick new sign-in cannot be undone by it.
+        await rt.deps.session.signOut();
+        reset();
+      },
+
+      handleConnected() {
+        set({ connected: true });
+        rt.sync.catchUpActive = true;
+        get().requestSync(true);
+      },
+
+      handleDisconnected() {
+        set({ connected: false });
+      },
+
+      async verifySession() {
+        const res = await rt.deps.session.current();
+        if (res.ok || res.error.code !== "unauthorized") return true;
+        if (get().sessionStatus === "signedIn") reset();
+        return false;
+      },
+    };
+  };
+}

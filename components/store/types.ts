@@ -1,0 +1,139 @@
+import type {
+  ConversationDTO,
+  CreateConversationInput,
+  MessageDTO,
+  MessagesResponse,
+  ReadInput,
+  Result,
+  SendInput,
+  SessionResponse,
+  Snapshot,
+  UnreadUpdate,
+  UserDTO,
+} from "@/server/contracts";
+
+export interface MessagesQuery {
+  before?: number;
+  after?: number;
+  limit?: number;
+}
+
+/**
+ * Everything the store needs from the server, so the store runs (and is tested) without a socket.
+ * Socket commands resolve with the server's acknowledgement and reject when no acknowledgement came in time;
+ * a rejection means "unknown outcome", so the caller may retry with the same ids.
+ */
+export interface ChatTransport {
+  send(input: SendInput): Promise<Result<{ message: MessageDTO }>>;
+  read(input: ReadInput): Promise<Result<{ unread: UnreadUpdate }>>;
+  sync(): Promise<Result<{ snapshot: Snapshot }>>;
+  fetchMessages(conversationId: number, query: MessagesQuery): Promise<Result<MessagesResponse>>;
+  createConversation(input: CreateConversationInput): Promise<Result<{ conversation: ConversationDTO }>>;
+}
+
+/** HTTP session calls; these always resolve (network failures become `unavailable`). */
+export interface SessionTransport {
+  current(): Promise<Result<{ user: UserDTO }>>;
+  signIn(name: string): Promise<Result<SessionResponse>>;
+  signOut(): Promise<Result>;
+}
+
+export interface ChatStoreDeps {
+  transport: ChatTransport;
+  session: SessionTransport;
+  /** Defaults to crypto.randomUUID, which exists only in secure contexts. */
+  newId?: () => string;
+  /** Pause between send attempts after a missing acknowledgement, and the first sync retry delay. */
+  retryDelayMs?: number;
+  /**
+   * How long the conversation being read may keep a count before the client assumes it missed the message
+   * (a lost push) and fetches it, so that the read follows.
+   */
+  staleUnreadMs?: number;
+}
+
+export type SessionStatus = "loading" | "signedOut" | "signedIn";
+
+export interface SessionSlice {
+  user: UserDTO | null;
+  sessionStatus: SessionStatus;
+  connected: boolean;
+  restoreSession(): Promise<void>;
+  /** Resolves with the server's error message, or null on success. */
+  signIn(name: string): Promise<string | null>;
+  signOut(): Promise<void>;
+  /** The socket (re)connected: replace the snapshot and catch up the open conversation. */
+  handleConnected(): void;
+  handleDisconnected(): void;
+  /** The socket was refused; forget the user locally when the cookie is no longer valid. */
+  verifySession(): Promise<boolean>;
+}
+
+export interface ConversationsSlice {
+  conversations: Record<number, ConversationDTO>;
+  /** Conversation ids by last activity, newest first. */
+  conversationOrder: number[];
+  activeConversationId: number | null;
+  visible: boolean;
+  focused: boolean;
+  /** Highest seq a read was requested for, per conversation; avoids re-sending the same read. */
+  readRequested: Record<number, number>;
+  openConversation(conversationId: number): void;
+  closeConversation(): void;
+  /** Resolves with the server's error message, or null once the new conversation is open. */
+  createConversation(input: CreateConversationInput): Promise<string | null>;
+  receiveConversation(conversation: ConversationDTO): void;
+  setVisible(visible: boolean): void;
+  setFocused(focused: boolean): void;
+  /** Sends conversation:read up to the newest known seq if the conversation is being read. */
+  readIfActive(conversationId: number): void;
+}
+
+export interface MessageList {
+  /** Ascending by seq, unique by seq and id. */
+  items: MessageDTO[];
+  /** Items up to this seq are known to have no gaps; newer ones came by push and may follow a gap. */
+  tailSeq: number;
+  loaded: boolean;
+  loading: boolean;
+  hasMore: boolean;
+  error: string | null;
+}
+
+export interface PendingMessage {
+  clientMsgId: string;
+  content: string;
+  createdAt: string;
+}
+
+export interface MessagesSlice {
+  messages: Record<number, MessageList>;
+  pending: Record<number, PendingMessage[]>;
+  sendErrors: Record<number, string>;
+  loadLatest(conversationId: number): Promise<void>;
+  loadOlder(conversationId: number): Promise<void>;
+  /** Fetches everything after the gap-free tail (`?after=`). */
+  catchUp(conversationId: number): Promise<void>;
+  /** Loads the newest page if nothing is loaded yet, else catches up when the list is known to be behind. */
+  refreshMessages(conversationId: number): void;
+  /** Resolves true once the server stored the message. */
+  sendMessage(conversationId: number, content: string): Promise<boolean>;
+  /** A message:new push. */
+  receiveMessage(message: MessageDTO): void;
+  clearSendError(conversationId: number): void;
+}
+
+export interface UnreadSlice {
+  epoch: string | null;
+  version: number;
+  unreadCounts: Record<number, number>;
+  totalUnread: number;
+  syncing: boolean;
+  /** An unread:changed push or a conversation:read acknowledgement. */
+  applyUnread(update: UnreadUpdate): void;
+  /** Starts a sync unless one is running; `force` supersedes a running one (e.g. after a reconnect). */
+  requestSync(force?: boolean): void;
+  applySnapshot(snapshot: Snapshot): void;
+}
+
+export type ChatState = SessionSlice & ConversationsSlice & MessagesSlice & UnreadSlice;

@@ -1,0 +1,163 @@
+import type { StateCreator } from "zustand/vanilla";
+import type { ConversationDTO, Snapshot, UnreadUpdate } from "@/server/contracts";
+import { sortConversationIds } from "./conversations";
+import { isBeingRead, type StoreRuntime } from "./runtime";
+import type { ChatState, UnreadSlice } from "./types";
+
+export type UnreadVerdict = "apply" | "ignore" | "resync";
+
+/**
+ * The client half of the unread protocol: versions grow by exactly one per change within an epoch, so the next
+ * version is safe to apply, an older one is already reflected, and anything else means something was missed.
+ */
+export function judgeUpdate(local: { epoch: string | null; version: number }, update: UnreadUpdate): UnreadVerdict {
+  if (local.epoch === null || update.epoch !== local.epoch) return "resync";
+  if (update.version <= local.version) return "ignore";
+  if (update.version === local.version + 1) return "apply";
+  return "resync";
+}
+
+export const initialUnreadState = {
+  epoch: null,
+  version: 0,
+  unreadCounts: {},
+  totalUnread: 0,
+  syncing: false,
+} satisfies Partial<UnreadSlice>;
+
+const MAX_SYNC_RETRY_MS = 15_000;
+
+export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [], [], UnreadSlice> {
+  const sync = rt.sync;
+
+  return (set, get) => {
+    function landed(token: number, snapshot: Snapshot): void {
+      sync.failures = 0;
+      set({ syncing: false });
+      get().applySnapshot(snapshot);
+
+      // Only updates that arrived while the sync was in flight can be newer than the snapshot.
+      const buffered = sync.buffer.sort((a, b) => a.version - b.version);
+      sync.buffer = [];
+      for (const update of buffered) get().applyUnread(update);
+
+      let stillMissing = false;
+      for (const [id, coveredBy] of sync.wanted) {
+        if (get().conversations[id] || token >= coveredBy) sync.wanted.delete(id);
+        else stillMissing = true;
+      }
+      if (stillMissing) get().requestSync();
+
+      const active = get().activeConversationId;
+      if (active !== null) {
+        const list = get().messages[active];
+        if (sync.catchUpActive && list?.loaded) void get().catchUp(active);
+        else get().refreshMessages(active);
+        get().readIfActive(active);
+      }
+      sync.catchUpActive = false;
+    }
+
+    function failed(): void {
+      set({ syncing: false });
+      // Everything buffered so far arrived before the retry is sent, so the retry's snapshot covers it.
+      sync.buffer = [];
+      if (!get().connected) return;
+      const delay = Math.min(rt.deps.retryDelayMs * 2 ** sync.failures, MAX_SYNC_RETRY_MS);
+      sync.failures += 1;
+      const generation = rt.generation;
+      if (sync.retryTimer) clearTimeout(sync.retryTimer);
+      sync.retryTimer = setTimeout(() => {
+        sync.retryTimer = null;
+        if (generation === rt.generation && !get().syncing) get().requestSync();
+      }, delay);
+    }
+
+    /** Normally the message:new and its read follow at once; if not, the push was lost and is fetched. */
+    function watchWhileRead(conversationId: number): void {
+      if (rt.unreadWatch.has(conversationId)) return;
+      const generation = rt.generation;
+      const timer = setTimeout(() => {
+        rt.unreadWatch.delete(conversationId);
+        const s = get();
+        if (generation !== rt.generation || !isBeingRead(s, conversationId)) return;
+        if ((s.unreadCounts[conversationId] ?? 0) === 0) return;
+        void get().catchUp(conversationId);
+      }, rt.deps.staleUnreadMs);
+      rt.unreadWatch.set(conversationId, timer);
+    }
+
+    return {
+      ...initialUnreadState,
+
+      applyUnread(update) {
+        if (get().syncing) {
+          sync.buffer.push(update);
+          return;
+        }
+        const verdict = judgeUpdate(get(), update);
+        if (verdict === "resync") {
+          // The snapshot is read after this update was written, so the update itself need not be kept.
+          get().requestSync();
+          return;
+        }
+        if (verdict === "ignore") return;
+        set((s) => ({
+          version: update.version,
+          totalUnread: update.totalUnread,
+          unreadCounts: { ...s.unreadCounts, [update.conversationId]: update.unreadCount },
+        }));
+        if (update.unreadCount > 0 && isBeingRead(get(), update.conversationId)) {
+          get().readIfActive(update.conversationId);
+          watchWhileRead(update.conversationId);
+        }
+      },
+
+      requestSync(force = false) {
+        if (get().syncing && !force) return;
+        sync.token += 1;
+        const token = sync.token;
+        const generation = rt.generation;
+        const current = () => token === sync.token && generation === rt.generation;
+        set({ syncing: true });
+        rt.deps.transport.sync().then(
+          (res) => {
+            if (!current()) return;
+            if (res.ok) landed(token, res.snapshot);
+            else failed();
+          },
+          () => {
+            if (current()) failed();
+          },
+        );
+      },
+
+      applySnapshot(snapshot) {
+        set((s) => {
+          const conversations: Record<number, ConversationDTO> = {};
+          const unreadCounts: Record<number, number> = {};
+          const readRequested: Record<number, number> = {};
+          for (const fresh of snapshot.conversations) {
+            const known = s.conversations[fresh.id];
+            // A push that overtook the snapshot carries the newer last message.
+            conversations[fresh.id] =
+              known && known.lastSeq > fresh.lastSeq
+                ? { ...fresh, lastSeq: known.lastSeq, lastMessage: known.lastMessage }
+                : fresh;
+            unreadCounts[fresh.id] = fresh.unreadCount;
+            readRequested[fresh.id] = fresh.lastReadSeq;
+          }
+          return {
+            epoch: snapshot.epoch,
+            version: snapshot.version,
+            totalUnread: snapshot.totalUnread,
+            unreadCounts,
+            conversations,
+            conversationOrder: sortConversationIds(conversations),
+            readRequested,
+          };
+        });
+      },
+    };
+  };
+}

@@ -1,0 +1,161 @@
+import {
+  test as base,
+  expect,
+  type APIRequestContext,
+  type APIResponse,
+  type BrowserContext,
+  type Page,
+} from "@playwright/test";
+import { freePort } from "../server/dev/ports.ts";
+import type { ConversationDTO, SessionResponse, Snapshot, UserDTO } from "../server/contracts/index.ts";
+import { installBadgeRecorder, installWindowControl } from "./support/browser-scripts.ts";
+import { readEnvironment, type E2eEnvironment } from "./support/environment.ts";
+import { appBadge } from "./support/tally-page.ts";
+import { instanceDataDir, startTallyServer, type TallyServer } from "./support/tally-server.ts";
+
+/** One person: a browser context of their own (their own cookie jar), signed in. */
+export interface TestUser extends UserDTO {
+  token: string;
+  context: BrowserContext;
+  /** A new tab on `server` (a base URL), signed in and showing the app. */
+  openTab(server: string): Promise<Page>;
+  /** The user's unread state as the server has it, read through `server`. */
+  snapshot(server?: string): Promise<Snapshot>;
+  /** Creates a conversation through the API (direct with one member, group with more). */
+  createConversation(memberNames: string[], title?: string): Promise<ConversationDTO>;
+}
+
+interface TestFixtures {
+  /** Signs in a new user named uniqueName(prefix) in a fresh browser context; contexts close after the test. */
+  signUp(prefix: string): Promise<TestUser>;
+  /** A new browser context with the window control and the badge recorder, signed in as nobody. */
+  newContext(): Promise<BrowserContext>;
+  /**
+   * A Tally instance of the test's own, on a free port and the run's database and Redis, for tests that stop
+   * servers; stopped after the test.
+   */
+  startServer(name: string): Promise<RestartableServer>;
+}
+
+export interface RestartableServer {
+  readonly url: string;
+  readonly port: number;
+  stop(): Promise<void>;
+  /** Starts it again on the same port (stopping it first if it still runs). */
+  restart(): Promise<void>;
+}
+
+interface WorkerFixtures {
+  env: E2eEnvironment;
+}
+
+export const test = base.extend<TestFixtures, WorkerFixtures>({
+  env: [
+    // eslint-disable-next-line no-empty-pattern -- Playwright requires a destructuring pattern here.
+    async ({}, use) => {
+      await use(readEnvironment());
+    },
+    { scope: "worker" },
+  ],
+
+  baseURL: async ({ env }, use) => {
+    await use(env.serverA);
+  },
+
+  newContext: async ({ browser }, use) => {
+    const contexts: BrowserContext[] = [];
+    await use(async () => {
+      const context = await browser.newContext();
+      contexts.push(context);
+      await context.addInitScript(installWindowControl);
+      await context.addInitScript(installBadgeRecorder);
+      return context;
+    });
+    await Promise.allSettled(contexts.map((context) => context.close()));
+  },
+
+  startServer: async ({ env }, use, testInfo) => {
+    const running = new Set<TallyServer>();
+    await use(async (name) => {
+      const port = await freePort();
+      const start = async (): Promise<TallyServer> => {
+        const server = await startTallyServer({
+          name,
+          port,
+          databaseUrl: env.databaseUrl,
+          redisUrl: env.redisUrl,
+          sessionSecret: env.sessionSecret,
+          dataDir: instanceDataDir(env.tmpDir, `${name}-${testInfo.testId}`),
+        });
+        running.add(server);
+        return server;
+      };
+      let current = await start();
+      return {
+        url: current.url,
+        port,
+        stop: async () => {
+          await current.stop();
+          running.delete(current);
+        },
+        restart: async () => {
+          await current.stop();
+          running.delete(current);
+          current = await start();
+        },
+      };
+    });
+    await Promise.allSettled([...running].map((server) => server.stop()));
+  },
+
+  signUp: async ({ env, newContext }, use) => {
+    await use(async (prefix) => {
+      const context = await newContext();
+      const name = uniqueName(prefix);
+      const session = await json<SessionResponse>(
+        // The answer's cookie lands in the context, so its pages are signed in too (on every port of 127.0.0.1).
+        await context.request.post(`${env.serverA}/api/session`, { data: { name } }),
+      );
+      const request: APIRequestContext = context.request;
+      const headers = { authorization: `Bearer ${session.token}` };
+      return {
+        ...session.user,
+        token: session.token,
+        context,
+        async openTab(server) {
+          const page = await context.newPage();
+          await page.goto(server);
+          await expect(appBadge(page)).toBeVisible();
+          return page;
+        },
+        async snapshot(server = env.serverA) {
+          return json<Snapshot>(await request.get(`${server}/api/conversations`, { headers }));
+        },
+        async createConversation(memberNames, title) {
+          const body = await json<{ conversation: ConversationDTO }>(
+            await request.post(`${env.serverA}/api/conversations`, {
+              headers,
+              data: title === undefined ? { memberNames } : { memberNames, title },
+            }),
+          );
+          return body.conversation;
+        },
+      };
+    });
+  },
+});
+
+export { expect };
+
+async function json<T>(response: APIResponse): Promise<T> {
+  const text = await response.text();
+  if (!response.ok()) throw new Error(`${response.url()} answered ${response.status()}: ${text}`);
+  return JSON.parse(text) as T;
+}
+
+/** `<prefix>_<8 random letters>`: unique per test, so tests never see each other's users or conversations. */
+export function uniqueName(prefix: string): string {
+  const alphabet = "abcdefghijklmnopqrstuvwxyz";
+  const bytes = crypto.getRandomValues(new Uint8Array(8));
+  return `${prefix}_${Array.from(bytes, (b) => alphabet[b % alphabet.length]).join("")}`;
+}

@@ -1,0 +1,72 @@
+import { expect, test, uniqueName } from "./fixtures.ts";
+import { appBadge, conversationItem, expectOpen, expectTotalUnread } from "./support/tally-page.ts";
+
+test("sign-in refuses an invalid name and accepts a valid one", async ({ newContext, env }) => {
+  const page = await (await newContext()).newPage();
+  await page.goto(env.serverA);
+  const name = page.getByTestId("login-name");
+
+  await name.fill("not a valid name!");
+  await page.getByTestId("login-submit").click();
+  await expect(page.getByTestId("login-error")).toContainText(/name/i);
+  await expect(appBadge(page)).toHaveCount(0);
+  await expect(name).toBeVisible();
+
+  const valid = uniqueName("dora");
+  await name.fill(valid);
+  await page.getByTestId("login-submit").click();
+  await expect(appBadge(page)).toBeVisible();
+  await expect(page.getByTestId("login-error")).toHaveCount(0);
+  await expectTotalUnread(page, 0);
+  // Signed in for real: the cookie now opens the API.
+  const session = await page.request.get(`${env.serverA}/api/session`);
+  expect(((await session.json()) as { user?: { name?: string } }).user?.name).toBe(valid);
+});
+
+test("a direct conversation and a group created from the UI open and reach the other members", async ({
+  signUp,
+  env,
+}) => {
+  const alice = await signUp("alice");
+  const bob = await signUp("bob");
+  const carol = await signUp("carol");
+  const alicePage = await alice.openTab(env.serverA);
+  const bobPage = await bob.openTab(env.serverA);
+  const carolPage = await carol.openTab(env.serverB);
+
+  /** Fills the form the way a person would and resolves with the id the server gave the new conversation. */
+  const create = async (members: string): Promise<number> => {
+    const known = new Set((await alice.snapshot()).conversations.map((c) => c.id));
+    await alicePage.getByTestId("new-conversation").click();
+    await alicePage.getByTestId("member-input").fill(members);
+    await alicePage.getByTestId("create-conversation").click();
+    let created: number | undefined;
+    await expect
+      .poll(async () => {
+        created = (await alice.snapshot()).conversations.find((c) => !known.has(c.id))?.id;
+        return created;
+      })
+      .toBeDefined();
+    if (created === undefined) throw new Error("unreachable: the poll above waited for it");
+    await expectOpen(alicePage, created);
+    return created;
+  };
+
+  const direct = await create(bob.name);
+  await expect(alicePage.getByTestId("conversation-members")).toContainText(bob.name);
+  await expect(conversationItem(alicePage, direct)).toBeVisible();
+  await expect(conversationItem(bobPage, direct)).toContainText(alice.name);
+  await expect(conversationItem(carolPage, direct)).toHaveCount(0);
+
+  const group = await create(`${bob.name}, ${carol.name}`);
+  for (const name of [bob.name, carol.name]) {
+    await expect(alicePage.getByTestId("conversation-members")).toContainText(name);
+  }
+  await expect(conversationItem(alicePage, group)).toBeVisible();
+  await expect(conversationItem(bobPage, group)).toBeVisible();
+  await expect(conversationItem(carolPage, group)).toBeVisible();
+  const members = (await carol.snapshot(env.serverB)).conversations
+    .find((c) => c.id === group)
+    ?.members.map((m) => m.name);
+  expect(members?.sort()).toEqual([alice.name, bob.name, carol.name].sort());
+});

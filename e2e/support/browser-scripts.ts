@@ -1,0 +1,135 @@
+/*
+ * Scripts that run in the page before the app does (context.addInitScript). Playwright sends each function's
+ * source text, so each must be self-contained: no imports, no helpers from this module.
+ */
+
+/** Whether a tab is in front (visible) and the window holding it has the keyboard (focused). */
+export interface WindowState {
+  visible: boolean;
+  focused: boolean;
+}
+
+/** One value a badge or the tab title held, in the order the page went through them. */
+export interface BadgeSample {
+  kind: "app" | "conversation" | "title";
+  /** The conversation id, for kind "conversation". */
+  conversationId?: string;
+  value: string | null;
+}
+
+export type TestWindow = Window & {
+  __tallyWindow?: { set(next: Partial<WindowState>): void; get(): WindowState };
+  __tallyBadgeLog?: BadgeSample[];
+};
+
+export const WINDOW_STATE_KEY = "tally-e2e-window-state";
+
+/**
+ * Makes document.visibilityState, document.hidden and document.hasFocus() answer what the test says, and fires
+ * visibilitychange / focus / blur when it changes. Headless Chromium reports every page as visible and (with
+ * Playwright's focus emulation) focused, whichever is "in front", and fires those events when Playwright or
+ * bringToFront() reshuffles pages; so the browser's own events are swallowed and the test alone decides which
+ * tab is looking. The state lives in sessionStorage so that a reload keeps it, as a real background tab would.
+ */
+export function installWindowControl(): void {
+  const key = "tally-e2e-window-state";
+  let state: WindowState = { visible: true, focused: true };
+  try {
+    const saved = window.sessionStorage.getItem(key);
+    if (saved !== null) state = JSON.parse(saved) as WindowState;
+  } catch {
+    // Opaque origins (about:blank) have no sessionStorage; the default state applies.
+  }
+  Object.defineProperty(document, "visibilityState", {
+    configurable: true,
+    get: () => (state.visible ? "visible" : "hidden"),
+  });
+  Object.defineProperty(document, "hidden", { configurable: true, get: () => !state.visible });
+  Object.defineProperty(document, "hasFocus", { configurable: true, value: () => state.focused });
+
+  const synthetic = new WeakSet<Event>();
+  // Capture listeners at the target run before the app's own listeners there, so stopping here hides the event.
+  const swallow = (event: Event): void => {
+    if (!synthetic.has(event)) event.stopImmediatePropagation();
+  };
+  window.addEventListener("focus", (e) => e.target === window && swallow(e), true);
+  window.addEventListener("blur", (e) => e.target === window && swallow(e), true);
+  document.addEventListener("visibilitychange", swallow, true);
+
+  const fire = (target: EventTarget, event: Event): void => {
+    synthetic.add(event);
+    target.dispatchEvent(event);
+  };
+  (window as TestWindow).__tallyWindow = {
+    get: () => ({ ...state }),
+    set(next) {
+      const previous = state;
+      state = { ...state, ...next };
+      try {
+        window.sessionStorage.setItem(key, JSON.stringify(state));
+      } catch {
+        // See above.
+      }
+      // A browser blurs a window before hiding its tab, and shows a tab before focusing it.
+      if (previous.focused && !state.focused) fire(window, new FocusEvent("blur"));
+      if (previous.visible !== state.visible) fire(document, new Event("visibilitychange", { bubbles: true }));
+      if (!previous.focused && state.focused) fire(window, new FocusEvent("focus"));
+    },
+  };
+}
+
+/**
+ * Records every value the app badge (data-count), each conversation row (data-unread) and the title take, old
+ * values included, so a badge that flashed for one frame is caught even though no polling would see it.
+ */
+export function installBadgeRecorder(): void {
+  const log: BadgeSample[] = [];
+  (window as TestWindow).__tallyBadgeLog = log;
+  const sample = (element: Element, value: string | null): void => {
+    const testId = element.getAttribute("data-testid");
+    if (testId === "app-badge") log.push({ kind: "app", value });
+    else if (testId === "conversation-item") {
+      log.push({ kind: "conversation", conversationId: element.getAttribute("data-conversation-id") ?? "", value });
+    }
+  };
+  const sampleTree = (node: Node): void => {
+    if (!(node instanceof Element)) return;
+    if (node.matches("[data-testid=app-badge]")) sample(node, node.getAttribute("data-count"));
+    if (node.matches("[data-testid=conversation-item]")) sample(node, node.getAttribute("data-unread"));
+    for (const badge of node.querySelectorAll("[data-testid=app-badge]"))
+      sample(badge, badge.getAttribute("data-count"));
+    for (const row of node.querySelectorAll("[data-testid=conversation-item]")) {
+      sample(row, row.getAttribute("data-unread"));
+    }
+  };
+  let title: string | null = null;
+  const sampleTitle = (): void => {
+    if (document.title === title) return;
+    title = document.title;
+    log.push({ kind: "title", value: title });
+  };
+  new MutationObserver((records) => {
+    for (const record of records) {
+      if (record.type === "attributes" && record.target instanceof Element) {
+        sample(record.target, record.oldValue);
+        sample(record.target, record.target.getAttribute(record.attributeName ?? ""));
+      } else if (record.type === "childList") {
+        for (const node of record.addedNodes) sampleTree(node);
+        if (record.target.nodeName === "TITLE") {
+          for (const node of record.removedNodes) log.push({ kind: "title", value: node.textContent });
+        }
+      } else if (record.type === "characterData" && record.target.parentNode?.nodeName === "TITLE") {
+        log.push({ kind: "title", value: record.oldValue });
+      }
+    }
+    sampleTitle();
+  }).observe(document, {
+    subtree: true,
+    childList: true,
+    characterData: true,
+    characterDataOldValue: true,
+    attributes: true,
+    attributeOldValue: true,
+    attributeFilter: ["data-count", "data-unread"],
+  });
+}

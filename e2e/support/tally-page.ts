@@ -1,0 +1,94 @@
+import { expect, type Locator, type Page } from "@playwright/test";
+import type { BadgeSample, TestWindow, WindowState } from "./browser-scripts.ts";
+
+export function appBadge(page: Page): Locator {
+  return page.getByTestId("app-badge");
+}
+
+export function conversationItem(page: Page, conversationId: number): Locator {
+  return page.locator(`[data-testid="conversation-item"][data-conversation-id="${conversationId}"]`);
+}
+
+export function messages(page: Page): Locator {
+  return page.getByTestId("message-list").getByTestId("message");
+}
+
+/** The total as the user sees it: the header badge (attribute and text) and the tab title. */
+export async function expectTotalUnread(page: Page, total: number): Promise<void> {
+  const badge = appBadge(page);
+  await expect(badge).toHaveAttribute("data-count", String(total));
+  await expect(badge).toHaveText(String(total));
+  await expect(page).toHaveTitle(total > 0 ? `(${total}) Tally` : "Tally");
+}
+
+export async function expectConversationUnread(page: Page, conversationId: number, count: number): Promise<void> {
+  const row = conversationItem(page, conversationId);
+  await expect(row).toHaveAttribute("data-unread", String(count));
+  const badge = row.getByTestId("conversation-badge");
+  if (count > 0) await expect(badge).toHaveText(String(count));
+  else await expect(badge).toHaveCount(0);
+}
+
+export function openConversationItem(page: Page): Locator {
+  return page.locator('[data-testid="conversation-item"][aria-current="true"]');
+}
+
+export async function openConversation(page: Page, conversationId: number): Promise<void> {
+  await conversationItem(page, conversationId).click();
+  await expectOpen(page, conversationId);
+}
+
+export async function expectOpen(page: Page, conversationId: number): Promise<void> {
+  await expect(openConversationItem(page)).toHaveAttribute("data-conversation-id", String(conversationId));
+  await expect(page.getByTestId("message-list")).toBeVisible();
+  await expect(page.getByTestId("message-input")).toBeVisible();
+}
+
+/** Sends through the composer (Enter, or the send button) and resolves with the seq the server gave it. */
+export async function sendMessage(page: Page, text: string, via: "enter" | "button" = "enter"): Promise<number> {
+  const input = page.getByTestId("message-input");
+  await input.fill(text);
+  if (via === "enter") await input.press("Enter");
+  else await page.getByTestId("send-button").click();
+  const sent = messages(page).filter({ hasText: text });
+  await expect(sent).toHaveAttribute("data-seq", /^[1-9]\d*$/);
+  await expect(input).toHaveValue("");
+  return Number(await sent.getAttribute("data-seq"));
+}
+
+export async function messageSeqs(page: Page): Promise<number[]> {
+  return messages(page).evaluateAll((elements) => elements.map((e) => Number(e.getAttribute("data-seq"))));
+}
+
+export async function expectMessageSeqs(page: Page, seqs: number[]): Promise<void> {
+  await expect.poll(() => messageSeqs(page), { message: "data-seq of the shown messages" }).toEqual(seqs);
+}
+
+/**
+ * Says whether this tab is the one the user looks at. Applied in the page through the window control installed
+ * by the fixtures; bringToFront() as well, so that a real window ordering agrees with the emulated one.
+ */
+export async function setWindowState(page: Page, state: Partial<WindowState>): Promise<void> {
+  if (state.visible === true && state.focused === true) await page.bringToFront();
+  await page.evaluate((next) => {
+    const control = (window as TestWindow).__tallyWindow;
+    if (!control) throw new Error("the window control init script is not installed in this page");
+    control.set(next);
+  }, state);
+}
+
+export const lookAt = (page: Page): Promise<void> => setWindowState(page, { visible: true, focused: true });
+/** Another tab of the same window is in front: hidden and unfocused. */
+export const hide = (page: Page): Promise<void> => setWindowState(page, { visible: false, focused: false });
+/** Still on screen, but another window has the focus. */
+export const blur = (page: Page): Promise<void> => setWindowState(page, { visible: true, focused: false });
+
+export async function badgeLog(page: Page): Promise<BadgeSample[]> {
+  return page.evaluate(() => [...((window as TestWindow).__tallyBadgeLog ?? [])]);
+}
+
+export async function clearBadgeLog(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    (window as TestWindow).__tallyBadgeLog?.splice(0);
+  });
+}

@@ -1,0 +1,47 @@
+import type { Db } from "../server/db/prisma.ts";
+import { demoConversations, demoUsers } from "./seed-data.ts";
+
+/**
+ * Creates the demo users and conversations once: when alice already exists, nothing is written.
+ * Counters need no seeding: Redis state is rebuilt from these rows on first touch.
+ */
+export async function seedDemo(db: Db, now = Date.now()): Promise<boolean> {
+  if (await db.user.findUnique({ where: { name: "alice" } })) return false;
+  await db.$transaction(async (tx) => {
+    const ids = new Map<string, number>();
+    for (const name of demoUsers) ids.set(name, (await tx.user.create({ data: { name } })).id);
+    const id = (name: string) => ids.get(name)!;
+
+    let minutesAgo = demoConversations.reduce((n, c) => n + c.messages.length, 0) * 7;
+    for (const c of demoConversations) {
+      const memberIds = c.members.map(id);
+      const times = c.messages.map(() => new Date(now - (minutesAgo -= 7) * 60_000));
+      const conv = await tx.conversation.create({
+        data: {
+          kind: c.kind,
+          title: c.title ?? null,
+          directKey: c.kind === "direct" ? [...memberIds].sort((a, b) => a - b).join(":") : null,
+          lastSeq: c.messages.length,
+          lastMessageAt: times.at(-1) ?? null,
+          memberships: {
+            create: c.members.map((name) => {
+              const ownLast = c.messages.reduce((last, [sender], i) => (sender === name ? i + 1 : last), 0);
+              return { userId: id(name), lastReadSeq: Math.max(ownLast, c.readUpTo?.[name] ?? 0) };
+            }),
+          },
+        },
+      });
+      await tx.message.createMany({
+        data: c.messages.map(([sender, content], i) => ({
+          conversationId: conv.id,
+          seq: i + 1,
+          senderId: id(sender),
+          clientMsgId: `seed-${conv.id}-${i + 1}`,
+          content,
+          createdAt: times[i]!,
+        })),
+      });
+    }
+  });
+  return true;
+}

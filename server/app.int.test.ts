@@ -1,0 +1,293 @@
+import { randomUUID } from "node:crypto";
+import { io as connect } from "socket.io-client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ConversationDTO, MessageDTO, UnreadUpdate } from "./contracts/index.ts";
+import { nextEvent, startHarness, type ClientSocket, type Harness } from "./testing/harness.ts";
+import { userKeys } from "./redis/keys.ts";
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness(2);
+});
+afterAll(() => h.close());
+
+let n = 0;
+const unique = (base: string) => `${base}_${Date.now().toString(36)}${n++}`;
+
+async function user(base: string) {
+  return h.signIn(unique(base));
+}
+
+async function direct(token: string, otherName: string): Promise<ConversationDTO> {
+  const res = await h.http("/api/conversations", {
+    method: "POST",
+    token,
+    body: JSON.stringify({ memberNames: [otherName] }),
+  });
+  expect(res.status).toBe(200);
+  return res.body.conversation as ConversationDTO;
+}
+
+function send(socket: ClientSocket, conversationId: number, content: string, clientMsgId = randomUUID()) {
+  return socket.emitWithAck("message:send", { conversationId, clientMsgId, content });
+}
+
+async function snapshot(token: string) {
+  const res = await h.http("/api/conversations", { token });
+  expect(res.status).toBe(200);
+  return res.body as { conversations: ConversationDTO[]; totalUnread: number; version: number; epoch: string };
+}
+
+describe("two instances, one Redis", () => {
+  it("a message sent through instance 1 updates the recipient's tabs on instances 1 and 2", async () => {
+    const alice = await user("alice");
+    const bob = await user("bob");
+    const conv = await direct(alice.token, bob.user.name);
+    const sender = await h.connect(alice.token, 0);
+    const tab1 = await h.connect(bob.token, 0);
+    const tab2 = await h.connect(bob.token, 1);
+
+    const waits = [tab1, tab2].map((tab) =>
+      Promise.all([nextEvent(tab, "message:new"), nextEvent(tab, "unread:changed")]),
+    );
+    const ack = await send(sender, conv.id, "hello across instances");
+    expect(ack).toMatchObject({
+      ok: true,
+      message: { seq: 1, content: "hello across instances", senderName: alice.user.name },
+    });
+
+    for (const [msg, unread] of await Promise.all(waits)) {
+      expect((msg as { message: MessageDTO }).message.seq).toBe(1);
+      expect(unread).toMatchObject({ conversationId: conv.id, unreadCount: 1, totalUnread: 1 });
+    }
+    const list = await snapshot(bob.token);
+    expect(list.totalUnread).toBe(1);
+    expect(list.conversations.find((c) => c.id === conv.id)).toMatchObject({
+      unreadCount: 1,
+      lastSeq: 1,
+      lastReadSeq: 0,
+    });
+    // The sender's own message is not unread for them.
+    expect((await snapshot(alice.token)).totalUnread).toBe(0);
+  });
+
+  it("reading in one tab clears the badge in the user's tabs on both instances", async () => {
+    const alice = await user("alice");
+    const bob = await user("bob");
+    const conv = await direct(alice.token, bob.user.name);
+    const sender = await h.connect(alice.token, 0);
+    const tab1 = await h.connect(bob.token, 0);
+    const tab2 = await h.connect(bob.token, 1);
+    await send(sender, conv.id, "one");
+    await send(sender, conv.id, "two");
+
+    const cleared = [tab1, tab2].map((t) => nextEvent(t, "unread:changed", (u) => u.unreadCount === 0));
+    const ack = await tab1.emitWithAck("conversation:read", { conversationId: conv.id, seq: 2 });
+    expect(ack).toMatchObject({ ok: true, unread: { conversationId: conv.id, unreadCount: 0, totalUnread: 0 } });
+    for (const u of await Promise.all(cleared)) expect(u.totalUnread).toBe(0);
+  });
+
+  it("a retried send (same clientMsgId) creates one message and one unread", async () => {
+    const alice = await user("alice");
+    const bob = await user("bob");
+    const conv = await direct(alice.token, bob.user.name);
+    const sender = await h.connect(alice.token, 0);
+    const otherTab = await h.connect(alice.token, 1);
+    const clientMsgId = randomUUID();
+    const [a, b] = await Promise.all([
+      send(sender, conv.id, "only once", clientMsgId),
+      send(otherTab, conv.id, "only once", clientMsgId),
+    ]);
+    const c = await send(sender, conv.id, "only once", clientMsgId);
+    expect(a.ok && b.ok && c.ok).toBe(true);
+    const ids = [a, b, c].map((r) => (r.ok ? r.message.id : -1));
+    expect(new Set(ids).size).toBe(1);
+    expect(await h.db.message.count({ where: { conversationId: conv.id } })).toBe(1);
+    const list = await snapshot(bob.token);
+    expect(list.totalUnread).toBe(1);
+    expect(list.conversations.find((x) => x.id === conv.id)?.unreadCount).toBe(1);
+  });
+
+  it("reading up to a seq leaves later messages unread, and reads never move the cursor back", async () => {
+    const alice = await user("alice");
+    const bob = await user("bob");
+    const conv = await direct(alice.token, bob.user.name);
+    const sender = await h.connect(alice.token, 0);
+    const reader = await h.connect(bob.token, 1);
+    for (const text of ["1", "2", "3", "4", "5"]) await send(sender, conv.id, text);
+
+    const ack = await reader.emitWithAck("conversation:read", { conversationId: conv.id, seq: 3 });
+    expect(ack).toMatchObject({ ok: true, unread: { unreadCount: 2, totalUnread: 2 } });
+    const back = await reader.emitWithAck("conversation:read", { conversationId: conv.id, seq: 1 });
+    expect(back).toMatchObject({ ok: true, unread: { unreadCount: 2 } });
+    // A read past the end is clamped to lastSeq: the next message still counts.
+    await reader.emitWithAck("conversation:read", { conversationId: conv.id, seq: 999 });
+    await send(sender, conv.id, "6");
+    const list = await snapshot(bob.token);
+    expect(list.conversations.find((c) => c.id === conv.id)).toMatchObject({ unreadCount: 1, lastReadSeq: 5 });
+    const membership = await h.db.membership.findUniqueOrThrow({
+      where: { userId_conversationId: { userId: bob.user.id, conversationId: conv.id } },
+    });
+    expect(membership.lastReadSeq).toBe(5);
+  });
+
+  it("a group message raises the other members' badges, not the sender's", async () => {
+    const [a, b, c] = [await user("ann"), await user("ben"), await user("cat")];
+    const res = await h.http("/api/conversations", {
+      method: "POST",
+      token: a.token,
+      body: JSON.stringify({ memberNames: [b.user.name, c.user.name], title: "Trio" }),
+    });
+    expect(res.body.conversation).toMatchObject({ kind: "group", title: "Trio" });
+    const convId = res.body.conversation.id as number;
+    const sender = await h.connect(a.token, 1);
+    await send(sender, convId, "hi all");
+    expect((await snapshot(a.token)).totalUnread).toBe(0);
+    expect((await snapshot(b.token)).totalUnread).toBe(1);
+    expect((await snapshot(c.token)).totalUnread).toBe(1);
+  });
+
+  it("sync returns the same snapshot as the HTTP list, atomically read", async () => {
+    const alice = await user("alice");
+    const bob = await user("bob");
+    const conv = await direct(alice.token, bob.user.name);
+    const sender = await h.connect(alice.token, 0);
+    await send(sender, conv.id, "x");
+    const tab = await h.connect(bob.token, 1);
+    const ack = await tab.emitWithAck("sync");
+    expect(ack.ok).toBe(true);
+    const http = await snapshot(bob.token);
+    if (!ack.ok) return;
+    expect({ ok: true, ...ack.snapshot }).toEqual(http);
+    expect(ack.snapshot.totalUnread).toBe(ack.snapshot.conversations.reduce((s, c) => s + c.unreadCount, 0));
+  });
+});
+
+describe("access and validation", () => {
+  it("a non-member gets forbidden and learns nothing, on every route", async () => {
+    const alice = await user("alice");
+    const bob = await user("bob");
+    const eve = await user("eve");
+    const conv = await direct(alice.token, bob.user.name);
+    const intruder = await h.connect(eve.token, 0);
+    const sendAck = await send(intruder, conv.id, "let me in");
+    const readAck = await intruder.emitWithAck("conversation:read", { conversationId: conv.id, seq: 1 });
+    const missingAck = await send(intruder, 987654, "nobody here");
+    for (const ack of [sendAck, readAck, missingAck]) {
+      expect(ack).toEqual({ ok: false, error: { code: "forbidden", message: expect.any(String) } });
+    }
+    const history = await h.http(`/api/conversations/${conv.id}/messages`, { token: eve.token });
+    expect(history.status).toBe(403);
+    expect(history.body.error.code).toBe("forbidden");
+    expect(await h.db.message.count({ where: { conversationId: conv.id } })).toBe(0);
+  });
+
+  it("an invalid token cannot connect", async () => {
+    const attempts = ["not-a-token", "1.abc.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", undefined].map(
+      (token) =>
+        new Promise<Error>((resolve, reject) => {
+          const s = connect(h.instances[0]!.url, {
+            auth: token ? { token } : {},
+            transports: ["websocket"],
+            forceNew: true,
+            reconnection: false,
+          });
+          s.on("connect", () => reject(new Error(`connected with ${token}`)));
+          s.on("connect_error", (err) => {
+            s.disconnect();
+            resolve(err);
+          });
+        }),
+    );
+    for (const err of await Promise.all(attempts)) expect(err.message).toBe("unauthorized");
+  });
+
+  it("bad payloads get `invalid` and change nothing", async () => {
+    const alice = await user("alice");
+    const bob = await user("bob");
+    const conv = await direct(alice.token, bob.user.name);
+    const s = await h.connect(alice.token, 0);
+    const bad: unknown[] = [
+      { conversationId: conv.id, clientMsgId: "x", content: "   " },
+      { conversationId: conv.id, clientMsgId: "x", content: "a".repeat(4001) },
+      { conversationId: "1", clientMsgId: "x", content: "hi" },
+      { conversationId: conv.id, content: "hi" },
+      { conversationId: conv.id, clientMsgId: "x", content: "hi", extra: true },
+      null,
+      "hello",
+    ];
+    for (const payload of bad) {
+      const ack = await s.emitWithAck("message:send", payload as never);
+      expect(ack).toMatchObject({ ok: false, error: { code: "invalid" } });
+    }
+    const badRead = await s.emitWithAck("conversation:read", { conversationId: conv.id, seq: -1 });
+    expect(badRead).toMatchObject({ ok: false, error: { code: "invalid" } });
+    expect(await h.db.message.count({ where: { conversationId: conv.id } })).toBe(0);
+
+    for (const name of ["", "has space", "x".repeat(33), "ünïcode"]) {
+      const res = await h.http("/api/session", { method: "POST", body: JSON.stringify({ name }) });
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe("invalid");
+    }
+    expect((await h.http("/api/session", { method: "POST", body: "{not json" })).body.error.code).toBe("invalid");
+    expect((await h.http("/api/conversations")).status).toBe(401);
+    expect((await h.http("/api/conversations", { token: "forged.token.x" })).body.error.code).toBe("unauthorized");
+    const unknown = await h.http("/api/conversations", {
+      method: "POST",
+      token: alice.token,
+      body: JSON.stringify({ memberNames: ["nobody_" + n] }),
+    });
+    expect(unknown.status).toBe(404);
+    expect((await h.http(`/api/conversations/${conv.id}/messages?limit=500`, { token: alice.token })).status).toBe(400);
+    expect((await h.http(`/api/conversations/abc/messages`, { token: alice.token })).status).toBe(400);
+  });
+
+  it("a content is stored trimmed; history pages are ascending and bounded", async () => {
+    const alice = await user("alice");
+    const bob = await user("bob");
+    const conv = await direct(alice.token, bob.user.name);
+    const s = await h.connect(alice.token, 0);
+    for (let i = 1; i <= 7; i++) await send(s, conv.id, `  m${i}  `);
+    const latest = await h.http(`/api/conversations/${conv.id}/messages?limit=3`, { token: bob.token });
+    expect(latest.body.messages.map((m: MessageDTO) => m.content)).toEqual(["m5", "m6", "m7"]);
+    const older = await h.http(`/api/conversations/${conv.id}/messages?limit=3&before=5`, { token: bob.token });
+    expect(older.body.messages.map((m: MessageDTO) => m.seq)).toEqual([2, 3, 4]);
+    const after = await h.http(`/api/conversations/${conv.id}/messages?after=5`, { token: bob.token });
+    expect(after.body.messages.map((m: MessageDTO) => m.seq)).toEqual([6, 7]);
+  });
+
+  it("the same direct conversation is returned for the pair", async () => {
+    const alice = await user("alice");
+    const bob = await user("bob");
+    const a = await direct(alice.token, bob.user.name);
+    const b = await direct(bob.token, alice.user.name);
+    expect(b.id).toBe(a.id);
+    expect(b.title).toBe(alice.user.name);
+  });
+
+  it("health answers ok when Redis and the database answer", async () => {
+    expect(await h.http("/api/health")).toEqual({ status: 200, body: { ok: true } });
+  });
+});
+
+describe("Redis state lost", () => {
+  it("rebuilds a user's counters from the database on first touch, with a new epoch the client notices", async () => {
+    const alice = await user("alice");
+    const bob = await user("bob");
+    const conv = await direct(alice.token, bob.user.name);
+    const sender = await h.connect(alice.token, 0);
+    const tab = await h.connect(bob.token, 1);
+    await send(sender, conv.id, "before");
+    const before = await snapshot(bob.token);
+    expect(before.totalUnread).toBe(1);
+
+    const k = userKeys(bob.user.id);
+    await h.redis.del(k.meta, k.unread, k.seen, k.read);
+    const pushed = nextEvent(tab, "unread:changed");
+    await send(sender, conv.id, "after");
+    const update: UnreadUpdate = await pushed;
+    expect(update.epoch).not.toBe(before.epoch);
+    expect(update).toMatchObject({ unreadCount: 2, totalUnread: 2 });
+    expect(await snapshot(bob.token)).toMatchObject({ totalUnread: 2, epoch: update.epoch });
+  });
+});

@@ -1,0 +1,138 @@
+import type { IncomingMessage, Server as HttpServer, ServerResponse } from "node:http";
+import { createAdapter } from "@socket.io/redis-adapter";
+import type { Redis } from "ioredis";
+import { Server } from "socket.io";
+import type { AppConfig } from "./config.ts";
+import { registerConversationHandlers } from "./conversations/conversations.handlers.ts";
+import { createConversationService } from "./conversations/conversations.service.ts";
+import type { Db } from "./db/prisma.ts";
+import { createApiHandler } from "./http/api.ts";
+import { logger as defaultLogger, type Logger } from "./log.ts";
+import { createDelivery } from "./messages/delivery.ts";
+import { registerMessageHandlers } from "./messages/messages.handlers.ts";
+import { createMessageService } from "./messages/messages.service.ts";
+import { socketNotifier, type TallyServer } from "./realtime/notifier.ts";
+import { userRoom } from "./redis/keys.ts";
+import { createSessionService } from "./sessions/sessions.service.ts";
+import { createUnreadService } from "./unread/unread.service.ts";
+
+export interface AppDeps {
+  httpServer: HttpServer;
+  /** Command connection with Tally's scripts defined (server/redis/client.ts). */
+  redis: Redis;
+  db: Db;
+  config: AppConfig;
+  /** Pub/sub pair for the Socket.IO Redis adapter; without it the instance runs alone. */
+  adapterClients?: { pub: Redis; sub: Redis };
+  /** Everything that is not /api or Socket.IO (the Next.js request handler). */
+  fallback?: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
+  log?: Logger;
+}
+
+export interface App {
+  io: TallyServer;
+  close(): Promise<void>;
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  return Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error("timeout")), ms).unref())]);
+}
+
+/** Builds Tally on an http.Server without globals, so tests build it exactly as production does. */
+export function createApp({
+  httpServer,
+  redis,
+  db,
+  config,
+  adapterClients,
+  fallback,
+  log = defaultLogger,
+}: AppDeps): App {
+  const unread = createUnreadService({ redis, db });
+  const sessions = createSessionService({ db, secret: config.sessionSecret });
+  const conversations = createConversationService({ db, unread });
+  const messages = createMessageService({ db });
+
+  const io: TallyServer = new Server({
+    serveClient: false,
+    // Leave other upgrade requests (Next.js dev reloads) to their own listener.
+    destroyUpgrade: !fallback,
+    ...(adapterClients ? { adapter: createAdapter(adapterClients.pub, adapterClients.sub) } : {}),
+  });
+  const notifier = socketNotifier(io);
+  const delivery = createDelivery({ unread, notifier, log });
+
+  const api = createApiHandler({
+    sessions,
+    conversations,
+    messages,
+    notifier,
+    log,
+    secureCookies: config.secureCookies,
+    health: async () => {
+      try {
+        await withTimeout(Promise.all([redis.ping(), db.$queryRaw`SELECT 1`]), 2000);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  });
+
+  // Registered before Socket.IO attaches: engine.io answers its own path and hands every other request here.
+  httpServer.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    api(req, res)
+      .then(async (handled) => {
+        if (handled) return;
+        if (fallback) return fallback(req, res);
+        res.writeHead(404, { "content-type": "text/plain" }).end("Not found");
+      })
+      .catch((err: unknown) => {
+        log.error({ err, url: req.url }, "request handler crashed");
+        if (!res.headersSent) res.writeHead(500).end();
+      });
+  });
+
+  io.attach(httpServer);
+
+  io.use((socket, next) => {
+    const auth = socket.handshake.auth as { token?: unknown } | undefined;
+    sessions
+      .authenticate({
+        token: auth?.token,
+        authorization: socket.handshake.headers.authorization,
+        cookie: socket.handshake.headers.cookie,
+      })
+      .then((user) => {
+        if (!user) {
+          const err = new Error("unauthorized") as Error & { data?: unknown };
+          err.data = { code: "unauthorized", message: "Sign in first." };
+          return next(err);
+        }
+        socket.data.user = user;
+        next();
+      })
+      .catch((err: unknown) => {
+        log.error({ err }, "socket authentication failed");
+        const e = new Error("unavailable") as Error & { data?: unknown };
+        e.data = { code: "unavailable", message: "The service is temporarily unavailable." };
+        next(e);
+      });
+  });
+
+  io.on("connection", (socket) => {
+    void socket.join(userRoom(socket.data.user.id));
+    registerMessageHandlers(socket, {
+      messages,
+      delivery,
+      log,
+      sendRate: { perSecond: config.sendRatePerSecond, burst: config.sendRateBurst },
+    });
+    registerConversationHandlers(socket, { conversations, log });
+  });
+
+  return {
+    io,
+    close: () => new Promise<void>((resolve) => void io.close(() => resolve())),
+  };
+}

@@ -1,0 +1,111 @@
+/**
+ * The realtime and HTTP contract shared by the server and the browser. Types only: importing this file never
+ * pulls server code into the client bundle. docs/protocol.md describes the same contract in prose.
+ */
+
+export type ErrorCode = "invalid" | "unauthorized" | "forbidden" | "not_found" | "rate_limited" | "unavailable";
+
+export interface ApiError {
+  code: ErrorCode;
+  message: string;
+}
+
+/** Every acknowledgement and every HTTP error body has this shape. */
+export type Result<T extends object = object> = ({ ok: true } & T) | { ok: false; error: ApiError };
+
+export interface UserDTO {
+  id: number;
+  name: string;
+}
+
+export type ConversationKind = "direct" | "group";
+
+export interface MessageDTO {
+  id: number;
+  conversationId: number;
+  seq: number;
+  senderId: number;
+  senderName: string;
+  content: string;
+  /** ISO 8601 */
+  createdAt: string;
+  clientMsgId: string;
+}
+
+export interface ConversationDTO {
+  id: number;
+  kind: ConversationKind;
+  /** For a direct conversation, the other member's name; for a group, its title or its members' names. */
+  title: string;
+  members: UserDTO[];
+  lastSeq: number;
+  lastReadSeq: number;
+  unreadCount: number;
+  lastMessage: MessageDTO | null;
+}
+
+/**
+ * Absolute unread state of one conversation for one user, with the user's total. `version` grows by exactly 1
+ * for every change of the user's unread state within one `epoch`; a new epoch means the state was rebuilt.
+ */
+export interface UnreadUpdate {
+  conversationId: number;
+  unreadCount: number;
+  totalUnread: number;
+  version: number;
+  epoch: string;
+}
+
+/** One user's whole unread state and conversation list, read in one atomic step. */
+export interface Snapshot {
+  conversations: ConversationDTO[];
+  totalUnread: number;
+  version: number;
+  epoch: string;
+}
+
+export interface SendInput {
+  conversationId: number;
+  clientMsgId: string;
+  content: string;
+}
+
+export interface ReadInput {
+  conversationId: number;
+  seq: number;
+}
+
+export type Ack<T extends object> = (res: Result<T>) => void;
+
+export interface ClientToServerEvents {
+  "message:send": (input: SendInput, ack: Ack<{ message: MessageDTO }>) => void;
+  "conversation:read": (input: ReadInput, ack: Ack<{ unread: UnreadUpdate }>) => void;
+  sync: (ack: Ack<{ snapshot: Snapshot }>) => void;
+}
+
+export interface ServerToClientEvents {
+  "message:new": (payload: { message: MessageDTO }) => void;
+  "unread:changed": (update: UnreadUpdate) => void;
+  /** A conversation the user belongs to was created (by them, in another tab, or by someone else). */
+  "conversation:created": (payload: { conversation: ConversationDTO }) => void;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface InterServerEvents {}
+
+export interface SocketData {
+  user: UserDTO;
+}
+
+// HTTP bodies
+export interface SessionResponse {
+  user: UserDTO;
+  token: string;
+}
+export interface CreateConversationInput {
+  memberNames: string[];
+  title?: string;
+}
+export interface MessagesResponse {
+  messages: MessageDTO[];
+}

@@ -1,0 +1,35 @@
+import type { Logger } from "../log.ts";
+import type { TallySocket } from "../messages/messages.handlers.ts";
+import { command } from "../realtime/command.ts";
+import type { Notifier } from "../realtime/notifier.ts";
+import type { UserDTO } from "../contracts/index.ts";
+import { createConversationInput, parse } from "../validation.ts";
+import type { ConversationService } from "./conversations.service.ts";
+
+export function registerConversationHandlers(
+  socket: TallySocket,
+  deps: { conversations: ConversationService; log: Logger },
+): void {
+  socket.on(
+    "sync",
+    command(deps.log, "sync", async () => ({ snapshot: await deps.conversations.snapshot(socket.data.user) })),
+  );
+}
+
+/** Creates (or finds) a conversation and tells every member's tabs when it is new. */
+export async function createConversation(
+  deps: { conversations: ConversationService; notifier: Notifier },
+  user: UserDTO,
+  body: unknown,
+) {
+  const input = parse(createConversationInput, body);
+  const { conversationId, created, memberIds } = await deps.conversations.create(user, input);
+  if (created) {
+    await Promise.all(
+      memberIds.map(async (memberId) =>
+        deps.notifier.conversationCreated(memberId, await deps.conversations.describe(conversationId, memberId)),
+      ),
+    );
+  }
+  return { conversation: await deps.conversations.describe(conversationId, user.id) };
+}

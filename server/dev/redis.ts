@@ -1,0 +1,166 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdir } from "node:fs/promises";
+import { connect } from "node:net";
+import { logger } from "../log.ts";
+import { collectOutput } from "./child-output.ts";
+import { freePort } from "./ports.ts";
+
+export const REDIS_SERVER_MISSING =
+  "redis-server was not found on PATH. Install it (Debian/Ubuntu: sudo apt-get install redis-server; " +
+  "macOS: brew install redis) or set REDIS_URL to an existing Redis.";
+
+const READY_TIMEOUT_MS = 10_000;
+const STOP_TIMEOUT_MS = 10_000;
+// A restart on the same port can overlap the previous server's last moments.
+const PORT_RETRY_MS = 3_000;
+
+export interface RedisServerOptions {
+  /** Defaults to a free port. */
+  port?: number;
+  /** Working directory of redis-server (nothing is persisted, but Redis wants one); defaults to the cwd. */
+  dir?: string;
+}
+
+export interface RedisServer {
+  url: string;
+  port: number;
+  /** Graceful shutdown; resolves once the process has exited. Safe to call twice, and after kill(). */
+  stop(): Promise<void>;
+  /** Simulates a crash: sends `signal` (default SIGKILL) and returns at once. */
+  kill(signal?: NodeJS.Signals): void;
+  /** Stops (or reaps a killed) server and starts an empty one on the same port. */
+  restart(): Promise<void>;
+}
+
+/** A throw-away redis-server on 127.0.0.1 that persists nothing. Starting it again on the same port works. */
+export async function startRedisServer(opts: RedisServerOptions = {}): Promise<RedisServer> {
+  if (opts.dir !== undefined) await mkdir(opts.dir, { recursive: true });
+  let started: Running | undefined;
+  for (let attempt = 1; started === undefined; attempt++) {
+    try {
+      started = await spawnUntilReady(opts.port ?? (await freePort()), opts.dir, opts.port !== undefined);
+    } catch (err) {
+      if (!(err instanceof PortInUseError) || opts.port !== undefined || attempt >= 3) throw err;
+    }
+  }
+  let current = started;
+  const port = current.port;
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    stop: () => current.stop(),
+    kill: (signal = "SIGKILL") => current.kill(signal),
+    restart: async () => {
+      await current.stop();
+      current = await spawnUntilReady(port, opts.dir, true);
+    },
+  };
+}
+
+class PortInUseError extends Error {}
+
+interface Running {
+  port: number;
+  stop(): Promise<void>;
+  kill(signal: NodeJS.Signals): void;
+}
+
+async function spawnUntilReady(port: number, dir: string | undefined, retryBusyPort: boolean): Promise<Running> {
+  const deadline = Date.now() + PORT_RETRY_MS;
+  for (;;) {
+    try {
+      return await spawnOnce(port, dir);
+    } catch (err) {
+      if (!(err instanceof PortInUseError) || !retryBusyPort || Date.now() > deadline) throw err;
+      await sleep(100);
+    }
+  }
+}
+
+async function spawnOnce(port: number, dir: string | undefined): Promise<Running> {
+  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
+  if (dir !== undefined) args.push("--dir", dir);
+  const child = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
+  const log = collectOutput(child, "redis");
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const spawnFailed = new Promise<never>((_, reject) =>
+    child.once("error", (err) =>
+      reject("code" in err && err.code === "ENOENT" ? new Error(REDIS_SERVER_MISSING, { cause: err }) : err),
+    ),
+  );
+  // Without this a crashed test run would leave redis-server running.
+  const onExit = (): void => void child.kill("SIGKILL");
+  process.once("exit", onExit);
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      process.removeListener("exit", onExit);
+      if (child.pid === undefined) return;
+      if (!hasExited(child)) child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
+      await exited;
+      clearTimeout(timer);
+    })();
+    return stopping;
+  };
+
+  const polling = new AbortController();
+  try {
+    await Promise.race([
+      spawnFailed,
+      waitUntilReady(child, port, polling.signal),
+      exited.then(() => {
+        const output = log.text();
+        const message = `redis-server exited during startup (code ${child.exitCode ?? child.signalCode}):\n${output}`;
+        throw /address already in use/i.test(output) ? new PortInUseError(message) : new Error(message);
+      }),
+    ]);
+  } catch (err) {
+    polling.abort();
+    await stop();
+    throw err;
+  }
+  logger.debug({ port, pid: child.pid }, "started redis-server");
+  return { port, stop, kill: (signal) => void child.kill(signal) };
+}
+
+// Ready means *our* process answers: another Redis on the port (say the machine's own) would answer PING too.
+// Settles only on success or timeout; a process that died or never spawned is reported by the other racers.
+async function waitUntilReady(child: ChildProcess, port: number, signal: AbortSignal): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (signal.aborted) return;
+    if (child.pid !== undefined && (await serverProcessId(port)) === child.pid) return;
+    await sleep(50);
+  }
+  throw new Error(`redis-server on port ${port} did not answer within ${READY_TIMEOUT_MS} ms`);
+}
+
+function serverProcessId(port: number): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: "127.0.0.1", port });
+    let reply = "";
+    const done = (pid: number | undefined): void => {
+      socket.destroy();
+      resolve(pid);
+    };
+    socket.setTimeout(1_000, () => done(undefined));
+    socket.once("error", () => done(undefined));
+    socket.once("close", () => done(undefined));
+    socket.once("connect", () => socket.write("INFO server\r\n"));
+    socket.on("data", (chunk: Buffer) => {
+      reply += chunk.toString("utf8");
+      const match = /process_id:(\d+)/.exec(reply);
+      if (match?.[1] !== undefined) done(Number.parseInt(match[1], 10));
+    });
+  });
+}
+
+function hasExited(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

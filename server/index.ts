@@ -1,0 +1,117 @@
+import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import next from "next";
+import { seedDemo } from "../prisma/seed.ts";
+import { createApp } from "./app.ts";
+import { loadDotEnv, readEnv } from "./config.ts";
+import { migrate } from "./db/migrate.ts";
+import { createDb } from "./db/prisma.ts";
+import { startEmbeddedPostgres } from "./dev/postgres.ts";
+import { startRedisServer } from "./dev/redis.ts";
+import { logger } from "./log.ts";
+import { createAdapterClients, createRedis } from "./redis/client.ts";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+
+/** A secret that survives restarts and is shared by every instance started from this folder. */
+function localSessionSecret(dataDir: string): string {
+  const file = join(dataDir, "session-secret");
+  if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString("hex"), { mode: 0o600, flag: "wx" });
+  return readFileSync(file, "utf8").trim();
+}
+
+/** Embedded services this process started, stopped on exit, also when start-up fails half-way. */
+const cleanups: (() => Promise<void>)[] = [];
+
+async function main(): Promise<void> {
+  loadDotEnv(root);
+  const env = readEnv();
+  const dataDir = resolve(root, env.DATA_DIR);
+  mkdirSync(dataDir, { recursive: true });
+  const dev = env.NODE_ENV === "development";
+
+  let databaseUrl = env.DATABASE_URL;
+  if (!databaseUrl) {
+    logger.info({ dir: join(dataDir, "postgres") }, "DATABASE_URL unset: starting the embedded PostgreSQL");
+    const pg = await startEmbeddedPostgres({ dataDir: join(dataDir, "postgres") });
+    cleanups.push(pg.stop);
+    databaseUrl = pg.url;
+  }
+
+  let redisUrl = env.REDIS_URL;
+  if (!redisUrl) {
+    logger.info("REDIS_URL unset: starting a private redis-server");
+    const redisServer = await startRedisServer({ dir: join(dataDir, "redis") });
+    cleanups.push(redisServer.stop);
+    redisUrl = redisServer.url;
+  }
+
+  const { applied } = await migrate(databaseUrl);
+  if (applied.length > 0) logger.info({ applied }, "applied database migrations");
+  const db = createDb(databaseUrl);
+  if (env.SEED_DEMO === "1" && (await seedDemo(db))) logger.info("seeded the demo users alice, bob, carol and dave");
+
+  if (!dev && !existsSync(join(root, ".next", "BUILD_ID"))) {
+    logger.info("no production build found: running `next build` once");
+    const build = spawnSync("npx", ["--no-install", "next", "build"], { cwd: root, stdio: "inherit" });
+    if (build.status !== 0) throw new Error("`next build` failed");
+  }
+  const nextApp = next({ dev, dir: root, hostname: "localhost", port: env.PORT });
+  await nextApp.prepare();
+  const handle = nextApp.getRequestHandler();
+
+  const redis = createRedis(redisUrl);
+  const adapterClients = createAdapterClients(redisUrl);
+  const httpServer = createServer();
+  const app = createApp({
+    httpServer,
+    redis,
+    db,
+    adapterClients,
+    fallback: (req, res) => handle(req, res),
+    config: {
+      sessionSecret: env.SESSION_SECRET ?? localSessionSecret(dataDir),
+      sendRatePerSecond: env.SEND_RATE_PER_SECOND,
+      sendRateBurst: env.SEND_RATE_BURST,
+      secureCookies: false,
+    },
+  });
+  if (dev) {
+    const upgrade = nextApp.getUpgradeHandler();
+    httpServer.on("upgrade", (req, socket, head) => {
+      if (!req.url?.startsWith("/socket.io/")) void upgrade(req, socket, head);
+    });
+  }
+
+  await new Promise<void>((resolveListen, reject) => {
+    httpServer.once("error", reject);
+    httpServer.listen(env.PORT, env.HOST, resolveListen);
+  });
+  const address = httpServer.address();
+  const port = typeof address === "object" && address ? address.port : env.PORT;
+  logger.info({ port, dev }, `Tally is running on http://localhost:${port}`);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    await app.close();
+    httpServer.closeAllConnections();
+    await Promise.allSettled([redis.quit(), adapterClients.pub.quit(), adapterClients.sub.quit(), db.$disconnect()]);
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+}
+
+main().catch(async (err: unknown) => {
+  logger.fatal({ err }, err instanceof Error ? err.message : "failed to start");
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+  process.exit(1);
+});

@@ -1,0 +1,41 @@
+import type { Socket } from "socket.io";
+import type { ClientToServerEvents, InterServerEvents, ServerToClientEvents, SocketData } from "../contracts/index.ts";
+import { AppError } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import { command } from "../realtime/command.ts";
+import { tokenBucket } from "../realtime/rate-limit.ts";
+import { parse, readInput, sendInput } from "../validation.ts";
+import type { Delivery } from "./delivery.ts";
+import type { MessageService } from "./messages.service.ts";
+
+export type TallySocket = Socket<ClientToServerEvents, ServerToClientEvents, InterServerEvents, SocketData>;
+
+export function registerMessageHandlers(
+  socket: TallySocket,
+  deps: { messages: MessageService; delivery: Delivery; log: Logger; sendRate: { perSecond: number; burst: number } },
+): void {
+  const { messages, delivery, log } = deps;
+  const user = socket.data.user;
+  const allowSend = tokenBucket(deps.sendRate.perSecond, deps.sendRate.burst);
+
+  socket.on(
+    "message:send",
+    command(log, "message:send", async (payload) => {
+      const input = parse(sendInput, payload);
+      if (!allowSend()) throw new AppError("rate_limited", "Slow down: too many messages at once.");
+      const { message, memberIds } = await messages.send(user, input);
+      // Also on a retried send: the first attempt may have stopped between the commit and the counters.
+      await delivery.deliverMessage(message, memberIds);
+      return { message };
+    }),
+  );
+
+  socket.on(
+    "conversation:read",
+    command(log, "conversation:read", async (payload) => {
+      const input = parse(readInput, payload);
+      const { cursor, lastSeq } = await messages.markRead(user, input.conversationId, input.seq);
+      return { unread: await delivery.deliverRead(user.id, input.conversationId, cursor, lastSeq) };
+    }),
+  );
+}

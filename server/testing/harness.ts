@@ -1,0 +1,139 @@
+import { createServer, type Server as HttpServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Redis } from "ioredis";
+import { io as connect, type Socket } from "socket.io-client";
+import { inject } from "vitest";
+import { createApp, type App } from "../app.ts";
+import type { ClientToServerEvents, ServerToClientEvents, UserDTO } from "../contracts/index.ts";
+import { createDb, type Db } from "../db/prisma.ts";
+import { logger } from "../log.ts";
+import { createAdapterClients, createRedis } from "../redis/client.ts";
+import { createTestDatabase } from "./db.ts";
+
+export type ClientSocket = Socket<ServerToClientEvents, ClientToServerEvents>;
+
+export interface Instance {
+  url: string;
+  app: App;
+  httpServer: HttpServer;
+  close(): Promise<void>;
+}
+
+export interface Harness {
+  db: Db;
+  redis: Redis;
+  instances: Instance[];
+  signIn(name: string, instance?: number): Promise<{ user: UserDTO; token: string }>;
+  connect(token: string, instance?: number): Promise<ClientSocket>;
+  http(
+    path: string,
+    init?: RequestInit & { token?: string; instance?: number },
+  ): Promise<{ status: number; body: any }>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  close(): Promise<void>;
+}
+
+export const TEST_SECRET = "test-secret-0123456789abcdef";
+
+/**
+ * Real servers for integration tests: `count` Tally instances on ephemeral ports, sharing one fresh database
+ * and the test redis-server through the Redis adapter, exactly as production wires them.
+ */
+export async function startHarness(count = 2): Promise<Harness> {
+  const database = await createTestDatabase(inject("pgAdminUrl"));
+  const redisUrl = inject("redisUrl");
+  const db = createDb(database.url);
+  const redis = createRedis(redisUrl);
+  // The test redis-server belongs to this test run; files run one at a time, so each starts from empty.
+  await redis.flushdb();
+  const log = logger.child({}, { level: "silent" });
+  const sockets: ClientSocket[] = [];
+
+  const instances: Instance[] = [];
+  for (let i = 0; i < count; i++) {
+    const httpServer = createServer();
+    const adapterClients = createAdapterClients(redisUrl);
+    const appRedis = createRedis(redisUrl);
+    const app = createApp({
+      httpServer,
+      redis: appRedis,
+      db,
+      adapterClients,
+      log,
+      config: { sessionSecret: TEST_SECRET, sendRatePerSecond: 1000, sendRateBurst: 1000, secureCookies: false },
+    });
+    await new Promise<void>((resolve) => httpServer.listen(0, "127.0.0.1", resolve));
+    const { port } = httpServer.address() as AddressInfo;
+    instances.push({
+      url: `http://127.0.0.1:${port}`,
+      app,
+      httpServer,
+      close: async () => {
+        await app.close();
+        await Promise.allSettled([appRedis.quit(), adapterClients.pub.quit(), adapterClients.sub.quit()]);
+      },
+    });
+  }
+
+  async function http(path: string, init: RequestInit & { token?: string; instance?: number } = {}) {
+    const { token, instance = 0, ...rest } = init;
+    const headers = new Headers(rest.headers);
+    if (token) headers.set("authorization", `Bearer ${token}`);
+    if (rest.body && !headers.has("content-type")) headers.set("content-type", "application/json");
+    const res = await fetch(`${instances[instance]!.url}${path}`, { ...rest, headers });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : null };
+  }
+
+  return {
+    db,
+    redis,
+    instances,
+    http,
+    async signIn(name, instance = 0) {
+      const res = await http("/api/session", { method: "POST", body: JSON.stringify({ name }), instance });
+      if (res.status !== 200) throw new Error(`sign-in failed: ${JSON.stringify(res.body)}`);
+      return res.body as { user: UserDTO; token: string };
+    },
+    connect(token, instance = 0) {
+      const socket: ClientSocket = connect(instances[instance]!.url, {
+        auth: { token },
+        transports: ["websocket"],
+        forceNew: true,
+        reconnection: false,
+      });
+      sockets.push(socket);
+      return new Promise((resolve, reject) => {
+        socket.once("connect", () => resolve(socket));
+        socket.once("connect_error", reject);
+      });
+    },
+    async close() {
+      for (const s of sockets) s.disconnect();
+      for (const instance of instances) await instance.close();
+      await Promise.allSettled([redis.quit(), db.$disconnect()]);
+      await database.drop();
+    },
+  };
+}
+
+/** Resolves with the next `event` on `socket` that satisfies `match`, or rejects after `ms`. */
+export function nextEvent<E extends keyof ServerToClientEvents>(
+  socket: ClientSocket,
+  event: E,
+  match: (...args: Parameters<ServerToClientEvents[E]>) => boolean = () => true,
+  ms = 5000,
+): Promise<Parameters<ServerToClientEvents[E]>[0]> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      socket.off(event, listener as never);
+      reject(new Error(`timed out waiting for ${String(event)}`));
+    }, ms);
+    const listener = (...args: Parameters<ServerToClientEvents[E]>) => {
+      if (!match(...args)) return;
+      clearTimeout(timer);
+      socket.off(event, listener as never);
+      resolve(args[0]);
+    };
+    socket.on(event, listener as never);
+  });
+}
