@@ -20,6 +20,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
 import { logger } from "../log.ts";
+import { stopOrphan } from "./orphans.ts";
 import { collectOutput } from "./child-output.ts";
 import { freePort } from "./ports.ts";
 
@@ -288,6 +289,10 @@ async function removeStalePidFile(dataDir: string): Promise<void> {
   }
   const lines = content.split("\n");
   const pid = Number.parseInt(lines[0] ?? "", 10);
+  // The Tally process that started it was killed (SIGKILL skips the graceful stop): take the data dir back.
+  const orphan = await stopOrphan(pidFile, "postgres", "SIGINT");
+  if (orphan !== null)
+    logger.warn({ orphanPid: orphan, dataDir }, "stopped an embedded PostgreSQL left by a Tally process that died");
   if (Number.isInteger(pid) && pid > 0 && (await isPostgresProcess(pid))) {
     throw new Error(
       `PostgreSQL is already running on ${dataDir} (pid ${pid}, port ${lines[3]?.trim() ?? "?"}). ` +

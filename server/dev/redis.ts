@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdir } from "node:fs/promises";
+import path from "node:path";
 import { connect } from "node:net";
 import { logger } from "../log.ts";
+import { stopOrphan } from "./orphans.ts";
 import { collectOutput } from "./child-output.ts";
 import { freePort } from "./ports.ts";
 
@@ -79,7 +81,13 @@ async function spawnUntilReady(port: number, dir: string | undefined, retryBusyP
 
 async function spawnOnce(port: number, dir: string | undefined): Promise<Running> {
   const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
-  if (dir !== undefined) args.push("--dir", dir);
+  if (dir !== undefined) {
+    // A pidfile lets the next start stop a redis-server whose Tally process was killed without stopping it.
+    const pidFile = path.join(dir, "redis.pid");
+    const orphan = await stopOrphan(pidFile, "redis-server");
+    if (orphan !== null) logger.warn({ orphanPid: orphan }, "stopped a redis-server left by a Tally process that died");
+    args.push("--dir", dir, "--pidfile", pidFile);
+  }
   const child = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
   const log = collectOutput(child, "redis");
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
