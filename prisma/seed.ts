@@ -23,6 +23,7 @@ export async function seedDemo(db: Db, now = Date.now()): Promise<boolean> {
           directKey: c.kind === "direct" ? [...memberIds].sort((a, b) => a - b).join(":") : null,
           lastSeq: c.messages.length,
           lastMessageAt: times.at(-1) ?? null,
+          createdById: id(c.members[0]!),
           memberships: {
             create: c.members.map((name) => {
               const ownLast = c.messages.reduce((last, [sender], i) => (sender === name ? i + 1 : last), 0);

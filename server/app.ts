@@ -7,13 +7,17 @@ import { registerConversationHandlers } from "./conversations/conversations.hand
 import { createConversationService } from "./conversations/conversations.service.ts";
 import type { Db } from "./db/prisma.ts";
 import { createApiHandler } from "./http/api.ts";
+import { registerLab } from "./lab/lab.handlers.ts";
 import { logger as defaultLogger, type Logger } from "./log.ts";
 import { createDelivery } from "./messages/delivery.ts";
 import { registerMessageHandlers } from "./messages/messages.handlers.ts";
 import { createMessageService } from "./messages/messages.service.ts";
-import { socketNotifier, type TallyServer } from "./realtime/notifier.ts";
+import { createOutbox } from "./outbox/outbox.ts";
+import { createRelay } from "./outbox/relay.ts";
+import { socketNotifier, type Notifier, type TallyServer } from "./realtime/notifier.ts";
 import { userRoom } from "./redis/keys.ts";
 import { createSessionService } from "./sessions/sessions.service.ts";
+import { reconcile } from "./unread/reconcile.ts";
 import { createUnreadService } from "./unread/unread.service.ts";
 
 export interface AppDeps {
@@ -31,6 +35,8 @@ export interface AppDeps {
 
 export interface App {
   io: TallyServer;
+  notifier: Notifier;
+  relay: ReturnType<typeof createRelay>;
   close(): Promise<void>;
 }
 
@@ -48,7 +54,14 @@ export function createApp({
   fallback,
   log = defaultLogger,
 }: AppDeps): App {
-  const unread = createUnreadService({ redis, db });
+  // Late-bound: the notifier needs the Socket.IO server, built below.
+  let notifyStale: (userIds: number[]) => void = () => {};
+  const unread = createUnreadService({
+    redis,
+    db,
+    ttlMs: config.unreadTtlMs ?? 0,
+    onResync: (userId) => notifyStale([userId]),
+  });
   const sessions = createSessionService({ db, secret: config.sessionSecret });
   const conversations = createConversationService({ db, unread });
   const messages = createMessageService({ db });
@@ -60,13 +73,17 @@ export function createApp({
     ...(adapterClients ? { adapter: createAdapter(adapterClients.pub, adapterClients.sub) } : {}),
   });
   const notifier = socketNotifier(io);
-  const delivery = createDelivery({ unread, notifier, log });
+  notifyStale = (userIds) => notifier.unreadStale(userIds);
+  const outbox = createOutbox(db);
+  const delivery = createDelivery({ unread, notifier, outbox, log });
+  const relay = createRelay({ db, unread, notifier, log });
 
   const api = createApiHandler({
     sessions,
     conversations,
     messages,
     notifier,
+    delivery,
     log,
     secureCookies: config.secureCookies,
     health: async () => {
@@ -127,12 +144,44 @@ export function createApp({
       delivery,
       log,
       sendRate: { perSecond: config.sendRatePerSecond, burst: config.sendRateBurst },
+      fault: config.fault,
     });
     registerConversationHandlers(socket, { conversations, log });
   });
 
+  // The consistency lab (issue 4): its own namespace, its own redis-server; never chat keys.
+  const lab = registerLab({ io, httpServer, redis, db, sessions, log });
+
+  // Pushes published while the adapter's subscriber was reconnecting are lost: every local tab resyncs.
+  if (adapterClients) {
+    let wasReady = adapterClients.sub.status === "ready";
+    adapterClients.sub.on("ready", () => {
+      if (wasReady) notifier.unreadStale("all-local");
+      wasReady = true;
+    });
+  }
+
+  relay.start(config.outboxRelayMs ?? 2000);
+
+  let reconcileTimer: NodeJS.Timeout | undefined;
+  if (config.reconcileIntervalMs) {
+    reconcileTimer = setInterval(() => {
+      reconcile({ db, unread, onRepaired: (userIds) => notifier.unreadStale(userIds) })
+        .then((report) => report.drifted > 0 && log.warn({ report }, "reconciliation repaired drift"))
+        .catch((err: unknown) => log.warn({ err }, "reconciliation pass failed"));
+    }, config.reconcileIntervalMs);
+    reconcileTimer.unref();
+  }
+
   return {
     io,
-    close: () => new Promise<void>((resolve) => void io.close(() => resolve())),
+    notifier,
+    relay,
+    close: async () => {
+      clearInterval(reconcileTimer);
+      await lab.close();
+      await relay.stop();
+      await new Promise<void>((resolve) => void io.close(() => resolve()));
+    },
   };
 }

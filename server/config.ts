@@ -14,6 +14,13 @@ const schema = z.object({
   SEED_DEMO: z.enum(["0", "1"]).default("1"),
   SEND_RATE_PER_SECOND: z.coerce.number().positive().default(20),
   SEND_RATE_BURST: z.coerce.number().int().positive().default(60),
+  SERVE_UI: z.enum(["0", "1"]).default("1"),
+  OUTBOX_RELAY_MS: z.coerce.number().int().min(100).default(2000),
+  RECONCILE_INTERVAL_S: z.coerce.number().int().min(0).default(600),
+  /** Unread messages older than this many days stop counting (0: never; fractions allowed). */
+  UNREAD_TTL_DAYS: z.coerce.number().min(0).max(36_500).default(0),
+  /** Test-only fault injection; never set in a deployment. */
+  TALLY_FAULT: z.enum(["crash-after-commit"]).optional(),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -25,6 +32,14 @@ export interface AppConfig {
   sendRateBurst: number;
   /** Set the session cookie with the Secure flag (behind HTTPS). */
   secureCookies: boolean;
+  /** How often the outbox relay replays counter updates a crash left behind (0: only at start). */
+  outboxRelayMs?: number;
+  /** How often reconciliation cross-checks every user against the database (0: never). */
+  reconcileIntervalMs?: number;
+  /** Unread messages older than this stop counting, evaluated by the scripts at read time (0 or unset: never). */
+  unreadTtlMs?: number;
+  /** Test-only: kill the process with SIGKILL right after a send commits, before Redis sees it. */
+  fault?: "crash-after-commit";
 }
 
 /** Reads the environment once; fails with a message naming each bad variable. */
@@ -35,6 +50,11 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): Env {
     throw new Error(`Invalid configuration:\n${lines.join("\n")}\nSee README.md#configuration and .env.example.`);
   }
   return parsed.data;
+}
+
+/** UNREAD_TTL_DAYS in ms (0: off). */
+export function unreadTtlMs(env: Env): number {
+  return Math.round(env.UNREAD_TTL_DAYS * 86_400_000);
 }
 
 /** Loads `<root>/.env` when present; variables already set in the environment win. */

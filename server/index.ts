@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import next from "next";
 import { seedDemo } from "../prisma/seed.ts";
 import { createApp } from "./app.ts";
-import { loadDotEnv, readEnv } from "./config.ts";
+import { loadDotEnv, readEnv, unreadTtlMs } from "./config.ts";
 import { migrate } from "./db/migrate.ts";
 import { createDb } from "./db/prisma.ts";
 import { startEmbeddedPostgres } from "./dev/postgres.ts";
@@ -26,6 +26,17 @@ function localSessionSecret(dataDir: string): string {
 
 /** Embedded services this process started, stopped on exit, also when start-up fails half-way. */
 const cleanups: (() => Promise<void>)[] = [];
+
+async function prepareNext(dev: boolean, port: number) {
+  if (!dev && !existsSync(join(root, ".next", "BUILD_ID"))) {
+    logger.info("no production build found: running `next build` once");
+    const build = spawnSync("npx", ["--no-install", "next", "build"], { cwd: root, stdio: "inherit" });
+    if (build.status !== 0) throw new Error("`next build` failed");
+  }
+  const nextApp = next({ dev, dir: root, hostname: "localhost", port });
+  await nextApp.prepare();
+  return nextApp;
+}
 
 async function main(): Promise<void> {
   loadDotEnv(root);
@@ -55,14 +66,10 @@ async function main(): Promise<void> {
   const db = createDb(databaseUrl);
   if (env.SEED_DEMO === "1" && (await seedDemo(db))) logger.info("seeded the demo users alice, bob, carol and dave");
 
-  if (!dev && !existsSync(join(root, ".next", "BUILD_ID"))) {
-    logger.info("no production build found: running `next build` once");
-    const build = spawnSync("npx", ["--no-install", "next", "build"], { cwd: root, stdio: "inherit" });
-    if (build.status !== 0) throw new Error("`next build` failed");
-  }
-  const nextApp = next({ dev, dir: root, hostname: "localhost", port: env.PORT });
-  await nextApp.prepare();
-  const handle = nextApp.getRequestHandler();
+  // SERVE_UI=0 runs the API and Socket.IO only (tests and soak runs start many instances).
+  const nextApp = env.SERVE_UI === "1" ? await prepareNext(dev, env.PORT) : null;
+  const handle = nextApp?.getRequestHandler();
+  writeFileSync(join(dataDir, "services.json"), JSON.stringify({ databaseUrl, redisUrl }, null, 2), { mode: 0o600 });
 
   const redis = createRedis(redisUrl);
   const adapterClients = createAdapterClients(redisUrl);
@@ -72,15 +79,21 @@ async function main(): Promise<void> {
     redis,
     db,
     adapterClients,
-    fallback: (req, res) => handle(req, res),
+    ...(handle ? { fallback: (req, res) => handle(req, res) } : {}),
     config: {
       sessionSecret: env.SESSION_SECRET ?? localSessionSecret(dataDir),
       sendRatePerSecond: env.SEND_RATE_PER_SECOND,
       sendRateBurst: env.SEND_RATE_BURST,
       secureCookies: false,
+      outboxRelayMs: env.OUTBOX_RELAY_MS,
+      reconcileIntervalMs: env.RECONCILE_INTERVAL_S * 1000,
+      unreadTtlMs: unreadTtlMs(env),
+      ...(env.TALLY_FAULT ? { fault: env.TALLY_FAULT } : {}),
     },
   });
-  if (dev) {
+  if (env.TALLY_FAULT)
+    logger.warn({ fault: env.TALLY_FAULT }, "fault injection is ON (TALLY_FAULT); never in a deployment");
+  if (dev && nextApp) {
     const upgrade = nextApp.getUpgradeHandler();
     httpServer.on("upgrade", (req, socket, head) => {
       if (!req.url?.startsWith("/socket.io/")) void upgrade(req, socket, head);

@@ -1,13 +1,68 @@
 "use client";
 
+import { useState } from "react";
+import type { ConversationDTO } from "@/server/contracts";
 import { useChatStore } from "@/components/providers/ChatProvider";
-import { selectActiveConversationId, selectConversation } from "@/components/store/selectors";
+import { selectActiveConversationId, selectConversation, selectConversationError } from "@/components/store/selectors";
 import { Composer } from "./Composer";
 import { MessageList } from "./MessageList";
+
+/**
+ * Leave (groups) and delete. The conversation has no creator field, so a group offers "Delete" to every member
+ * and the server's refusal is shown to those who may not.
+ */
+function ConversationActions({ conversation }: { conversation: ConversationDTO }) {
+  const leave = useChatStore((s) => s.leaveConversation);
+  const remove = useChatStore((s) => s.deleteConversation);
+  const [busy, setBusy] = useState(false);
+  const group = conversation.kind === "group";
+
+  async function run(question: string, action: (conversationId: number) => Promise<string | null>) {
+    if (busy || !window.confirm(question)) return;
+    setBusy(true);
+    await action(conversation.id);
+    setBusy(false);
+  }
+
+  return (
+    <div className="pane-actions">
+      {group && (
+        <button
+          type="button"
+          className="button small ghost"
+          data-testid="leave-conversation"
+          disabled={busy}
+          onClick={() => void run(`Leave “${conversation.title}”? Its messages will no longer reach you.`, leave)}
+        >
+          Leave group
+        </button>
+      )}
+      <button
+        type="button"
+        className="button small ghost danger"
+        data-testid="delete-conversation"
+        disabled={busy}
+        onClick={() =>
+          void run(
+            group
+              ? `Delete “${conversation.title}” and its messages for every member?`
+              : `Delete your conversation with ${conversation.title} and its messages for both of you?`,
+            remove,
+          )
+        }
+      >
+        <span>
+          Delete<span className="wide-only"> conversation</span>
+        </span>
+      </button>
+    </div>
+  );
+}
 
 function OpenConversation({ id }: { id: number }) {
   const conversation = useChatStore(selectConversation(id));
   const close = useChatStore((s) => s.closeConversation);
+  const actionError = useChatStore(selectConversationError(id));
   if (!conversation) return <EmptyPane text="This conversation is not available." />;
 
   return (
@@ -24,7 +79,13 @@ function OpenConversation({ id }: { id: number }) {
             {conversation.members.map((m) => m.name).join(", ")}
           </p>
         </div>
+        <ConversationActions key={id} conversation={conversation} />
       </header>
+      {actionError && (
+        <p className="form-error pane-error" role="alert" data-testid="conversation-action-error">
+          {actionError}
+        </p>
+      )}
       <MessageList key={id} conversationId={id} />
       <Composer key={`composer-${id}`} conversationId={id} />
     </section>

@@ -61,6 +61,8 @@ export const api = {
   getConversations: () => request<Snapshot>("GET", "/api/conversations"),
   createConversation: (input: CreateConversationInput) =>
     request<{ conversation: ConversationDTO }>("POST", "/api/conversations", input),
+  leaveConversation: (conversationId: number) => request("POST", `/api/conversations/${conversationId}/leave`),
+  deleteConversation: (conversationId: number) => request("DELETE", `/api/conversations/${conversationId}`),
   fetchMessages: (conversationId: number, query: MessagesQuery) => {
     const params = new URLSearchParams();
     if (query.before !== undefined) params.set("before", String(query.before));

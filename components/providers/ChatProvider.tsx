@@ -59,6 +59,8 @@ function createSocketLink() {
     },
     fetchMessages: api.fetchMessages,
     createConversation: api.createConversation,
+    leaveConversation: api.leaveConversation,
+    deleteConversation: api.deleteConversation,
   };
 
   return {
@@ -140,6 +142,8 @@ export function ChatProvider({ children }: { children: ReactNode }) {
     socket.on("message:new", ({ message }) => store.getState().receiveMessage(message));
     socket.on("unread:changed", (update) => store.getState().applyUnread(update));
     socket.on("conversation:created", ({ conversation }) => store.getState().receiveConversation(conversation));
+    socket.on("conversation:removed", ({ conversationId }) => store.getState().removeConversation(conversationId));
+    socket.on("unread:stale", () => store.getState().handleStale());
 
     return () => {
       closed = true;

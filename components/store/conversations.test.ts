@@ -73,7 +73,7 @@ describe("conversation order", () => {
     t.transport.syncs[0]?.resolve(snapshot([conversation(1)], 1));
     await flush();
     expect(t.transport.syncs).toHaveLength(2);
-    t.transport.syncs[1]?.resolve(snapshot([conversation(1)], 1));
+    t.transport.syncs[0]?.resolve(snapshot([conversation(1)], 1));
     await flush();
     expect(t.transport.syncs).toHaveLength(2);
   });
@@ -99,7 +99,7 @@ describe("reading the active conversation", () => {
     t.store.getState().openConversation(1);
     expect(t.transport.reads.map((r) => r.input)).toEqual([{ conversationId: 1, seq: 6 }]);
 
-    t.transport.reads[0]?.resolve({ ok: true, unread: update(1, 0, 0, 4) });
+    t.transport.reads[0]?.resolve({ ok: true, unread: update(1, 0, 0, 4), changed: true });
     await flush();
     expect(t.store.getState()).toMatchObject({ totalUnread: 0, unreadCounts: { 1: 0 } });
   });
@@ -243,9 +243,40 @@ describe("what the badges show", () => {
 
     t.store.getState().applyUnread(update(1, 1, 1, 4));
     t.store.getState().receiveMessage(message(1, 3));
-    t.transport.reads[0]?.resolve({ ok: true, unread: update(1, 0, 0, 5) });
+    t.transport.reads[0]?.resolve({ ok: true, unread: update(1, 0, 0, 5), changed: true });
     await new Promise((resolve) => setTimeout(resolve, 30));
     expect(t.transport.fetches).toHaveLength(0);
     expect(t.store.getState().totalUnread).toBe(0);
+  });
+});
+
+describe("an acknowledgement of a read that changed nothing", () => {
+  it("is never applied as a step: its version's change may concern another conversation", async () => {
+    // Server at v4: conversation 2 went 0 -> 1 (the push for it is still in flight). Reading conversation 1,
+    // already read, changes nothing and answers the current state: c1 = 0, total = 1, v4.
+    const t = await synced([conversation(1, { lastSeq: 3, lastReadSeq: 2 }), conversation(2)], 3);
+    attend(t);
+    t.store.getState().openConversation(1);
+    t.transport.reads[0]?.resolve({ ok: true, unread: update(1, 0, 1, 4), changed: false });
+    await flush();
+    expect(t.store.getState()).toMatchObject({ version: 3, totalUnread: 0 });
+    expect(t.transport.syncs).toHaveLength(1); // behind: sync instead of patching
+
+    t.store.getState().applyUnread(update(2, 1, 1, 4)); // the push, arriving meanwhile, is kept for after the sync
+    t.transport.syncs[0]?.resolve(
+      snapshot([conversation(1, { lastSeq: 3, lastReadSeq: 3 }), conversation(2, { unreadCount: 1 })], 4),
+    );
+    await flush();
+    expect(t.store.getState()).toMatchObject({ version: 4, totalUnread: 1, unreadCounts: { 1: 0, 2: 1 } });
+  });
+
+  it("is ignored when this tab is already at or past its version", async () => {
+    const t = await synced([conversation(1, { lastSeq: 3, lastReadSeq: 2 })], 5);
+    attend(t);
+    t.store.getState().openConversation(1);
+    t.transport.reads[0]?.resolve({ ok: true, unread: update(1, 0, 0, 5), changed: false });
+    await flush();
+    expect(t.transport.syncs).toHaveLength(0);
+    expect(t.store.getState()).toMatchObject({ version: 5, totalUnread: 0 });
   });
 });

@@ -26,13 +26,15 @@ type Queue<I, T> = Pending<I, T>[];
 
 export interface FakeTransport extends ChatTransport {
   sends: Queue<SendInput, Result<{ message: MessageDTO }>>;
-  reads: Queue<ReadInput, Result<{ unread: UnreadUpdate }>>;
+  reads: Queue<ReadInput, Result<{ unread: UnreadUpdate; changed: boolean }>>;
   syncs: Queue<null, Result<{ snapshot: Snapshot }>>;
   fetches: Queue<{ conversationId: number; query: MessagesQuery }, Result<MessagesResponse>>;
   creates: Queue<CreateConversationInput, Result<{ conversation: ConversationDTO }>>;
+  leaves: Queue<number, Result>;
+  deletes: Queue<number, Result>;
   auto: {
     send?: (input: SendInput) => Result<{ message: MessageDTO }>;
-    read?: (input: ReadInput) => Result<{ unread: UnreadUpdate }>;
+    read?: (input: ReadInput) => Result<{ unread: UnreadUpdate; changed: boolean }>;
     sync?: () => Result<{ snapshot: Snapshot }>;
     fetchMessages?: (conversationId: number, query: MessagesQuery) => Result<MessagesResponse>;
   };
@@ -52,6 +54,8 @@ export function createFakeTransport(): FakeTransport {
     syncs: [],
     fetches: [],
     creates: [],
+    leaves: [],
+    deletes: [],
     auto: {},
     send: (input) => call(fake.sends, input, fake.auto.send),
     read: (input) => call(fake.reads, input, fake.auto.read),
@@ -64,6 +68,8 @@ export function createFakeTransport(): FakeTransport {
       return call(fake.fetches, { conversationId, query }, auto && ((i) => auto(i.conversationId, i.query)));
     },
     createConversation: (input) => call(fake.creates, input),
+    leaveConversation: (conversationId) => call(fake.leaves, conversationId),
+    deleteConversation: (conversationId) => call(fake.deletes, conversationId),
   };
   return fake;
 }

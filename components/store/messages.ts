@@ -80,6 +80,7 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
 
     function ingest(message: MessageDTO): void {
       const id = message.conversationId;
+      if (rt.removed.has(id)) return;
       set((s) => {
         const list = s.messages[id] ?? EMPTY_LIST;
         const items = mergeMessages(list.items, [message]);
@@ -282,6 +283,8 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
 
       receiveMessage(message) {
         const id = message.conversationId;
+        // Sent just before the conversation went away; it must not come back for it.
+        if (rt.removed.has(id)) return;
         ingest(message);
         if (!get().conversations[id]) {
           if (!rt.sync.wanted.has(id)) rt.sync.wanted.set(id, rt.sync.token + 1);

@@ -11,6 +11,8 @@ export interface StoreRuntime {
     token: number;
     /** Updates received while a sync is in flight; the snapshot may predate them. */
     buffer: UnreadUpdate[];
+    /** Acknowledgements that changed nothing, received during a sync: checked against the snapshot. */
+    probes: UnreadUpdate[];
     /** Conversations seen in a push but not in the list → the first sync token whose snapshot must hold them. */
     wanted: Map<number, number>;
     failures: number;
@@ -20,6 +22,8 @@ export interface StoreRuntime {
   };
   /** Pending checks of a count that appeared in the conversation being read, per conversation. */
   unreadWatch: Map<number, ReturnType<typeof setTimeout>>;
+  /** Conversations removed here; pushes for them that were already on the way must not bring them back. */
+  removed: Set<number>;
 }
 
 export function createRuntime(deps: ChatStoreDeps): StoreRuntime {
@@ -31,8 +35,9 @@ export function createRuntime(deps: ChatStoreDeps): StoreRuntime {
       ...deps,
     },
     generation: 0,
-    sync: { token: 0, buffer: [], wanted: new Map(), failures: 0, catchUpActive: false, retryTimer: null },
+    sync: { token: 0, buffer: [], probes: [], wanted: new Map(), failures: 0, catchUpActive: false, retryTimer: null },
     unreadWatch: new Map(),
+    removed: new Set(),
   };
 }
 

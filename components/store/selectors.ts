@@ -47,6 +47,10 @@ export const selectPending =
   (id: number) =>
   (s: ChatState): PendingMessage[] =>
     s.pending[id] ?? NO_PENDING;
+export const selectConversationError =
+  (id: number) =>
+  (s: ChatState): string | null =>
+    s.conversationErrors[id] ?? null;
 export const selectSendError =
   (id: number) =>
   (s: ChatState): string | null =>

@@ -18,12 +18,14 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
       rt.sync.retryTimer = null;
       for (const timer of rt.unreadWatch.values()) clearTimeout(timer);
       rt.unreadWatch.clear();
+      rt.removed.clear();
       set({
         ...initialUnreadState,
         ...initialConversationsState,
         messages: {},
         pending: {},
         sendErrors: {},
+        conversationErrors: {},
         user: null,
         sessionStatus: "signedOut",
         connected: false,

@@ -25,10 +25,14 @@ export interface MessagesQuery {
  */
 export interface ChatTransport {
   send(input: SendInput): Promise<Result<{ message: MessageDTO }>>;
-  read(input: ReadInput): Promise<Result<{ unread: UnreadUpdate }>>;
+  read(input: ReadInput): Promise<Result<{ unread: UnreadUpdate; changed: boolean }>>;
   sync(): Promise<Result<{ snapshot: Snapshot }>>;
   fetchMessages(conversationId: number, query: MessagesQuery): Promise<Result<MessagesResponse>>;
   createConversation(input: CreateConversationInput): Promise<Result<{ conversation: ConversationDTO }>>;
+  /** Groups only; HTTP, so it always resolves. */
+  leaveConversation(conversationId: number): Promise<Result>;
+  /** A direct conversation (either member) or a group (its creator only); HTTP, so it always resolves. */
+  deleteConversation(conversationId: number): Promise<Result>;
 }
 
 /** HTTP session calls; these always resolve (network failures become `unavailable`). */
@@ -78,11 +82,23 @@ export interface ConversationsSlice {
   focused: boolean;
   /** Highest seq a read was requested for, per conversation; avoids re-sending the same read. */
   readRequested: Record<number, number>;
+  /** The server's refusal of the last leave or delete, per conversation. */
+  conversationErrors: Record<number, string>;
   openConversation(conversationId: number): void;
   closeConversation(): void;
   /** Resolves with the server's error message, or null once the new conversation is open. */
   createConversation(input: CreateConversationInput): Promise<string | null>;
   receiveConversation(conversation: ConversationDTO): void;
+  /** Resolves with the server's error message (also kept in conversationErrors), or null once it is gone. */
+  leaveConversation(conversationId: number): Promise<string | null>;
+  /** Resolves with the server's error message (also kept in conversationErrors), or null once it is gone. */
+  deleteConversation(conversationId: number): Promise<string | null>;
+  /**
+   * A conversation:removed push (or a successful leave/delete): forgets the conversation, its count and its
+   * messages, so the shown total stays the sum of the shown rows.
+   */
+  removeConversation(conversationId: number): void;
+  clearConversationError(conversationId: number): void;
   setVisible(visible: boolean): void;
   setFocused(focused: boolean): void;
   /** Sends conversation:read up to the newest known seq if the conversation is being read. */
@@ -131,8 +147,12 @@ export interface UnreadSlice {
   syncing: boolean;
   /** An unread:changed push or a conversation:read acknowledgement. */
   applyUnread(update: UnreadUpdate): void;
+  /** The unread in an acknowledgement that changed nothing: the current state, not one step. */
+  probeUnread(update: UnreadUpdate): void;
   /** Starts a sync unless one is running; `force` supersedes a running one (e.g. after a reconnect). */
   requestSync(force?: boolean): void;
+  /** An unread:stale push: pushes may have been lost, so replace everything with a snapshot and catch up. */
+  handleStale(): void;
   applySnapshot(snapshot: Snapshot): void;
 }
 

@@ -40,6 +40,9 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
       const buffered = sync.buffer.sort((a, b) => a.version - b.version);
       sync.buffer = [];
       for (const update of buffered) get().applyUnread(update);
+      const probes = sync.probes;
+      sync.probes = [];
+      if (probes.some((p) => judgeUpdate(get(), p) !== "ignore")) get().requestSync();
 
       let stillMissing = false;
       for (const [id, coveredBy] of sync.wanted) {
@@ -62,6 +65,7 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
       set({ syncing: false });
       // Everything buffered so far arrived before the retry is sent, so the retry's snapshot covers it.
       sync.buffer = [];
+      sync.probes = [];
       if (!get().connected) return;
       const delay = Math.min(rt.deps.retryDelayMs * 2 ** sync.failures, MAX_SYNC_RETRY_MS);
       sync.failures += 1;
@@ -102,15 +106,32 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
           return;
         }
         if (verdict === "ignore") return;
+        const removed = rt.removed.has(update.conversationId);
+        if (removed && update.unreadCount > 0) {
+          // The server still counts a conversation this tab already dropped (its leave answered before the
+          // push); applying the total without the row would break total = Σ rows, so take a snapshot instead.
+          get().requestSync();
+          return;
+        }
         set((s) => ({
           version: update.version,
           totalUnread: update.totalUnread,
-          unreadCounts: { ...s.unreadCounts, [update.conversationId]: update.unreadCount },
+          unreadCounts: removed ? s.unreadCounts : { ...s.unreadCounts, [update.conversationId]: update.unreadCount },
         }));
         if (update.unreadCount > 0 && isBeingRead(get(), update.conversationId)) {
           get().readIfActive(update.conversationId);
           watchWhileRead(update.conversationId);
         }
+      },
+
+      probeUnread(update) {
+        // It reports the state at its version, whose last change may concern another conversation: it can
+        // show that this tab is behind, but applying it could set a total without the row that changed.
+        if (get().syncing) {
+          sync.probes.push(update);
+          return;
+        }
+        if (judgeUpdate(get(), update) !== "ignore") get().requestSync();
       },
 
       requestSync(force = false) {
@@ -132,7 +153,15 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
         );
       },
 
+      handleStale() {
+        // Lost pushes may include message:new, so the open conversation is caught up as after a reconnect.
+        sync.catchUpActive = true;
+        get().requestSync(true);
+      },
+
       applySnapshot(snapshot) {
+        // Taken after the removal (older answers are dropped), so the server's word wins.
+        for (const fresh of snapshot.conversations) rt.removed.delete(fresh.id);
         set((s) => {
           const conversations: Record<number, ConversationDTO> = {};
           const unreadCounts: Record<number, number> = {};

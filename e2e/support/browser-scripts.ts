@@ -17,9 +17,16 @@ export interface BadgeSample {
   value: string | null;
 }
 
+/** The app badge and the sum of the visible rows' counts, as one DOM update left them. */
+export interface BadgeSum {
+  app: number;
+  rows: number;
+}
+
 export type TestWindow = Window & {
   __tallyWindow?: { set(next: Partial<WindowState>): void; get(): WindowState };
   __tallyBadgeLog?: BadgeSample[];
+  __tallyBadgeSums?: BadgeSum[];
 };
 
 export const WINDOW_STATE_KEY = "tally-e2e-window-state";

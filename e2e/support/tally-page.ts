@@ -1,5 +1,5 @@
 import { expect, type Locator, type Page } from "@playwright/test";
-import type { BadgeSample, TestWindow, WindowState } from "./browser-scripts.ts";
+import type { BadgeSample, BadgeSum, TestWindow, WindowState } from "./browser-scripts.ts";
 
 export function appBadge(page: Page): Locator {
   return page.getByTestId("app-badge");
@@ -91,4 +91,51 @@ export async function clearBadgeLog(page: Page): Promise<void> {
   await page.evaluate(() => {
     (window as TestWindow).__tallyBadgeLog?.splice(0);
   });
+}
+
+/**
+ * From now on, after every DOM update (one MutationObserver batch: a React commit), records the app badge next
+ * to the sum of the visible rows' counts. The badge log cannot pair them: it sees no row that goes away.
+ */
+export async function watchBadgeSums(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    const sums: BadgeSum[] = [];
+    (window as TestWindow).__tallyBadgeSums = sums;
+    const record = (): void => {
+      const badge = document.querySelector("[data-testid=app-badge]");
+      if (!badge) return;
+      let rows = 0;
+      for (const row of document.querySelectorAll("[data-testid=conversation-item]")) {
+        rows += Number(row.getAttribute("data-unread") ?? "0");
+      }
+      const app = Number(badge.getAttribute("data-count"));
+      const last = sums.at(-1);
+      if (last?.app !== app || last.rows !== rows) sums.push({ app, rows });
+    };
+    record();
+    new MutationObserver(record).observe(document.body, {
+      subtree: true,
+      childList: true,
+      attributes: true,
+      attributeFilter: ["data-count", "data-unread"],
+    });
+  });
+}
+
+/** Every distinct (app badge, Σ rows) pair since watchBadgeSums, in order. */
+export async function badgeSums(page: Page): Promise<BadgeSum[]> {
+  return page.evaluate(() => [...((window as TestWindow).__tallyBadgeSums ?? [])]);
+}
+
+/** The app badge never disagreed with the rows, and took exactly these values in this order. */
+export async function expectBadgeSums(page: Page, appValues: number[]): Promise<void> {
+  const sums = await badgeSums(page);
+  expect(
+    sums.filter((s) => s.app !== s.rows),
+    "states where the app badge differed from the sum of the visible rows",
+  ).toEqual([]);
+  expect(
+    sums.map((s) => s.app).filter((app, i, all) => i === 0 || all[i - 1] !== app),
+    "app badge values",
+  ).toEqual(appValues);
 }

@@ -79,7 +79,12 @@ export type Ack<T extends object> = (res: Result<T>) => void;
 
 export interface ClientToServerEvents {
   "message:send": (input: SendInput, ack: Ack<{ message: MessageDTO }>) => void;
-  "conversation:read": (input: ReadInput, ack: Ack<{ unread: UnreadUpdate }>) => void;
+  /**
+   * `changed` tells whether this read changed the user's unread state. If it did, `unread` is that change (one
+   * version step, pushed as `unread:changed` too). If not, `unread` is the current state, whose last change may
+   * concern another conversation: a client may use it to notice it is behind (then sync), never to patch.
+   */
+  "conversation:read": (input: ReadInput, ack: Ack<{ unread: UnreadUpdate; changed: boolean }>) => void;
   sync: (ack: Ack<{ snapshot: Snapshot }>) => void;
 }
 
@@ -88,6 +93,10 @@ export interface ServerToClientEvents {
   "unread:changed": (update: UnreadUpdate) => void;
   /** A conversation the user belongs to was created (by them, in another tab, or by someone else). */
   "conversation:created": (payload: { conversation: ConversationDTO }) => void;
+  /** The user left the conversation or it was deleted: drop it (its unread already left the total). */
+  "conversation:removed": (payload: { conversationId: number }) => void;
+  /** Pushes to this user may have been lost (Redis reconnect, repair by reconciliation): call `sync`. */
+  "unread:stale": () => void;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type
@@ -109,3 +118,6 @@ export interface CreateConversationInput {
 export interface MessagesResponse {
   messages: MessageDTO[];
 }
+
+/** The consistency lab's namespace (`/lab`): see lab.ts. */
+export type * from "./lab.ts";

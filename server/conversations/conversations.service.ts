@@ -80,19 +80,30 @@ export function createConversationService({ db, unread }: { db: Db; unread: Unre
 
   /**
    * The conversation list with unread counts, total, version and epoch. Counts and total come from one
-   * atomic script call, so they always agree with each other.
+   * atomic script call, so they always agree with each other, and every count belongs to a listed conversation.
    */
   async function snapshot(user: UserDTO): Promise<Snapshot> {
-    const counts = await unread.snapshot(user.id);
-    const rows = await db.conversation.findMany({
-      where: { memberships: { some: { userId: user.id } } },
-      include: conversationInclude,
-    });
-    const last = await lastMessages(rows);
-    const conversations = rows
-      .map((row) => toConversationDTO(row, user.id, counts.counts.get(row.id) ?? 0, last.get(row.id) ?? null))
-      .sort((a, b) => activity(b) - activity(a) || b.id - a.id);
-    return { conversations, totalUnread: counts.totalUnread, version: counts.version, epoch: counts.epoch };
+    // Redis first, then the database: a conversation created in between has no count yet, so every count
+    // belongs to a listed conversation, unless the user left it and Redis has not heard yet.
+    for (let attempt = 0; ; attempt++) {
+      const counts = await unread.snapshot(user.id);
+      const rows = await db.conversation.findMany({
+        where: { memberships: { some: { userId: user.id } } },
+        include: conversationInclude,
+      });
+      const listed = new Set(rows.map((r) => r.id));
+      const orphans = [...counts.counts.keys()].filter((id) => !listed.has(id));
+      if (orphans.length > 0 && attempt < 3) {
+        // The removal committed but its Redis step has not run (or failed): run it now; it is idempotent.
+        for (const conversationId of orphans) await unread.remove(user.id, conversationId);
+        continue;
+      }
+      const last = await lastMessages(rows);
+      const conversations = rows
+        .map((row) => toConversationDTO(row, user.id, counts.counts.get(row.id) ?? 0, last.get(row.id) ?? null))
+        .sort((a, b) => activity(b) - activity(a) || b.id - a.id);
+      return { conversations, totalUnread: counts.totalUnread, version: counts.version, epoch: counts.epoch };
+    }
   }
 
   /** One conversation as `viewerId` sees it. */
@@ -127,7 +138,12 @@ export function createConversationService({ db, unread }: { db: Db; unread: Unre
       if (existing) return { conversationId: existing.id, created: false, memberIds };
       try {
         const conv = await db.conversation.create({
-          data: { kind: "direct", directKey, memberships: { create: memberIds.map((userId) => ({ userId })) } },
+          data: {
+            kind: "direct",
+            directKey,
+            createdById: creator.id,
+            memberships: { create: memberIds.map((userId) => ({ userId })) },
+          },
           select: { id: true },
         });
         return { conversationId: conv.id, created: true, memberIds };
@@ -143,6 +159,7 @@ export function createConversationService({ db, unread }: { db: Db; unread: Unre
       data: {
         kind: "group",
         title: input.title?.trim() || null,
+        createdById: creator.id,
         memberships: { create: memberIds.map((userId) => ({ userId })) },
       },
       select: { id: true },
@@ -150,7 +167,49 @@ export function createConversationService({ db, unread }: { db: Db; unread: Unre
     return { conversationId: conv.id, created: true, memberIds };
   }
 
-  return { snapshot, describe, create };
+  /**
+   * Leaves a group: the membership goes, with an outbox entry that takes the group out of the user's counters.
+   * A direct conversation cannot be left (it would stay the pair's conversation); delete it instead.
+   */
+  async function leave(user: UserDTO, conversationId: number): Promise<void> {
+    await db.$transaction(async (tx) => {
+      const membership = await tx.membership.findUnique({
+        where: { userId_conversationId: { userId: user.id, conversationId } },
+        select: { conversation: { select: { kind: true } } },
+      });
+      if (!membership) throw new AppError("forbidden", "You are not a member of this conversation.");
+      if (membership.conversation.kind === "direct") {
+        throw new AppError("invalid", "A direct conversation cannot be left; delete it instead.");
+      }
+      await tx.membership.delete({ where: { userId_conversationId: { userId: user.id, conversationId } } });
+      await tx.outboxEvent.create({ data: { kind: "remove", conversationId, userId: user.id, seq: 0 } });
+    });
+  }
+
+  /**
+   * Deletes a conversation for everyone: either member of a direct conversation may, and a group's creator.
+   * Returns the former members, whose counters lose it (their outbox entries are written in the same step).
+   */
+  async function remove(user: UserDTO, conversationId: number): Promise<number[]> {
+    return db.$transaction(async (tx) => {
+      const conv = await tx.conversation.findFirst({
+        where: { id: conversationId, memberships: { some: { userId: user.id } } },
+        select: { kind: true, createdById: true, memberships: { select: { userId: true } } },
+      });
+      if (!conv) throw new AppError("forbidden", "You are not a member of this conversation.");
+      if (conv.kind === "group" && conv.createdById !== user.id) {
+        throw new AppError("forbidden", "Only the group's creator can delete it; you can leave it.");
+      }
+      const memberIds = conv.memberships.map((m) => m.userId);
+      await tx.conversation.delete({ where: { id: conversationId } });
+      await tx.outboxEvent.createMany({
+        data: memberIds.map((userId) => ({ kind: "remove" as const, conversationId, userId, seq: 0 })),
+      });
+      return memberIds;
+    });
+  }
+
+  return { snapshot, describe, create, leave, remove };
 }
 
 function activity(c: ConversationDTO): number {

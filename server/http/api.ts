@@ -4,6 +4,7 @@ import { createConversation } from "../conversations/conversations.handlers.ts";
 import type { ConversationService } from "../conversations/conversations.service.ts";
 import { AppError, httpStatus, toApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
+import type { Delivery } from "../messages/delivery.ts";
 import type { MessageService } from "../messages/messages.service.ts";
 import type { Notifier } from "../realtime/notifier.ts";
 import type { SessionService } from "../sessions/sessions.service.ts";
@@ -17,6 +18,7 @@ export interface ApiDeps {
   conversations: ConversationService;
   messages: MessageService;
   notifier: Notifier;
+  delivery: Delivery;
   health: () => Promise<boolean>;
   log: Logger;
   secureCookies: boolean;
@@ -95,6 +97,27 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       path: /^\/api\/conversations$/,
       auth: true,
       run: async ({ req }, user) => createConversation(deps, user, await readJson(req)),
+    },
+    {
+      method: "POST",
+      path: /^\/api\/conversations\/([^/]+)\/leave$/,
+      auth: true,
+      run: async ({ params }, user) => {
+        const conversationId = parse(conversationIdParam, params[0]);
+        await deps.conversations.leave(user, conversationId);
+        await deps.delivery.deliverRemoval(conversationId, [user.id]);
+        return {};
+      },
+    },
+    {
+      method: "DELETE",
+      path: /^\/api\/conversations\/([^/]+)$/,
+      auth: true,
+      run: async ({ params }, user) => {
+        const conversationId = parse(conversationIdParam, params[0]);
+        await deps.delivery.deliverRemoval(conversationId, await deps.conversations.remove(user, conversationId));
+        return {};
+      },
     },
     {
       method: "GET",

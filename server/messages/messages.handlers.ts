@@ -12,7 +12,13 @@ export type TallySocket = Socket<ClientToServerEvents, ServerToClientEvents, Int
 
 export function registerMessageHandlers(
   socket: TallySocket,
-  deps: { messages: MessageService; delivery: Delivery; log: Logger; sendRate: { perSecond: number; burst: number } },
+  deps: {
+    messages: MessageService;
+    delivery: Delivery;
+    log: Logger;
+    sendRate: { perSecond: number; burst: number };
+    fault?: "crash-after-commit";
+  },
 ): void {
   const { messages, delivery, log } = deps;
   const user = socket.data.user;
@@ -24,6 +30,11 @@ export function registerMessageHandlers(
       const input = parse(sendInput, payload);
       if (!allowSend()) throw new AppError("rate_limited", "Slow down: too many messages at once.");
       const { message, memberIds } = await messages.send(user, input);
+      if (deps.fault === "crash-after-commit") {
+        // Test-only: die between the database commit and Redis, as a crashed process would.
+        log.warn({ messageId: message.id }, "TALLY_FAULT=crash-after-commit: killing this process");
+        process.kill(process.pid, "SIGKILL");
+      }
       // Also on a retried send: the first attempt may have stopped between the commit and the counters.
       await delivery.deliverMessage(message, memberIds);
       return { message };
@@ -35,7 +46,7 @@ export function registerMessageHandlers(
     command(log, "conversation:read", async (payload) => {
       const input = parse(readInput, payload);
       const { cursor, lastSeq } = await messages.markRead(user, input.conversationId, input.seq);
-      return { unread: await delivery.deliverRead(user.id, input.conversationId, cursor, lastSeq) };
+      return delivery.deliverRead(user.id, input.conversationId, cursor, lastSeq);
     }),
   );
 }

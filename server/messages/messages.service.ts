@@ -38,8 +38,9 @@ export function createMessageService({ db }: { db: Db }) {
 
   /**
    * Stores a message: one transaction takes the next seq (the row lock on the conversation orders
-   * concurrent sends), inserts the message and moves the sender's read cursor to it. A retry with the same
-   * (sender, clientMsgId) returns the original message and changes nothing.
+   * concurrent sends), inserts the message, moves the sender's read cursor to it and records an outbox entry
+   * for the counters. A retry with the same (sender, clientMsgId) returns the original message and changes
+   * nothing.
    */
   async function send(
     sender: UserDTO,
@@ -73,6 +74,9 @@ export function createMessageService({ db }: { db: Db }) {
         await tx.$executeRaw`
           UPDATE "Membership" SET "lastReadSeq" = GREATEST("lastReadSeq", ${row.lastSeq})
           WHERE "userId" = ${sender.id} AND "conversationId" = ${input.conversationId}`;
+        await tx.outboxEvent.create({
+          data: { kind: "message", conversationId: input.conversationId, userId: sender.id, seq: row.lastSeq },
+        });
         return toMessageDTO(created);
       });
       return { message, memberIds: await memberIds(), duplicate: false };
@@ -86,21 +90,24 @@ export function createMessageService({ db }: { db: Db }) {
   }
 
   /**
-   * Moves the reader's cursor to max(cursor, seq) clamped to the conversation's lastSeq, durably.
-   * Returns the cursor and the conversation's lastSeq (both are true observations for the counters).
+   * Moves the reader's cursor to max(cursor, seq) clamped to the conversation's lastSeq, durably, with an outbox
+   * entry for the counters. Returns the cursor and the conversation's lastSeq (both true observations).
    */
   async function markRead(
     reader: UserDTO,
     conversationId: number,
     seq: number,
   ): Promise<{ cursor: number; lastSeq: number }> {
-    const [row] = await db.$queryRaw<{ lastReadSeq: number; lastSeq: number }[]>`
-      UPDATE "Membership" AS m SET "lastReadSeq" = GREATEST(m."lastReadSeq", LEAST(${seq}::int, c."lastSeq"))
-      FROM "Conversation" AS c
-      WHERE c."id" = m."conversationId" AND m."userId" = ${reader.id} AND m."conversationId" = ${conversationId}
-      RETURNING m."lastReadSeq", c."lastSeq"`;
-    if (!row) throw new AppError("forbidden", "You are not a member of this conversation.");
-    return { cursor: row.lastReadSeq, lastSeq: row.lastSeq };
+    return db.$transaction(async (tx) => {
+      const [row] = await tx.$queryRaw<{ lastReadSeq: number; lastSeq: number }[]>`
+        UPDATE "Membership" AS m SET "lastReadSeq" = GREATEST(m."lastReadSeq", LEAST(${seq}::int, c."lastSeq"))
+        FROM "Conversation" AS c
+        WHERE c."id" = m."conversationId" AND m."userId" = ${reader.id} AND m."conversationId" = ${conversationId}
+        RETURNING m."lastReadSeq", c."lastSeq"`;
+      if (!row) throw new AppError("forbidden", "You are not a member of this conversation.");
+      await tx.outboxEvent.create({ data: { kind: "read", conversationId, userId: reader.id, seq: row.lastReadSeq } });
+      return { cursor: row.lastReadSeq, lastSeq: row.lastSeq };
+    });
   }
 
   /** A page of history, ascending by seq: the newest `limit` before `before`, or the oldest after `after`. */

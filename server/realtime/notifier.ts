@@ -17,6 +17,8 @@ export interface Notifier {
   messageNew(memberIds: number[], message: MessageDTO): void;
   unreadChanged(userId: number, update: UnreadUpdate): void;
   conversationCreated(userId: number, conversation: ConversationDTO): void;
+  conversationRemoved(userId: number, conversationId: number): void;
+  unreadStale(userIds: number[] | "all-local"): void;
 }
 
 export function socketNotifier(io: TallyServer): Notifier {
@@ -25,5 +27,9 @@ export function socketNotifier(io: TallyServer): Notifier {
     unreadChanged: (userId, update) => void io.to(userRoom(userId)).emit("unread:changed", update),
     conversationCreated: (userId, conversation) =>
       void io.to(userRoom(userId)).emit("conversation:created", { conversation }),
+    conversationRemoved: (userId, conversationId) =>
+      void io.to(userRoom(userId)).emit("conversation:removed", { conversationId }),
+    unreadStale: (userIds) =>
+      void (userIds === "all-local" ? io.local : io.to(userIds.map(userRoom))).emit("unread:stale"),
   };
 }

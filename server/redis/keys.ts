@@ -7,20 +7,53 @@ export interface UserKeys {
   unread: string;
   seen: string;
   read: string;
+  gone: string;
+  /** Unread expiry (UNREAD_TTL_DAYS): timestamps of unread messages that may still expire. */
+  times: string;
+  /** Unread expiry: conversation -> highest expired seq above the read cursor. */
+  aged: string;
 }
 
 export function userKeys(userId: number, prefix = ""): UserKeys {
   const tag = `${prefix}{u:${userId}}`;
-  return { meta: `${tag}:meta`, unread: `${tag}:unread`, seen: `${tag}:seen`, read: `${tag}:read` };
+  return {
+    meta: `${tag}:meta`,
+    unread: `${tag}:unread`,
+    seen: `${tag}:seen`,
+    read: `${tag}:read`,
+    gone: `${tag}:gone`,
+    times: `${tag}:times`,
+    aged: `${tag}:aged`,
+  };
 }
 
-/** The order every unread script expects its KEYS in. */
-export function unreadScriptKeys(userId: number, prefix = ""): [string, string, string, string] {
+export type UnreadScriptKeys = [
+  meta: string,
+  unread: string,
+  seen: string,
+  read: string,
+  gone: string,
+  times: string,
+  aged: string,
+];
+
+/** The order every unread script expects its KEYS in (the read-only tallySnapshot takes the first two). */
+export function unreadScriptKeys(userId: number, prefix = ""): UnreadScriptKeys {
   const k = userKeys(userId, prefix);
-  return [k.meta, k.unread, k.seen, k.read];
+  return [k.meta, k.unread, k.seen, k.read, k.gone, k.times, k.aged];
 }
 
 /** Room a user's sockets join on every instance: pushes to it reach all their tabs. */
 export function userRoom(userId: number): string {
   return `user:${userId}`;
+}
+
+/** The consistency lab's key space for one run and strategy (server/lab); chat keys never carry a prefix. */
+export function labPrefix(runId: string, strategy: string): string {
+  return `lab:${runId}:${strategy}:`;
+}
+
+/** A user's lock for the lab's lock strategy, in the same hash slot as the user's other keys. */
+export function userLockKey(userId: number, prefix = ""): string {
+  return `${prefix}{u:${userId}}:lock`;
 }

@@ -21,17 +21,18 @@ const keysOf = (user: number) => unreadScriptKeys(user, prefix);
 const apply = (user: number, conv: number, seen: number, read: number) =>
   redis.tallyApply(...keysOf(user), conv, seen, read);
 const create = (user: number, epoch: string, ...triples: number[]) =>
-  redis.tallyRebuild(...keysOf(user), epoch, ...triples);
+  redis.tallyRebuild(...keysOf(user), epoch, "merge", ...triples);
 
 async function state(user: number) {
   const k = userKeys(user, prefix);
-  const [meta, unread, seen, read] = await Promise.all([
+  const [meta, unread, seen, read, gone] = await Promise.all([
     redis.hgetall(k.meta),
     redis.hgetall(k.unread),
     redis.hgetall(k.seen),
     redis.hgetall(k.read),
+    redis.hgetall(k.gone),
   ]);
-  return { meta, unread, seen, read };
+  return { meta, unread, seen, read, gone };
 }
 
 describe("apply.lua", () => {
@@ -49,6 +50,7 @@ describe("apply.lua", () => {
       unread: { "10": "1", "11": "3" },
       seen: { "10": "1", "11": "3" },
       read: {},
+      gone: {},
     });
   });
 
@@ -91,6 +93,23 @@ describe("apply.lua", () => {
     expect(a.meta.total).toBe("0");
   });
 
+  it("repairs a stored total that drifted from the conversation unreads, counting it and starting a new epoch", async () => {
+    await create(1, "e1", 10, 3, 0);
+    await redis.hset(userKeys(1, prefix).meta, "total", 7); // drift from outside the scripts
+    const reply = await apply(1, 11, 1, 0);
+    expect(reply).toEqual([1, 4, 1, expect.stringMatching(/^e1~\d+$/), 1]);
+    expect((await state(1)).meta).toMatchObject({ total: "4", repairs: "1" });
+    const again = await apply(1, 11, 2, 0);
+    expect(again).toEqual([2, 5, 2, reply[3], 1]);
+  });
+
+  it("ignores events for a conversation the user left", async () => {
+    await create(1, "e1", 10, 3, 0);
+    expect(await redis.tallyRemove(...keysOf(1), 10)).toEqual([0, 0, 2, "e1", 1]);
+    expect(await apply(1, 10, 9, 0)).toEqual([0, 0, 2, "e1", 0]);
+    expect(await state(1)).toMatchObject({ unread: {}, seen: {}, read: {}, gone: { "10": "1" } });
+  });
+
   it("rejects bad arguments before writing anything", async () => {
     await create(1, "e1");
     const before = await state(1);
@@ -114,6 +133,26 @@ describe("snapshot.lua", () => {
   });
 });
 
+describe("remove.lua", () => {
+  it("takes the conversation's unread out of the total in the same step, once", async () => {
+    await create(1, "e1", 10, 3, 0, 11, 2, 0);
+    expect(await redis.tallyRemove(...keysOf(1), 10)).toEqual([0, 2, 2, "e1", 1]);
+    expect(await redis.tallyRemove(...keysOf(1), 10)).toEqual([0, 2, 2, "e1", 0]);
+    expect((await state(1)).unread).toEqual({ "11": "2" });
+    expect(await redis.tallyRemove(...unreadScriptKeys(99, prefix), 10)).toEqual([-1]);
+  });
+});
+
+describe("inspect.lua", () => {
+  it("returns every hash of the user at once", async () => {
+    expect(await redis.tallyInspect(...keysOf(1))).toEqual([-1]);
+    await create(1, "e1", 10, 3, 1);
+    const [meta, unread, seen, read, gone] = (await redis.tallyInspect(...keysOf(1))) as string[][];
+    expect(meta).toEqual(expect.arrayContaining(["epoch", "e1", "total", "2"]));
+    expect([unread, seen, read, gone]).toEqual([["10", "2"], ["10", "3"], ["10", "1"], []]);
+  });
+});
+
 describe("rebuild.lua", () => {
   it("creates state from the database's triples with version 1", async () => {
     expect(await create(1, "e1", 10, 5, 2, 11, 3, 3)).toEqual(["e1", 1, 3, "created"]);
@@ -131,11 +170,28 @@ describe("rebuild.lua", () => {
   it("repairs a stored total that disagrees with the conversation unreads", async () => {
     await create(1, "e1", 10, 5, 2);
     await redis.hset(userKeys(1, prefix).meta, "total", 99);
+    const [k0, k1] = keysOf(1);
+    expect(await redis.tallySnapshot(k0, k1)).toEqual([-2]);
     expect(await create(1, "e2", 10, 5, 2)).toEqual(["e2", 1, 3, "merged"]);
+    expect((await redis.tallySnapshot(k0, k1)).slice(0, 3)).toEqual(["e2", 1, 3]);
+  });
+
+  it("replaces state that holds more than the database, which a merge cannot undo", async () => {
+    await create(1, "e1", 10, 5, 2, 11, 4, 0);
+    expect(await redis.tallyRebuild(...keysOf(1), "e2", "replace", 10, 5, 5)).toEqual(["e2", 1, 0, "replaced"]);
+    expect(await state(1)).toMatchObject({ unread: {}, seen: { "10": "5" }, read: { "10": "5" } });
+  });
+
+  it("clears a gone mark for a conversation the user is a member of again", async () => {
+    await create(1, "e1", 10, 5, 2);
+    await redis.tallyRemove(...keysOf(1), 10);
+    expect(await create(1, "e2", 10, 5, 2)).toEqual(["e2", 1, 3, "merged"]);
+    expect((await state(1)).gone).toEqual({});
   });
 
   it("rejects malformed triples before writing", async () => {
     await expect(create(1, "e1", 10, 5)).rejects.toThrow(/tally rebuild/);
+    await expect(redis.tallyRebuild(...keysOf(1), "e1", "other" as "merge")).rejects.toThrow(/tally rebuild/);
     expect(await redis.exists(...keysOf(1))).toBe(0);
   });
 });
@@ -194,6 +250,271 @@ describe("randomized: total == sum of conversation unreads", () => {
         const sum = Object.values(unread).reduce((s, v) => s + Number(v), 0);
         expect(Number(meta.total), `user ${u}: total == sum`).toBe(sum);
       }
+    }
+  });
+});
+
+describe("unread expiry (UNREAD_TTL_DAYS)", () => {
+  const HOUR = 3_600_000;
+  const applyAt = (user: number, conv: number, seen: number, read: number, createdAt: number, ttl: number) =>
+    redis.tallyApply(...keysOf(user), conv, seen, read, createdAt, ttl);
+  const snapshot = (user: number, ttl: number) => redis.tallySnapshotExpiring(...keysOf(user), ttl);
+  // A TTL short enough to wait for, long enough for the steps before the wait to finish on a busy machine.
+  const SHORT = 300;
+  const pastShort = () => new Promise((r) => setTimeout(r, SHORT + 150));
+
+  async function full(user: number) {
+    const k = userKeys(user, prefix);
+    const [s, aged, times] = await Promise.all([
+      state(user),
+      redis.hgetall(k.aged),
+      redis.zrange(k.times, "0", "-1", "WITHSCORES"),
+    ]);
+    return { ...s, aged, times };
+  }
+
+  async function expectTotalIsSum(user: number) {
+    const { meta, unread } = await state(user);
+    const sum = Object.values(unread).reduce((s, v) => s + Number(v), 0);
+    expect(Number(meta.total), "total == sum").toBe(sum);
+  }
+
+  it("does not count a message that is already older than the TTL, and tracks a fresh one", async () => {
+    await create(1, "e1");
+    const now = Date.now();
+    expect(await applyAt(1, 10, 1, 0, now - 2 * HOUR, HOUR)).toEqual([0, 0, 1, "e1", 0]);
+    expect(await applyAt(1, 10, 2, 0, now, HOUR)).toEqual([1, 1, 2, "e1", 1]);
+    expect(await full(1)).toMatchObject({
+      seen: { "10": "2" },
+      aged: { "10": "1" },
+      times: ["0000000010:0000000002", String(now)],
+    });
+  });
+
+  it("stops counting a message older than the TTL at the next snapshot: total == sum, a new epoch", async () => {
+    await create(1, "e1");
+    const now = Date.now();
+    await applyAt(1, 10, 1, 0, now, SHORT);
+    await applyAt(1, 10, 2, 0, now, SHORT);
+    await applyAt(1, 11, 1, 0, now, SHORT);
+    await applyAt(1, 12, 1, 0, now + 60_000, SHORT); // still inside the TTL after the wait
+    expect((await snapshot(1, SHORT)).slice(0, 4)).toEqual(["e1", 5, 4, 0]);
+    await pastShort();
+    const reply = await snapshot(1, SHORT);
+    expect(reply.slice(0, 4)).toEqual([expect.stringMatching(/^e1~\d+$/), 1, 1, 1]);
+    expect(reply.slice(4)).toEqual(["12", "1"]);
+    await expectTotalIsSum(1);
+    expect(await full(1)).toMatchObject({
+      aged: { "10": "2", "11": "1" },
+      times: ["0000000012:0000000001", expect.any(String)],
+    });
+    // Nothing more to expire: the next snapshot is a plain read of the new epoch.
+    expect((await snapshot(1, SHORT)).slice(0, 4)).toEqual([reply[0], 1, 1, 0]);
+    // The two-key snapshot only reads, and a TTL of 0 never expires.
+    expect((await redis.tallySnapshot(keysOf(1)[0], keysOf(1)[1])).slice(0, 3)).toEqual([reply[0], 1, 1]);
+  });
+
+  it("expires at the next apply: one version step when only the event's conversation changed", async () => {
+    await create(1, "e1");
+    const now = Date.now();
+    await applyAt(1, 10, 1, 0, now, SHORT);
+    await applyAt(1, 10, 2, 0, now, SHORT);
+    await pastShort();
+    // Both earlier messages expire, the new one counts: the push describes conversation 10 alone.
+    expect(await applyAt(1, 10, 3, 0, Date.now(), SHORT)).toEqual([1, 1, 4, "e1", 1]);
+    await expectTotalIsSum(1);
+  });
+
+  it("starts a new epoch when expiry at an apply changes another conversation", async () => {
+    await create(1, "e1");
+    const now = Date.now();
+    await applyAt(1, 10, 1, 0, now, SHORT);
+    await applyAt(1, 11, 1, 0, now, SHORT);
+    await applyAt(1, 11, 2, 0, now, SHORT);
+    await pastShort();
+    const reply = await applyAt(1, 12, 1, 0, Date.now() + 60_000, SHORT);
+    expect(reply).toEqual([1, 1, 1, expect.stringMatching(/^e1~\d+$/), 1]);
+    expect((await state(1)).unread).toEqual({ "12": "1" });
+    await expectTotalIsSum(1);
+    // The new epoch continues one step per change.
+    expect(await applyAt(1, 12, 2, 0, Date.now() + 60_000, SHORT)).toEqual([2, 2, 2, reply[3], 1]);
+  });
+
+  it("forgets the timestamps a read covers, and a message expiring after its read changes nothing", async () => {
+    await create(1, "e1");
+    const now = Date.now();
+    for (const seq of [1, 2, 3]) await applyAt(1, 10, seq, 0, now, SHORT);
+    await applyAt(1, 11, 1, 0, now + 60_000, SHORT);
+    expect(await applyAt(1, 10, 3, 2, 0, SHORT)).toEqual([1, 2, 6, "e1", 1]);
+    expect((await full(1)).times).toEqual([
+      "0000000010:0000000003",
+      String(now),
+      "0000000011:0000000001",
+      String(now + 60_000),
+    ]);
+    await applyAt(1, 10, 0, 3, 0, SHORT);
+    expect((await full(1)).times).toEqual(["0000000011:0000000001", String(now + 60_000)]);
+    await pastShort();
+    expect((await snapshot(1, SHORT)).slice(0, 4)).toEqual(["e1", 7, 1, 0]);
+  });
+
+  it("is idempotent and order-insensitive with expiry on", async () => {
+    await create(1, "e1");
+    await create(2, "e1");
+    const now = Date.now();
+    const events: [number, number, number, number][] = [
+      [10, 1, 0, now - 2 * HOUR], // already expired
+      [10, 2, 0, now],
+      [10, 3, 0, now - 2 * HOUR], // expired, and above a fresh one (timestamps need not follow seqs)
+      [10, 4, 0, now],
+      [10, 5, 0, now],
+      [10, 0, 4, 0],
+      [11, 1, 0, now],
+      [11, 0, 1, 0],
+      [11, 2, 0, now - 2 * HOUR],
+    ];
+    for (const [c, s, r, t] of events) await applyAt(1, c, s, r, t, HOUR);
+    const before = await full(1);
+    for (const [c, s, r, t] of events) expect((await applyAt(1, c, s, r, t, HOUR))[4]).toBe(0);
+    expect(await full(1)).toEqual(before);
+    for (const [c, s, r, t] of [...events].reverse()) await applyAt(2, c, s, r, t, HOUR);
+    const other = await full(2);
+    expect({ ...other, meta: { total: other.meta.total } }).toEqual({ ...before, meta: { total: before.meta.total } });
+    expect(before.unread).toEqual({ "10": "1" });
+    expect(before.times).toEqual(["0000000010:0000000005", String(now)]);
+    expect(before.aged).toEqual({ "11": "2" }); // conversation 10's expired mark fell below its cursor
+  });
+
+  it("rebuilds from the database's messages to the state live applies reach", async () => {
+    await create(1, "e1");
+    const now = Date.now();
+    const old = now - 2 * HOUR;
+    const messages: [number, number, number][] = [
+      [10, 1, old],
+      [10, 2, old],
+      [10, 3, now],
+      [10, 4, now],
+      [11, 1, now],
+      [12, 1, old],
+    ];
+    for (const [c, s, t] of messages) await applyAt(1, c, s, 0, t, HOUR);
+    await applyAt(1, 10, 0, 1, 0, HOUR);
+    const live = await full(1);
+    // The database: (conversation, lastSeq, lastReadSeq), then the unread messages with their createdAt.
+    const triples = [10, 4, 1, 11, 1, 0, 12, 1, 0];
+    const unreadMessages = messages.filter(([c, s]) => !(c === 10 && s <= 1)).flat();
+    expect(await redis.tallyRebuild(...keysOf(2), "e2", "merge", ...triples, "ttl", HOUR, ...unreadMessages)).toEqual([
+      "e2",
+      1,
+      3,
+      "created",
+    ]);
+    const rebuilt = await full(2);
+    expect({ ...rebuilt, meta: rebuilt.meta.total }).toEqual({ ...live, meta: live.meta.total });
+    // Merging the same truth again changes nothing; the highest expired message alone says as much.
+    expect(
+      await redis.tallyRebuild(
+        ...keysOf(2),
+        "e3",
+        "merge",
+        ...triples,
+        "ttl",
+        HOUR,
+        10,
+        2,
+        old,
+        10,
+        3,
+        now,
+        10,
+        4,
+        now,
+      ),
+    ).toEqual(["e2", 1, 3, "unchanged"]);
+    // Into existing state, a rebuild that knows of an expiry merges it and starts a new epoch.
+    expect(await redis.tallyRebuild(...keysOf(1), "e4", "merge", ...triples, "ttl", HOUR, 11, 1, old)).toEqual([
+      "e4",
+      1,
+      2,
+      "merged",
+    ]);
+    await expectTotalIsSum(1);
+  });
+
+  it("rejects malformed message triples before writing", async () => {
+    await expect(redis.tallyRebuild(...keysOf(1), "e1", "merge", 10, 2, 0, "ttl", HOUR, 10, 1)).rejects.toThrow(
+      /tally rebuild/,
+    );
+    await expect(redis.tallyApply(...keysOf(1), 10, 1, 0, -5, HOUR)).rejects.toThrow(/tally apply/);
+    expect(await redis.exists(...keysOf(1))).toBe(0);
+  });
+
+  it("remove.lua drops the conversation's timestamps and expired mark", async () => {
+    await create(1, "e1");
+    const now = Date.now();
+    await applyAt(1, 10, 1, 0, now - 2 * HOUR, HOUR);
+    await applyAt(1, 10, 2, 0, now, HOUR);
+    await applyAt(1, 11, 1, 0, now, HOUR);
+    expect(await redis.tallyRemove(...keysOf(1), 10)).toEqual([0, 1, 4, "e1", 1]);
+    expect(await full(1)).toMatchObject({ aged: {}, times: ["0000000011:0000000001", String(now)] });
+  });
+
+  it("inspect.lua expires first and tells the instant it used", async () => {
+    await create(1, "e1");
+    await applyAt(1, 10, 1, 0, Date.now(), SHORT);
+    await pastShort();
+    const reply = await redis.tallyInspect(...keysOf(1), SHORT);
+    if (reply.length === 1) throw new Error("missing");
+    const [meta, unread, , , , aged, now, expired] = reply;
+    expect([unread, aged, expired]).toEqual([[], ["10", "1"], 1]);
+    expect(meta).toEqual(expect.arrayContaining(["total", "0", "version", "1"]));
+    expect(Math.abs(now - Date.now())).toBeLessThan(5_000);
+  });
+
+  it("randomized: total == sum and one version step per change with expiry on", async () => {
+    const seed = testSeed();
+    const r = rng(seed);
+    const now = Date.now();
+    const conversations = Array.from({ length: 20 }, (_, i) => 200 + i);
+    const lastSeq = new Map<number, number>();
+    const createdAt = new Map<string, number>(); // each message's fixed timestamp, expired or not
+    const truth = new Map<number, { seen: number; read: number; aged: number }>();
+    await create(1, "e1");
+    const pending: [number, number, number][] = [];
+    try {
+      let version = 1;
+      for (let op = 0; op < 3_000; op++) {
+        const c = r.pick(conversations);
+        let event: [number, number, number];
+        if (pending.length > 0 && r.chance(0.3)) event = pending.splice(r.int(0, pending.length - 1), 1)[0]!;
+        else if (r.chance(0.6)) {
+          const seq = (lastSeq.get(c) ?? 0) + 1;
+          lastSeq.set(c, seq);
+          createdAt.set(`${c}:${seq}`, r.chance(0.3) ? now - 2 * HOUR : now);
+          event = [c, seq, 0];
+        } else event = [c, 0, r.int(0, lastSeq.get(c) ?? 0)];
+        if (r.chance(0.2)) pending.push(event);
+        const [ec, seen, read] = event;
+        const ts = seen > 0 ? createdAt.get(`${ec}:${seen}`)! : 0;
+        const t = truth.get(ec) ?? { seen: 0, read: 0, aged: 0 };
+        truth.set(ec, {
+          seen: Math.max(t.seen, seen),
+          read: Math.max(t.read, read),
+          aged: ts > 0 && ts < now - HOUR ? Math.max(t.aged, seen) : t.aged,
+        });
+        const reply = await applyAt(1, ec, seen, read, ts, HOUR);
+        const expectedTotal = [...truth.values()].reduce(
+          (sum, v) => sum + Math.max(0, v.seen - Math.max(v.read, v.aged)),
+          0,
+        );
+        expect(reply[1], `total after op ${op}`).toBe(expectedTotal);
+        expect(reply[2], `version after op ${op}`).toBe(reply[4] === 1 ? version + 1 : version);
+        version = reply[2] as number;
+      }
+      await expectTotalIsSum(1);
+    } catch (err) {
+      console.error(`randomized expiry test failed; replay with TEST_SEED=${seed}`);
+      throw err;
     }
   });
 });

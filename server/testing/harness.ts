@@ -38,7 +38,7 @@ export const TEST_SECRET = "test-secret-0123456789abcdef";
  * Real servers for integration tests: `count` Tally instances on ephemeral ports, sharing one fresh database
  * and the test redis-server through the Redis adapter, exactly as production wires them.
  */
-export async function startHarness(count = 2): Promise<Harness> {
+export async function startHarness(count = 2, options: { unreadTtlMs?: number } = {}): Promise<Harness> {
   const database = await createTestDatabase(inject("pgAdminUrl"));
   const redisUrl = inject("redisUrl");
   const db = createDb(database.url);
@@ -59,7 +59,13 @@ export async function startHarness(count = 2): Promise<Harness> {
       db,
       adapterClients,
       log,
-      config: { sessionSecret: TEST_SECRET, sendRatePerSecond: 1000, sendRateBurst: 1000, secureCookies: false },
+      config: {
+        sessionSecret: TEST_SECRET,
+        sendRatePerSecond: 1000,
+        sendRateBurst: 1000,
+        secureCookies: false,
+        ...(options.unreadTtlMs ? { unreadTtlMs: options.unreadTtlMs } : {}),
+      },
     });
     await new Promise<void>((resolve) => httpServer.listen(0, "127.0.0.1", resolve));
     const { port } = httpServer.address() as AddressInfo;

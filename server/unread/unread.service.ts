@@ -3,7 +3,7 @@ import type { Redis } from "ioredis";
 import type { UnreadUpdate } from "../contracts/index.ts";
 import type { Db } from "../db/prisma.ts";
 import { unreadScriptKeys } from "../redis/keys.ts";
-import type { ApplyReply, RebuildReply } from "../redis/scripts.ts";
+import type { ApplyReply, InspectReply, RebuildReply } from "../redis/scripts.ts";
 
 /** One event for one user: a message seq seen and/or a read cursor, in one conversation. */
 export interface UnreadEvent {
@@ -11,6 +11,17 @@ export interface UnreadEvent {
   conversationId: number;
   seenSeq: number;
   readSeq: number;
+  /** When message `seenSeq` was created (ms), so it can expire; omitted when the event carries no message. */
+  createdAtMs?: number;
+}
+
+/** The database's truth for one membership. */
+export interface MembershipTruth {
+  conversationId: number;
+  lastSeq: number;
+  lastReadSeq: number;
+  /** With unread expiry: the highest seq above the cursor created before now - TTL (0: none, or expiry off). */
+  agedSeq: number;
 }
 
 export interface AppliedEvent {
@@ -33,6 +44,13 @@ export interface UnreadServiceDeps {
   db: Db;
   /** Key prefix (tests and the lab use their own key space). */
   prefix?: string;
+  /** Unread messages older than this stop counting (UNREAD_TTL_DAYS); 0 or unset: never. */
+  ttlMs?: number;
+  /**
+   * Expiry at read time (a snapshot or an inspection) started a new epoch: the user's open tabs should resync.
+   * An apply needs no call: its push carries the new epoch.
+   */
+  onResync?: (userId: number) => void;
 }
 
 /** Epochs only need to differ from every earlier epoch of the same user. */
@@ -53,24 +71,84 @@ export type UnreadService = ReturnType<typeof createUnreadService>;
  * conversation's unread, the total and the version always move together. Missing state is rebuilt from the
  * database, which is always written before Redis.
  */
-export function createUnreadService({ redis, db, prefix = "" }: UnreadServiceDeps) {
-  async function rebuild(userId: number): Promise<RebuildReply> {
+export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, onResync }: UnreadServiceDeps) {
+  async function memberships(userId: number): Promise<Omit<MembershipTruth, "agedSeq">[]> {
     const rows = await db.membership.findMany({
       where: { userId },
       select: { conversationId: true, lastReadSeq: true, conversation: { select: { lastSeq: true } } },
     });
-    const triples = rows.flatMap((r) => [r.conversationId, r.conversation.lastSeq, r.lastReadSeq]);
-    return redis.tallyRebuild(...unreadScriptKeys(userId, prefix), newEpoch(), ...triples);
+    return rows.map((r) => ({
+      conversationId: r.conversationId,
+      lastSeq: r.conversation.lastSeq,
+      lastReadSeq: r.lastReadSeq,
+    }));
   }
 
+  /** The user's unread messages (above their cursor, within the memberships read before), oldest seq first. */
+  async function unreadMessages(userId: number, bounds: Omit<MembershipTruth, "agedSeq">[]) {
+    const rows = await db.$queryRaw<{ conversationId: number; seq: number; createdAt: Date }[]>`
+      SELECT m."conversationId", m."seq", m."createdAt" FROM "Message" m
+      JOIN "Membership" mb ON mb."conversationId" = m."conversationId" AND mb."userId" = ${userId}
+      WHERE m."seq" > mb."lastReadSeq" ORDER BY m."conversationId", m."seq"`;
+    const byConversation = new Map(bounds.map((b) => [b.conversationId, b]));
+    return rows
+      .filter((r) => {
+        const b = byConversation.get(r.conversationId);
+        return b !== undefined && r.seq > b.lastReadSeq && r.seq <= b.lastSeq;
+      })
+      .map((r) => ({ conversationId: r.conversationId, seq: r.seq, createdAtMs: r.createdAt.getTime() }));
+  }
+
+  /** Redis' clock: the scripts expire against it, so the database's truth is computed for the same instant. */
+  async function redisNowMs(): Promise<number> {
+    const [seconds, micros] = await redis.time();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  }
+
+  /**
+   * The database's truth for one user: every membership's conversation lastSeq and read cursor and, with unread
+   * expiry, the highest unread seq that expired by `nowMs` (Redis' clock; read from Redis when omitted).
+   */
+  async function truth(userId: number, nowMs?: number): Promise<MembershipTruth[]> {
+    const rows = await memberships(userId);
+    if (ttlMs <= 0) return rows.map((r) => ({ ...r, agedSeq: 0 }));
+    const cutoff = (nowMs ?? (await redisNowMs())) - ttlMs;
+    const aged = new Map<number, number>();
+    for (const m of await unreadMessages(userId, rows))
+      if (m.createdAtMs < cutoff) aged.set(m.conversationId, Math.max(aged.get(m.conversationId) ?? 0, m.seq));
+    return rows.map((r) => ({ ...r, agedSeq: aged.get(r.conversationId) ?? 0 }));
+  }
+
+  async function rebuild(userId: number, mode: "merge" | "replace" = "merge"): Promise<RebuildReply> {
+    const rows = await memberships(userId);
+    const args: (number | string)[] = rows.flatMap((t) => [t.conversationId, t.lastSeq, t.lastReadSeq]);
+    if (ttlMs > 0) {
+      // Every unread message with its createdAt, except that of those already expired the highest seq per
+      // conversation says as much as all of them (aged is a max-register): the rebuild stays bounded by the
+      // messages still inside the TTL.
+      const cutoff = (await redisNowMs()) - ttlMs;
+      const expired = new Map<number, [number, number]>();
+      const live: number[] = [];
+      for (const m of await unreadMessages(userId, rows)) {
+        if (m.createdAtMs < cutoff) expired.set(m.conversationId, [m.seq, m.createdAtMs]);
+        else live.push(m.conversationId, m.seq, m.createdAtMs);
+      }
+      args.push("ttl", ttlMs, ...[...expired].flatMap(([conversationId, [seq, at]]) => [conversationId, seq, at]));
+      args.push(...live);
+    }
+    return redis.tallyRebuild(...unreadScriptKeys(userId, prefix), newEpoch(), mode, ...args);
+  }
+
+  const applyArgs = (e: UnreadEvent) =>
+    [...unreadScriptKeys(e.userId, prefix), e.conversationId, e.seenSeq, e.readSeq, e.createdAtMs ?? 0, ttlMs] as const;
+
   async function applyOne(event: UnreadEvent): Promise<AppliedEvent> {
-    const { userId, conversationId, seenSeq, readSeq } = event;
-    const keys = unreadScriptKeys(userId, prefix);
-    let result = toUpdate(conversationId, await redis.tallyApply(...keys, conversationId, seenSeq, readSeq));
+    const { userId, conversationId } = event;
+    let result = toUpdate(conversationId, await redis.tallyApply(...applyArgs(event)));
     if (result) return { userId, ...result };
     // State was missing: the rebuild reads the database, which already holds this event.
     const rebuilt = await rebuild(userId);
-    result = toUpdate(conversationId, await redis.tallyApply(...keys, conversationId, seenSeq, readSeq));
+    result = toUpdate(conversationId, await redis.tallyApply(...applyArgs(event)));
     if (!result) throw new Error(`unread state of user ${userId} vanished right after its rebuild`);
     return { userId, update: result.update, changed: result.changed || rebuilt[3] !== "unchanged" };
   }
@@ -80,8 +158,7 @@ export function createUnreadService({ redis, db, prefix = "" }: UnreadServiceDep
     if (events.length === 0) return [];
     if (events.length === 1) return [await applyOne(events[0]!)];
     const pipeline = redis.pipeline();
-    for (const e of events)
-      pipeline.tallyApply(...unreadScriptKeys(e.userId, prefix), e.conversationId, e.seenSeq, e.readSeq);
+    for (const e of events) pipeline.tallyApply(...applyArgs(e));
     const replies = (await pipeline.exec()) ?? [];
     return Promise.all(
       events.map(async (event, i) => {
@@ -94,17 +171,36 @@ export function createUnreadService({ redis, db, prefix = "" }: UnreadServiceDep
 
   async function snapshot(userId: number): Promise<UnreadCounts> {
     const keys = unreadScriptKeys(userId, prefix);
-    let reply = await redis.tallySnapshot(keys[0], keys[1]);
+    let reply = await redis.tallySnapshotExpiring(...keys, ttlMs);
     if (reply.length === 1) {
+      // Missing (-1) or a stored total that drifted from the sum (-2): both are fixed from the database.
       await rebuild(userId);
-      reply = await redis.tallySnapshot(keys[0], keys[1]);
+      reply = await redis.tallySnapshotExpiring(...keys, ttlMs);
     }
-    if (reply.length === 1) throw new Error(`unread state of user ${userId} vanished right after its rebuild`);
-    const [epoch, version, totalUnread, ...flat] = reply as [string, number, number, ...string[]];
+    if (reply.length === 1) throw new Error(`unread state of user ${userId} could not be rebuilt (${reply[0]})`);
+    const [epoch, version, totalUnread, expired, ...flat] = reply as [string, number, number, 0 | 1, ...string[]];
+    if (expired === 1) onResync?.(userId);
     const counts = new Map<number, number>();
     for (let i = 0; i + 1 < flat.length; i += 2) counts.set(Number(flat[i]), Number(flat[i + 1]));
     return { epoch, version, totalUnread, counts };
   }
 
-  return { applyOne, applyMany, snapshot, rebuild };
+  /** Takes a conversation out of a user's counters (they left it, or it was deleted). */
+  async function remove(userId: number, conversationId: number): Promise<AppliedEvent | null> {
+    const result = toUpdate(
+      conversationId,
+      await redis.tallyRemove(...unreadScriptKeys(userId, prefix), conversationId),
+    );
+    // Missing state needs nothing: the next rebuild reads memberships, which no longer list the conversation.
+    return result ? { userId, ...result } : null;
+  }
+
+  /** Everything Redis holds for the user, after expiring what the TTL says (reconciliation). */
+  async function inspect(userId: number): Promise<InspectReply> {
+    const reply = await redis.tallyInspect(...unreadScriptKeys(userId, prefix), ttlMs);
+    if (reply.length > 1 && reply[7] === 1) onResync?.(userId);
+    return reply;
+  }
+
+  return { applyOne, applyMany, snapshot, rebuild, remove, truth, inspect, ttlMs };
 }

@@ -1,0 +1,58 @@
+"use client";
+
+import { TallyMark } from "@/components/chat/TallyMark";
+import { LabBots } from "./LabBots";
+import { LabCharts } from "./LabCharts";
+import { LabForm } from "./LabForm";
+import { LabProvider, useLabStore } from "./LabProvider";
+import { LabResults } from "./LabResults";
+import { LabStoryMode } from "./LabStory";
+
+function Body() {
+  const connection = useLabStore((s) => s.connection);
+  if (connection === "signedOut") {
+    return (
+      <main className="lab-main">
+        <p className="lab-lead" data-testid="lab-signed-out">
+          The lab is open to any signed-in user. <a href="/">Sign in</a> first, then come back to /lab.
+        </p>
+      </main>
+    );
+  }
+  return (
+    <main className="lab-main" aria-busy={connection === "connecting"}>
+      <section className="lab-section" aria-labelledby="lab-run-title">
+        <h2 id="lab-run-title">Compare the strategies</h2>
+        <p className="lab-lead">
+          The same seeded workload runs against each strategy in turn, on a redis-server of the lab&apos;s own: naive
+          two-step writes, a per-user lock, WATCH/MULTI and Tally&apos;s Lua scripts. Drift is a badge that disagrees
+          with the sum of the list.
+        </p>
+        <LabForm />
+        <LabCharts />
+      </section>
+      <LabResults />
+      <LabStoryMode />
+      <LabBots />
+    </main>
+  );
+}
+
+export function LabApp() {
+  return (
+    <LabProvider>
+      <div className="lab">
+        <header className="topbar">
+          <div className="brand">
+            <TallyMark />
+            <span className="brand-name">Tally · Consistency lab</span>
+          </div>
+          <a className="link" href="/">
+            Back to the chat
+          </a>
+        </header>
+        <Body />
+      </div>
+    </LabProvider>
+  );
+}

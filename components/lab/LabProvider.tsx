@@ -1,0 +1,81 @@
+"use client";
+
+import { createContext, useContext, useEffect, useState, type ReactNode } from "react";
+import { io, type Socket } from "socket.io-client";
+import { useStore } from "zustand";
+import type { LabClientToServerEvents, LabServerToClientEvents } from "@/server/contracts";
+import { createLabStore, type LabState, type LabStore, type LabTransport } from "./store";
+
+type LabSocket = Socket<LabServerToClientEvents, LabClientToServerEvents>;
+
+const ACK_TIMEOUT_MS = 10_000;
+// Story replays start a redis-server and run four strategies.
+const REPLAY_TIMEOUT_MS = 60_000;
+
+function createLabLink() {
+  let socket: LabSocket | null = null;
+  const live = (): LabSocket => {
+    if (!socket?.connected) throw new Error("not connected");
+    return socket;
+  };
+  const transport: LabTransport = {
+    start: async (input) => live().timeout(ACK_TIMEOUT_MS).emitWithAck("lab:start", input),
+    stop: async (runId) => live().timeout(ACK_TIMEOUT_MS).emitWithAck("lab:stop", { runId }),
+    replay: async (scenario) => live().timeout(REPLAY_TIMEOUT_MS).emitWithAck("lab:replay", { scenario }),
+    startBots: async (input) => live().timeout(ACK_TIMEOUT_MS).emitWithAck("bots:start", input),
+    stopBots: async () => live().timeout(ACK_TIMEOUT_MS).emitWithAck("bots:stop"),
+  };
+  return {
+    transport,
+    attach: (next: LabSocket) => void (socket = next),
+    detach: () => void (socket = null),
+  };
+}
+
+const LabStoreContext = createContext<LabStore | null>(null);
+
+export function useLabStore<T>(selector: (state: LabState) => T): T {
+  const store = useContext(LabStoreContext);
+  if (!store) throw new Error("useLabStore must be used inside <LabProvider>");
+  return useStore(store, selector);
+}
+
+/** Owns the `/lab` socket (authenticated by the session cookie) and turns its events into store actions. */
+export function LabProvider({ children }: { children: ReactNode }) {
+  const [{ store, link }] = useState(() => {
+    const link = createLabLink();
+    return { link, store: createLabStore(link.transport) };
+  });
+
+  useEffect(() => {
+    const socket: LabSocket = io("/lab", { transports: ["websocket", "polling"], withCredentials: true });
+    link.attach(socket);
+    const state = store.getState;
+    socket.on("connect", () => {
+      state().setConnection("connected");
+      socket
+        .timeout(ACK_TIMEOUT_MS)
+        .emitWithAck("lab:status")
+        .then(
+          (res) => res.ok && state().receiveStatus(res),
+          () => undefined,
+        );
+    });
+    socket.on("disconnect", () => state().setConnection("offline"));
+    socket.on("connect_error", (err) => {
+      const code = (err as Error & { data?: { code?: string } }).data?.code;
+      state().setConnection(code === "unauthorized" ? "signedOut" : "offline");
+    });
+    socket.on("lab:sampled", (sample) => state().receiveSample(sample));
+    socket.on("lab:finished", (result) => state().receiveFinished(result));
+    socket.on("lab:failed", ({ runId, message }) => state().receiveFailed(runId, message));
+    socket.on("bots:changed", (bots) => state().receiveBots(bots));
+    return () => {
+      link.detach();
+      socket.removeAllListeners();
+      socket.disconnect();
+    };
+  }, [store, link]);
+
+  return <LabStoreContext.Provider value={store}>{children}</LabStoreContext.Provider>;
+}

@@ -1,0 +1,104 @@
+"use client";
+
+import type { LabStory } from "@/server/contracts";
+import { STRATEGY_COLORS, STRATEGY_LABELS } from "./colors";
+import { useLabStore } from "./LabProvider";
+
+const VERDICTS: Record<LabStory["verdict"], string> = {
+  correct: "badge = list = truth",
+  drift: "badge ≠ list",
+  wrong: "badge = list ≠ truth",
+};
+
+function Timeline({ story, step }: { story: LabStory; step: number }) {
+  const shown = story.steps.slice(0, step);
+  const last = shown.at(-1);
+  const done = step >= story.steps.length;
+  return (
+    <div className="lab-story-column" data-testid="lab-story-column" data-strategy={story.strategy}>
+      <h3 style={{ borderColor: STRATEGY_COLORS[story.strategy] }}>{STRATEGY_LABELS[story.strategy]}</h3>
+      <div className="lab-story-now" aria-live="polite">
+        <span>
+          list <b data-testid="lab-story-list">{last?.list ?? 0}</b>
+        </span>
+        <span>
+          badge <b data-testid="lab-story-badge">{last?.badge ?? 0}</b>
+        </span>
+      </div>
+      <ol className="lab-timeline">
+        {shown.map((s, i) => (
+          <li
+            key={i}
+            data-testid="lab-story-step"
+            data-actor={s.actor}
+            className={i === shown.length - 1 ? "current" : ""}
+          >
+            <span className="lab-actor">{s.actor}</span>
+            <span className="lab-action">{s.action}</span>
+            <span className="lab-state">
+              list {s.list} · badge {s.badge}
+            </span>
+          </li>
+        ))}
+      </ol>
+      {done && (
+        <p className={`lab-verdict lab-verdict-${story.verdict}`} data-testid="lab-story-verdict">
+          <b>{VERDICTS[story.verdict]}</b> (truth: {story.truth}). {story.summary}
+        </p>
+      )}
+    </div>
+  );
+}
+
+/** Story mode: the two classic interleavings replayed on real Redis, one step at a time, for each strategy. */
+export function LabStoryMode() {
+  const story = useLabStore((s) => s.story);
+  const loadStory = useLabStore((s) => s.loadStory);
+  const stepStory = useLabStore((s) => s.stepStory);
+  const longest = Math.max(0, ...story.stories.map((s) => s.steps.length));
+  return (
+    <section className="lab-section" aria-labelledby="lab-story-title">
+      <h2 id="lab-story-title">Story mode</h2>
+      <p className="lab-lead">
+        Replays one classic interleaving against each strategy on a real Redis, then lets you walk through it.
+      </p>
+      <div className="lab-actions">
+        <button type="button" className="button" data-testid="lab-story-race" onClick={() => void loadStory("race")}>
+          A read races a send
+        </button>
+        <button type="button" className="button" data-testid="lab-story-crash" onClick={() => void loadStory("crash")}>
+          A crash between the writes
+        </button>
+        {story.stories.length > 0 && (
+          <>
+            <button type="button" className="button ghost" data-testid="lab-story-prev" onClick={() => stepStory(-1)}>
+              ← Back
+            </button>
+            <button type="button" className="button primary" data-testid="lab-story-next" onClick={() => stepStory(1)}>
+              Next step →
+            </button>
+            <button type="button" className="button ghost" onClick={() => stepStory(longest)}>
+              To the end
+            </button>
+            <span className="lab-status">
+              step {story.step} / {longest}
+            </span>
+          </>
+        )}
+        {story.loading && <span className="lab-status">Replaying…</span>}
+      </div>
+      {story.error && (
+        <p className="form-error" role="alert">
+          {story.error}
+        </p>
+      )}
+      {story.stories.length > 0 && (
+        <div className="lab-story-grid">
+          {story.stories.map((s) => (
+            <Timeline key={s.strategy} story={s} step={story.step} />
+          ))}
+        </div>
+      )}
+    </section>
+  );
+}

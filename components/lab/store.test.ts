@@ -1,0 +1,101 @@
+import { describe, expect, it } from "vitest";
+import type { LabRunInfo, LabSample, Result } from "@/server/contracts";
+import { chartRows, createLabStore, DEFAULT_FORM, type LabTransport } from "./store";
+
+function transport(overrides: Partial<LabTransport> = {}): LabTransport & { starts: unknown[] } {
+  const starts: unknown[] = [];
+  return {
+    starts,
+    start: async (input) => {
+      starts.push(input);
+      return {
+        ok: true,
+        run: { runId: "r1", strategies: input.strategies, notices: [], redis: "private" } as unknown as LabRunInfo,
+      };
+    },
+    stop: async () => ({ ok: true }),
+    replay: async () => ({ ok: false, error: { code: "unavailable", message: "down" } }),
+    startBots: async () => ({ ok: false, error: { code: "not_found", message: "No such user: bob." } }),
+    stopBots: async (): Promise<Result<{ bots: never }>> => ({
+      ok: false,
+      error: { code: "unavailable", message: "x" },
+    }),
+    ...overrides,
+  };
+}
+
+const sample = (strategy: LabSample["strategy"], t: number, runId = "r1"): LabSample => ({
+  runId,
+  strategy,
+  t,
+  opsPerSec: t * 100,
+  completed: t * 10,
+  drift: { users: strategy === "naive" ? 1 : 0, amount: 1 },
+});
+
+describe("lab store", () => {
+  it("starts a run with the chosen strategies in their fixed order and the form", async () => {
+    const t = transport();
+    const store = createLabStore(t);
+    store.getState().toggleStrategy("lock");
+    store.getState().toggleStrategy("lock");
+    store.getState().toggleStrategy("watch");
+    await store.getState().start();
+    expect(t.starts).toEqual([{ strategies: ["naive", "lock", "lua"], workload: DEFAULT_FORM }]);
+    expect(store.getState()).toMatchObject({ status: "running", run: { runId: "r1" } });
+  });
+
+  it("keeps samples of its own run only, and the result when it finishes", async () => {
+    const store = createLabStore(transport());
+    await store.getState().start();
+    store.getState().receiveSample(sample("naive", 0.25));
+    store.getState().receiveSample(sample("lua", 0.25, "other"));
+    store.getState().receiveFinished({ runId: "other", results: [], notices: [] });
+    expect(store.getState().status).toBe("running");
+    store.getState().receiveFinished({ runId: "r1", results: [], notices: [] });
+    expect(store.getState().samples.naive).toHaveLength(1);
+    expect(store.getState().samples.lua).toHaveLength(0);
+    expect(store.getState().status).toBe("finished");
+  });
+
+  it("shows the server's error when a run or the bots cannot start", async () => {
+    const store = createLabStore(
+      transport({
+        start: async () => ({ ok: false, error: { code: "rate_limited", message: "A lab run is in progress" } }),
+      }),
+    );
+    await store.getState().start();
+    expect(store.getState()).toMatchObject({ status: "failed", error: "A lab run is in progress" });
+    await store.getState().startBots();
+    expect(store.getState().botsError).toBe("No such user: bob.");
+  });
+
+  it("steps through a story within its bounds", async () => {
+    const story = (n: number) => ({
+      strategy: "lua" as const,
+      scenario: "race" as const,
+      steps: Array.from({ length: n }, () => ({ actor: "sender" as const, action: "x", list: 0, badge: 0 })),
+      truth: 0,
+      verdict: "correct" as const,
+      summary: "",
+    });
+    const store = createLabStore(transport({ replay: async () => ({ ok: true, stories: [story(3), story(5)] }) }));
+    await store.getState().loadStory("race");
+    expect(store.getState().story.step).toBe(1);
+    store.getState().stepStory(-1);
+    expect(store.getState().story.step).toBe(1);
+    for (let i = 0; i < 10; i++) store.getState().stepStory(1);
+    expect(store.getState().story.step).toBe(5);
+  });
+
+  it("lines up samples of several strategies by time for the charts", () => {
+    const rows = chartRows(
+      { naive: [sample("naive", 0.25), sample("naive", 0.5)], lock: [], watch: [], lua: [sample("lua", 0.26)] },
+      (s) => s.opsPerSec,
+    );
+    expect(rows).toEqual([
+      { t: 0.25, naive: 25, lua: 26 },
+      { t: 0.5, naive: 50 },
+    ]);
+  });
+});

@@ -1,0 +1,227 @@
+import { createStore } from "zustand/vanilla";
+import type {
+  BotsInput,
+  BotsStatus,
+  LabFaults,
+  LabRunInfo,
+  LabRunInput,
+  LabRunResult,
+  LabSample,
+  LabStory,
+  LabStoryScenario,
+  LabStrategyName,
+  Result,
+} from "@/server/contracts";
+
+/** What the lab page needs from the server; the provider implements it over the `/lab` socket. */
+export interface LabTransport {
+  start(input: LabRunInput): Promise<Result<{ run: LabRunInfo }>>;
+  stop(runId: string): Promise<Result>;
+  replay(scenario: LabStoryScenario): Promise<Result<{ stories: LabStory[] }>>;
+  startBots(input: BotsInput): Promise<Result<{ bots: BotsStatus }>>;
+  stopBots(): Promise<Result<{ bots: BotsStatus }>>;
+}
+
+export const STRATEGY_NAMES: LabStrategyName[] = ["naive", "lock", "watch", "lua"];
+
+/** The form's fields; the server fills in everything else with its defaults. */
+export interface LabForm {
+  seed: number;
+  users: number;
+  conversationsPerUser: number;
+  workers: number;
+  operations: number;
+  sendShare: number;
+  hotUserShare: number;
+  faults: LabFaults;
+}
+
+export const DEFAULT_FORM: LabForm = {
+  seed: 1,
+  users: 50,
+  conversationsPerUser: 4,
+  workers: 16,
+  operations: 4000,
+  sendShare: 0.7,
+  hotUserShare: 0.3,
+  faults: { stepFailureRate: 0, stepDelayMs: 0, stepDelayRate: 0.2, workerDeathRate: 0, redisRestart: false },
+};
+
+export type RunStatus = "idle" | "starting" | "running" | "finished" | "failed";
+
+export interface LabState {
+  connection: "connecting" | "connected" | "signedOut" | "offline";
+  form: LabForm;
+  strategies: LabStrategyName[];
+  status: RunStatus;
+  run: LabRunInfo | null;
+  samples: Record<LabStrategyName, LabSample[]>;
+  result: LabRunResult | null;
+  error: string | null;
+  story: {
+    scenario: LabStoryScenario | null;
+    stories: LabStory[];
+    step: number;
+    loading: boolean;
+    error: string | null;
+  };
+  bots: BotsStatus;
+  botsRate: number;
+  botsError: string | null;
+
+  setForm(patch: Partial<Omit<LabForm, "faults">>): void;
+  setFaults(patch: Partial<LabFaults>): void;
+  toggleStrategy(name: LabStrategyName): void;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  receiveSample(sample: LabSample): void;
+  receiveFinished(result: LabRunResult): void;
+  receiveFailed(runId: string, message: string): void;
+  /** The socket (re)connected: what the server is doing now. */
+  receiveStatus(status: { run: LabRunInfo | null; bots: BotsStatus }): void;
+  setConnection(connection: LabState["connection"]): void;
+  loadStory(scenario: LabStoryScenario): Promise<void>;
+  /** Moves the story's cursor; every strategy's timeline shows the steps up to it. */
+  stepStory(delta: number): void;
+  setBotsRate(rate: number): void;
+  receiveBots(bots: BotsStatus): void;
+  startBots(): Promise<void>;
+  stopBots(): Promise<void>;
+}
+
+const emptySamples = (): Record<LabStrategyName, LabSample[]> => ({ naive: [], lock: [], watch: [], lua: [] });
+const IDLE: BotsStatus = { running: false, rate: 0, users: [], sent: 0, reads: 0, errors: 0 };
+/** Enough points for a long run; older ones are thinned out. */
+const MAX_SAMPLES = 600;
+
+export function createLabStore(transport: LabTransport) {
+  return createStore<LabState>()((set, get) => ({
+    connection: "connecting",
+    form: DEFAULT_FORM,
+    strategies: [...STRATEGY_NAMES],
+    status: "idle",
+    run: null,
+    samples: emptySamples(),
+    result: null,
+    error: null,
+    story: { scenario: null, stories: [], step: 0, loading: false, error: null },
+    bots: IDLE,
+    botsRate: 2,
+    botsError: null,
+
+    setForm: (patch) => set((s) => ({ form: { ...s.form, ...patch } })),
+    setFaults: (patch) => set((s) => ({ form: { ...s.form, faults: { ...s.form.faults, ...patch } } })),
+    toggleStrategy: (name) =>
+      set((s) => ({
+        strategies: s.strategies.includes(name)
+          ? s.strategies.filter((n) => n !== name)
+          : STRATEGY_NAMES.filter((n) => n === name || s.strategies.includes(n)),
+      })),
+
+    async start() {
+      const { form, strategies, status } = get();
+      if (status === "starting" || status === "running") return;
+      set({ status: "starting", error: null, result: null, samples: emptySamples(), run: null });
+      const res = await transport.start({ strategies, workload: form }).catch(() => null);
+      if (!res) return set({ status: "failed", error: "No answer from the server." });
+      if (!res.ok) return set({ status: "failed", error: res.error.message });
+      // The run may already have finished (a tiny one) before its acknowledgement arrived.
+      if (get().result?.runId === res.run.runId) return set({ run: res.run });
+      set({ status: "running", run: res.run });
+    },
+
+    async stop() {
+      const run = get().run;
+      if (!run || get().status !== "running") return;
+      const res = await transport.stop(run.runId).catch(() => null);
+      if (res && !res.ok) set({ error: res.error.message });
+    },
+
+    receiveSample(sample) {
+      const { run, status } = get();
+      // Samples of a run this page did not start, or of one it already finished with, are not shown.
+      if (status === "starting" && !run) return;
+      if (run && sample.runId !== run.runId) return;
+      set((s) => {
+        const list = s.samples[sample.strategy];
+        const next = list.length >= MAX_SAMPLES ? [...list.filter((_, i) => i % 2 === 0), sample] : [...list, sample];
+        return { samples: { ...s.samples, [sample.strategy]: next } };
+      });
+    },
+
+    receiveFinished(result) {
+      const run = get().run;
+      if (run && run.runId !== result.runId) return;
+      set({ status: "finished", result });
+    },
+
+    receiveFailed(runId, message) {
+      const run = get().run;
+      if (run && run.runId !== runId) return;
+      set({ status: "failed", error: message });
+    },
+
+    receiveStatus({ run, bots }) {
+      set({ bots });
+      if (run && get().status !== "running") {
+        set({ run, status: "running", samples: emptySamples(), result: null, error: null });
+      }
+    },
+
+    setConnection: (connection) => set({ connection }),
+
+    async loadStory(scenario) {
+      set({ story: { scenario, stories: [], step: 0, loading: true, error: null } });
+      const res = await transport.replay(scenario).catch(() => null);
+      if (get().story.scenario !== scenario) return;
+      if (!res || !res.ok) {
+        const error = res && !res.ok ? res.error.message : "No answer from the server.";
+        return set({ story: { scenario, stories: [], step: 0, loading: false, error } });
+      }
+      set({ story: { scenario, stories: res.stories, step: 1, loading: false, error: null } });
+    },
+
+    stepStory(delta) {
+      set((s) => {
+        const longest = Math.max(0, ...s.story.stories.map((st) => st.steps.length));
+        const step = Math.min(longest, Math.max(1, s.story.step + delta));
+        return { story: { ...s.story, step } };
+      });
+    },
+
+    setBotsRate: (botsRate) => set({ botsRate }),
+    receiveBots: (bots) => set({ bots }),
+
+    async startBots() {
+      set({ botsError: null });
+      const res = await transport.startBots({ rate: get().botsRate }).catch(() => null);
+      if (!res) return set({ botsError: "No answer from the server." });
+      if (!res.ok) return set({ botsError: res.error.message });
+      set({ bots: res.bots });
+    },
+
+    async stopBots() {
+      const res = await transport.stopBots().catch(() => null);
+      if (res?.ok) set({ bots: res.bots, botsError: null });
+    },
+  }));
+}
+
+export type LabStore = ReturnType<typeof createLabStore>;
+
+/** Time-aligned rows for a chart: one row per sample time, a column per strategy. */
+export function chartRows(
+  samples: Record<LabStrategyName, LabSample[]>,
+  value: (s: LabSample) => number,
+): Array<{ t: number } & Partial<Record<LabStrategyName, number>>> {
+  const rows = new Map<number, { t: number } & Partial<Record<LabStrategyName, number>>>();
+  for (const name of STRATEGY_NAMES) {
+    for (const s of samples[name]) {
+      const t = Math.round(s.t * 4) / 4;
+      const row = rows.get(t) ?? { t };
+      row[name] = value(s);
+      rows.set(t, row);
+    }
+  }
+  return [...rows.values()].sort((a, b) => a.t - b.t);
+}

@@ -1,0 +1,183 @@
+import { describe, expect, it } from "vitest";
+import type { ConversationDTO } from "@/server/contracts";
+import { conversation, flush, message, setup, snapshot, update } from "./fake-transport";
+import { selectShownTotal, selectShownUnread } from "./selectors";
+import type { ChatState } from "./types";
+
+/** What the header badge shows against what the shown rows add up to. */
+function shown(s: ChatState) {
+  const rows = s.conversationOrder.reduce((sum, id) => sum + selectShownUnread(id)(s), 0);
+  return { total: selectShownTotal(s), rows };
+}
+
+/** A store at (e1, version) with the given conversations; records every state where the badges disagree. */
+async function synced(conversations: ConversationDTO[], version: number) {
+  const t = setup();
+  t.transport.auto.fetchMessages = () => ({ ok: true, messages: [] });
+  t.store.getState().requestSync();
+  t.transport.syncs[0]?.resolve(snapshot(conversations, version));
+  await flush();
+  t.transport.syncs.length = 0;
+  const violations: string[] = [];
+  t.store.subscribe((s) => {
+    const { total, rows } = shown(s);
+    if (total !== rows) violations.push(`shown total ${total} ≠ Σ shown rows ${rows} at v${s.version}`);
+  });
+  return { ...t, violations };
+}
+
+describe("conversation:removed", () => {
+  it("drops a conversation whose count the server already zeroed, without a sync", async () => {
+    const t = await synced([conversation(1, { unreadCount: 2 }), conversation(2, { unreadCount: 3 })], 4);
+    t.store.getState().applyUnread(update(2, 0, 2, 5));
+    t.store.getState().removeConversation(2);
+    const s = t.store.getState();
+    expect(s.conversationOrder).toEqual([1]);
+    expect(s.conversations[2]).toBeUndefined();
+    expect(s.unreadCounts).toEqual({ 1: 2 });
+    expect(shown(s)).toEqual({ total: 2, rows: 2 });
+    expect(t.transport.syncs).toHaveLength(0);
+    expect(t.violations).toEqual([]);
+  });
+
+  it("takes a count the server has not zeroed yet out of the total in the same step, then syncs", async () => {
+    const t = await synced([conversation(1, { unreadCount: 2 }), conversation(2, { unreadCount: 3 })], 4);
+    t.store.getState().removeConversation(2);
+    expect(shown(t.store.getState())).toEqual({ total: 2, rows: 2 });
+    expect(t.transport.syncs).toHaveLength(1);
+
+    // The server's own update arrives during the sync and is replayed on top of the snapshot.
+    t.store.getState().applyUnread(update(2, 0, 2, 5));
+    t.transport.syncs[0]?.resolve(snapshot([conversation(1, { unreadCount: 2 })], 4));
+    await flush();
+    expect(t.store.getState()).toMatchObject({ version: 5, totalUnread: 2, syncing: false, conversationOrder: [1] });
+    expect(t.store.getState().conversations[2]).toBeUndefined();
+    expect(t.violations).toEqual([]);
+  });
+
+  it("closes the conversation if it was open and drops its messages", async () => {
+    const t = await synced([conversation(1, { lastSeq: 2 }), conversation(2)], 4);
+    t.transport.auto.fetchMessages = () => ({ ok: true, messages: [message(1, 1), message(1, 2)] });
+    t.store.getState().openConversation(1);
+    await flush();
+    expect(t.store.getState().messages[1]?.items).toHaveLength(2);
+
+    t.store.getState().removeConversation(1);
+    const s = t.store.getState();
+    expect(s.activeConversationId).toBeNull();
+    expect(s.messages[1]).toBeUndefined();
+    expect(s.conversationOrder).toEqual([2]);
+
+    // A message that was on its way when the conversation went does not bring it back.
+    t.store.getState().receiveMessage(message(1, 3));
+    expect(t.store.getState().messages[1]).toBeUndefined();
+    expect(t.transport.syncs).toHaveLength(0);
+  });
+
+  it("supersedes a sync whose snapshot may predate the removal", async () => {
+    const t = await synced([conversation(1), conversation(2, { unreadCount: 1 })], 4);
+    t.store.getState().requestSync();
+    t.store.getState().applyUnread(update(2, 0, 0, 5));
+    t.store.getState().removeConversation(2);
+    expect(t.transport.syncs).toHaveLength(2);
+
+    t.transport.syncs[0]?.resolve(snapshot([conversation(1), conversation(2, { unreadCount: 1 })], 4));
+    await flush();
+    expect(t.store.getState().conversationOrder).toEqual([1]);
+    t.transport.syncs[1]?.resolve(snapshot([conversation(1)], 5));
+    await flush();
+    expect(t.store.getState()).toMatchObject({ version: 5, totalUnread: 0, syncing: false, conversationOrder: [1] });
+    expect(t.violations).toEqual([]);
+  });
+
+  it("syncs instead of counting a dropped conversation again", async () => {
+    const t = await synced([conversation(1, { unreadCount: 1 }), conversation(2)], 4);
+    t.store.getState().removeConversation(2);
+    expect(t.transport.syncs).toHaveLength(0);
+    // A message counted for it before the server removed it, announced after this tab dropped it.
+    t.store.getState().applyUnread(update(2, 1, 2, 5));
+    expect(t.store.getState()).toMatchObject({ version: 4, totalUnread: 1 });
+    expect(t.transport.syncs).toHaveLength(1);
+    t.store.getState().applyUnread(update(2, 0, 1, 6));
+    t.transport.syncs[0]?.resolve(snapshot([conversation(1, { unreadCount: 1 })], 6));
+    await flush();
+    expect(t.store.getState()).toMatchObject({ version: 6, totalUnread: 1, unreadCounts: { 1: 1 } });
+    expect(t.violations).toEqual([]);
+  });
+});
+
+describe("unread:stale", () => {
+  it("replaces counts, total and list with a snapshot even at the same version", async () => {
+    const t = await synced([conversation(1, { unreadCount: 2 }), conversation(2, { unreadCount: 1 })], 7);
+    t.store.getState().handleStale();
+    expect(t.transport.syncs).toHaveLength(1);
+    // Reconciliation repaired the counters in place.
+    t.transport.syncs[0]?.resolve(
+      snapshot([conversation(1, { unreadCount: 5 }), conversation(3, { unreadCount: 1, lastSeq: 1 })], 7),
+    );
+    await flush();
+    const s = t.store.getState();
+    expect(s).toMatchObject({ version: 7, totalUnread: 6, unreadCounts: { 1: 5, 3: 1 }, syncing: false });
+    expect(s.conversationOrder).toEqual([3, 1]);
+    expect(t.violations).toEqual([]);
+  });
+
+  it("supersedes a sync in flight and catches up the open conversation", async () => {
+    const t = await synced([conversation(1, { lastSeq: 2 })], 3);
+    t.transport.auto.fetchMessages = () => ({ ok: true, messages: [message(1, 1), message(1, 2)] });
+    t.store.getState().openConversation(1);
+    await flush();
+    t.transport.fetches.length = 0;
+    t.transport.auto.fetchMessages = undefined;
+
+    t.store.getState().requestSync();
+    t.store.getState().handleStale();
+    expect(t.transport.syncs).toHaveLength(2);
+    t.transport.syncs[1]?.resolve(snapshot([conversation(1, { lastSeq: 2 })], 3));
+    await flush();
+    t.transport.syncs[0]?.resolve(snapshot([conversation(1, { lastSeq: 2, unreadCount: 9 })], 2));
+    await flush();
+    expect(t.store.getState().totalUnread).toBe(0);
+    // Even though the snapshot shows nothing new, a lost message:new would be fetched.
+    expect(t.transport.fetches.map((f) => f.input)).toEqual([{ conversationId: 1, query: { after: 2, limit: 200 } }]);
+  });
+});
+
+describe("leaving and deleting", () => {
+  it.each([
+    ["leaveConversation", "leaves"],
+    ["deleteConversation", "deletes"],
+  ] as const)("%s removes the conversation once the server agrees", async (action, queue) => {
+    const t = await synced([conversation(1, { kind: "group", unreadCount: 2 }), conversation(2)], 3);
+    const done = t.store.getState()[action](1);
+    expect(t.transport[queue].map((p) => p.input)).toEqual([1]);
+    expect(t.store.getState().conversations[1]).toBeDefined();
+    t.transport[queue][0]?.resolve({ ok: true });
+    expect(await done).toBeNull();
+    expect(t.store.getState().conversationOrder).toEqual([2]);
+    expect(shown(t.store.getState())).toEqual({ total: 0, rows: 0 });
+
+    // The push that follows changes nothing and starts no second sync.
+    t.store.getState().removeConversation(1);
+    expect(t.transport.syncs).toHaveLength(1);
+    expect(t.violations).toEqual([]);
+  });
+
+  it("shows the server's refusal and keeps the conversation", async () => {
+    const t = await synced([conversation(1, { kind: "group" }), conversation(2)], 3);
+    const refused = "Only the group's creator can delete it; you can leave it.";
+    const deleting = t.store.getState().deleteConversation(1);
+    t.transport.deletes[0]?.resolve({ ok: false, error: { code: "forbidden", message: refused } });
+    expect(await deleting).toBe(refused);
+    expect(t.store.getState().conversationErrors).toEqual({ 1: refused });
+    expect(t.store.getState().conversationOrder).toEqual([2, 1]);
+
+    // A new attempt clears the old error; its own failure replaces it.
+    const leaving = t.store.getState().leaveConversation(1);
+    expect(t.store.getState().conversationErrors).toEqual({});
+    t.transport.leaves[0]?.resolve({ ok: false, error: { code: "unavailable", message: "Try again." } });
+    expect(await leaving).toBe("Try again.");
+    expect(t.store.getState().conversationErrors).toEqual({ 1: "Try again." });
+    expect(t.store.getState().conversations[1]).toBeDefined();
+  });
+});

@@ -1,0 +1,123 @@
+import type { Page } from "@playwright/test";
+import { expect, test } from "./fixtures.ts";
+import {
+  blur,
+  conversationItem,
+  expectBadgeSums,
+  expectConversationUnread,
+  expectTotalUnread,
+  hide,
+  lookAt,
+  openConversation,
+  sendMessage,
+  watchBadgeSums,
+} from "./support/tally-page.ts";
+
+/** Clicks a pane action and accepts its window.confirm. */
+async function confirmAction(page: Page, testId: "leave-conversation" | "delete-conversation"): Promise<void> {
+  page.once("dialog", (dialog) => void dialog.accept());
+  await page.getByTestId(testId).click();
+}
+
+test("leaving a group with unread messages drops its row and its count together in every tab", async ({
+  signUp,
+  env,
+}) => {
+  const alice = await signUp("alice");
+  const bob = await signUp("bob");
+  const carol = await signUp("carol");
+  const group = await alice.createConversation([bob.name, carol.name], "trio");
+  const direct = await alice.createConversation([bob.name]);
+
+  // Two tabs of Bob's on two instances: one on screen but unfocused (so opening the group does not read it),
+  // the other behind it.
+  const front = await bob.openTab(env.serverA);
+  const behind = await bob.openTab(env.serverB);
+  await hide(behind);
+  await blur(front);
+
+  const alicePage = await alice.openTab(env.serverA);
+  await openConversation(alicePage, group.id);
+  await sendMessage(alicePage, "one");
+  await sendMessage(alicePage, "two");
+  await openConversation(alicePage, direct.id);
+  await sendMessage(alicePage, "three");
+  for (const tab of [front, behind]) {
+    await expectConversationUnread(tab, group.id, 2);
+    await expectConversationUnread(tab, direct.id, 1);
+    await expectTotalUnread(tab, 3);
+  }
+
+  await openConversation(front, group.id);
+  await expectConversationUnread(front, group.id, 2);
+  for (const tab of [front, behind]) await watchBadgeSums(tab);
+
+  // Only the group's creator may delete it: the server's refusal is shown, and nothing changes.
+  await confirmAction(front, "delete-conversation");
+  await expect(front.getByTestId("conversation-action-error")).toContainText("creator");
+  await expectTotalUnread(front, 3);
+
+  await confirmAction(front, "leave-conversation");
+  for (const tab of [front, behind]) {
+    await expect(conversationItem(tab, group.id)).toHaveCount(0);
+    await expectConversationUnread(tab, direct.id, 1);
+    await expectTotalUnread(tab, 1);
+    await expectBadgeSums(tab, [3, 1]);
+  }
+  await expect(front.getByTestId("empty-state")).toBeVisible();
+
+  const snapshot = await bob.snapshot();
+  expect(snapshot.conversations.map((c) => c.id)).toEqual([direct.id]);
+  expect(snapshot.totalUnread).toBe(1);
+  // The group goes on without him.
+  const carolsGroup = (await carol.snapshot()).conversations.find((c) => c.id === group.id);
+  expect(carolsGroup?.members.map((m) => m.name).sort()).toEqual([alice.name, carol.name].sort());
+});
+
+test("deleting a direct conversation removes it for both members and their counts with it", async ({ signUp, env }) => {
+  const alice = await signUp("alice");
+  const bob = await signUp("bob");
+  const carol = await signUp("carol");
+  const group = await carol.createConversation([alice.name, bob.name], "trio");
+  const direct = await bob.createConversation([alice.name]);
+
+  const alicePage = await alice.openTab(env.serverA);
+  await blur(alicePage);
+  const bobPage = await bob.openTab(env.serverB);
+  await lookAt(bobPage);
+  const carolPage = await carol.openTab(env.serverA);
+
+  await openConversation(carolPage, group.id);
+  await sendMessage(carolPage, "hello both");
+  await openConversation(bobPage, direct.id);
+  await sendMessage(bobPage, "first");
+  await sendMessage(bobPage, "second");
+
+  // Opened on screen but unfocused: its count stays until Alice deletes it.
+  await openConversation(alicePage, direct.id);
+  await expectConversationUnread(alicePage, direct.id, 2);
+  await expectTotalUnread(alicePage, 3);
+  await expectConversationUnread(bobPage, group.id, 1);
+  await expectTotalUnread(bobPage, 1);
+  for (const page of [alicePage, bobPage]) await watchBadgeSums(page);
+
+  await confirmAction(alicePage, "delete-conversation");
+  for (const page of [alicePage, bobPage]) {
+    await expect(conversationItem(page, direct.id)).toHaveCount(0);
+    await expect(page.getByTestId("empty-state")).toBeVisible();
+    await expectConversationUnread(page, group.id, 1);
+    await expectTotalUnread(page, 1);
+  }
+  await expectBadgeSums(alicePage, [3, 1]);
+  await expectBadgeSums(bobPage, [1]);
+
+  for (const user of [alice, bob]) {
+    const snapshot = await user.snapshot();
+    expect(snapshot.conversations.map((c) => c.id)).toEqual([group.id]);
+    expect(snapshot.totalUnread).toBe(1);
+  }
+  const history = await alice.context.request.get(`${env.serverA}/api/conversations/${direct.id}/messages`, {
+    headers: { authorization: `Bearer ${alice.token}` },
+  });
+  expect(history.status()).toBe(403);
+});

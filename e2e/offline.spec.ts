@@ -1,0 +1,68 @@
+import { expect, test } from "./fixtures.ts";
+import type { TestWindow } from "./support/browser-scripts.ts";
+import {
+  appBadge,
+  expectBadgeSums,
+  expectConversationUnread,
+  expectMessageSeqs,
+  expectTotalUnread,
+  openConversation,
+  sendMessage,
+  watchBadgeSums,
+} from "./support/tally-page.ts";
+
+test("a tab that was offline while others read shows the right counts once back, without a reload", async ({
+  signUp,
+  newContext,
+  env,
+}) => {
+  // Socket.IO waits up to its maximum reconnection delay before trying again.
+  test.setTimeout(90_000);
+  const alice = await signUp("alice");
+  const bob = await signUp("bob");
+  const carol = await signUp("carol");
+  const direct = await alice.createConversation([bob.name]);
+  const group = await alice.createConversation([bob.name, carol.name], "trio");
+
+  // Bob's tab in context X (his own), and Bob again in context Y: another browser, its own network.
+  const offlineTab = await bob.openTab(env.serverA);
+  const otherContext = await newContext();
+  const signIn = await otherContext.request.post(`${env.serverA}/api/session`, { data: { name: bob.name } });
+  expect(signIn.ok()).toBe(true);
+  const otherTab = await otherContext.newPage();
+  await otherTab.goto(env.serverB);
+  await expect(appBadge(otherTab)).toBeVisible();
+
+  const alicePage = await alice.openTab(env.serverA);
+  await expectTotalUnread(offlineTab, 0);
+  await offlineTab.evaluate(() => ((window as TestWindow & { __sameDocument?: boolean }).__sameDocument = true));
+  await watchBadgeSums(offlineTab);
+
+  await bob.context.setOffline(true);
+  await expect(offlineTab.getByRole("status")).toHaveText("Connecting…");
+
+  await openConversation(alicePage, direct.id);
+  for (const text of ["one", "two", "three"]) await sendMessage(alicePage, text);
+  await openConversation(alicePage, group.id);
+  for (const text of ["four", "five"]) await sendMessage(alicePage, text);
+
+  // Bob reads the group elsewhere while the first tab hears nothing.
+  await expectTotalUnread(otherTab, 5);
+  await openConversation(otherTab, group.id);
+  await expectMessageSeqs(otherTab, [1, 2]);
+  await expectTotalUnread(otherTab, 3);
+  await expect.poll(async () => (await bob.snapshot()).totalUnread).toBe(3);
+  await expectTotalUnread(offlineTab, 0);
+
+  await bob.context.setOffline(false);
+  await expect(offlineTab.getByRole("status")).toHaveCount(0, { timeout: 30_000 });
+  await expectConversationUnread(offlineTab, direct.id, 3);
+  await expectConversationUnread(offlineTab, group.id, 0);
+  await expectTotalUnread(offlineTab, 3);
+  // One step from the stale state to the right one: never a total the rows did not add up to.
+  await expectBadgeSums(offlineTab, [0, 3]);
+  expect(
+    await offlineTab.evaluate(() => (window as TestWindow & { __sameDocument?: boolean }).__sameDocument),
+    "the tab was not reloaded",
+  ).toBe(true);
+});

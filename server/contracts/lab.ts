@@ -1,0 +1,160 @@
+/**
+ * The consistency lab's contract (the `/lab` Socket.IO namespace), shared by the server and the /lab page.
+ * Types only. docs/benchmarks.md describes what the numbers mean; docs/protocol.md lists the events.
+ */
+import type { Ack, SocketData } from "./index.ts";
+
+/** The four ways to keep a conversation's unread and the total together (server/lab/strategies). */
+export type LabStrategyName = "naive" | "lock" | "watch" | "lua";
+
+export interface LabFaults {
+  /** Probability that an attempt fails right after its first write (for WATCH and Lua: before the one write). */
+  stepFailureRate: number;
+  /** Delay injected between the two steps of an operation, for `stepDelayRate` of the operations. */
+  stepDelayMs: number;
+  stepDelayRate: number;
+  /** Probability that the worker dies after the first step, holding the lock (if any) without releasing it. */
+  workerDeathRate: number;
+  /** Restart the lab's own redis-server (empty) once, halfway through each strategy's operations. */
+  redisRestart: boolean;
+}
+
+export interface LabWorkload {
+  /** The same seed replays the same operations. */
+  seed: number;
+  users: number;
+  conversationsPerUser: number;
+  /** Concurrent workers, each with its own Redis connection. */
+  workers: number;
+  /** Operations per strategy. */
+  operations: number;
+  /** Share of sends; the rest are reads. */
+  sendShare: number;
+  /** Share of operations aimed at user 1 (a busy group member); the rest are spread evenly. */
+  hotUserShare: number;
+  faults: LabFaults;
+  lock: { ttlMs: number; watchdog: boolean; maxAttempts: number };
+  watch: { maxRetries: number };
+}
+
+/** A workload field left out takes its default (server/lab/params.ts). */
+export interface LabRunInput {
+  strategies: LabStrategyName[];
+  workload?: Partial<Omit<LabWorkload, "faults" | "lock" | "watch">> & {
+    faults?: Partial<LabFaults>;
+    lock?: Partial<LabWorkload["lock"]>;
+    watch?: Partial<LabWorkload["watch"]>;
+  };
+}
+
+export interface LabRunInfo {
+  runId: string;
+  strategies: LabStrategyName[];
+  workload: LabWorkload;
+  /** "private": a redis-server started for this run; "shared": the app's Redis under the run's key prefix. */
+  redis: "private" | "shared";
+  /** Things the presenter should know (a fault that was switched off, and why). */
+  notices: string[];
+}
+
+export interface LabDrift {
+  /** Users whose total differs from the sum of their conversation counts. */
+  users: number;
+  /** Sum over users of |total − sum|. */
+  amount: number;
+}
+
+/** One point of the live charts, about every 250 ms while a strategy runs. */
+export interface LabSample {
+  runId: string;
+  strategy: LabStrategyName;
+  /** Seconds since this strategy started. */
+  t: number;
+  opsPerSec: number;
+  completed: number;
+  /** Observed at that moment, operations in flight included (up to 200 users are sampled). */
+  drift: LabDrift;
+}
+
+export interface LabStrategyResult {
+  strategy: LabStrategyName;
+  operations: number;
+  completed: number;
+  seconds: number;
+  opsPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** WATCH: transactions retried after a conflict. */
+  retries: number;
+  /** Lock: acquisitions that found the lock taken and waited. */
+  lockWaits: number;
+  /** Attempts that failed (injected faults, a worker that died, lock or retry bound reached, Redis down)… */
+  aborted: number;
+  /** …and operations that still failed after every redelivery. */
+  lost: number;
+  /** After the run, every operation finished. */
+  drift: LabDrift;
+  /** Conversation counts and totals that differ from what the workload generator knows is true. */
+  wrong: { counts: number; totals: number };
+}
+
+export interface LabRunResult {
+  runId: string;
+  results: LabStrategyResult[];
+  notices: string[];
+}
+
+export type LabStoryScenario = "race" | "crash";
+
+export interface LabStoryStep {
+  actor: "sender" | "reader" | "worker" | "redis";
+  /** What happened, with the Redis commands involved. */
+  action: string;
+  /** The conversation's count and the user's total after this step. */
+  list: number;
+  badge: number;
+}
+
+export interface LabStory {
+  strategy: LabStrategyName;
+  scenario: LabStoryScenario;
+  steps: LabStoryStep[];
+  /** What the user should see: messages after their read cursor. */
+  truth: number;
+  verdict: "correct" | "drift" | "wrong";
+  summary: string;
+}
+
+export interface BotsStatus {
+  running: boolean;
+  /** Messages per second across all bots. */
+  rate: number;
+  users: string[];
+  sent: number;
+  reads: number;
+  errors: number;
+}
+
+export interface BotsInput {
+  rate: number;
+  /** Demo users to chat as; default: every demo user except the one asking. */
+  users?: string[];
+}
+
+export interface LabClientToServerEvents {
+  "lab:start": (input: LabRunInput, ack: Ack<{ run: LabRunInfo }>) => void;
+  "lab:stop": (input: { runId: string }, ack: Ack<object>) => void;
+  "lab:status": (ack: Ack<{ run: LabRunInfo | null; bots: BotsStatus }>) => void;
+  "lab:replay": (input: { scenario: LabStoryScenario }, ack: Ack<{ stories: LabStory[] }>) => void;
+  "bots:start": (input: BotsInput, ack: Ack<{ bots: BotsStatus }>) => void;
+  "bots:stop": (ack: Ack<{ bots: BotsStatus }>) => void;
+}
+
+export interface LabServerToClientEvents {
+  "lab:sampled": (sample: LabSample) => void;
+  "lab:finished": (result: LabRunResult) => void;
+  "lab:failed": (payload: { runId: string; message: string }) => void;
+  "bots:changed": (bots: BotsStatus) => void;
+}
+
+export type LabSocketData = SocketData;

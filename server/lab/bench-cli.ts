@@ -1,0 +1,280 @@
+/**
+ * `npm run bench`: the lab's strategy comparison, the Lua ceiling, end-to-end latency across two instances and
+ * group fan-out, on throw-away services of its own. Prints tables; `--json <path>` also writes the numbers.
+ * `--quick` runs a smaller version (a minute or so) for trying things out. docs/benchmarks.md explains it all.
+ */
+import { writeFile } from "node:fs/promises";
+import os from "node:os";
+import { parseArgs } from "node:util";
+import type { LabStrategyName, LabStrategyResult, LabWorkload } from "../contracts/lab.ts";
+import { createDb } from "../db/prisma.ts";
+import { createRedis } from "../redis/client.ts";
+import { createUnreadService } from "../unread/unread.service.ts";
+import { measureCeiling, type CeilingResult } from "./bench/ceiling.ts";
+import { measureEndToEnd, measureFanout, type EndToEndResult, type FanoutResult } from "./bench/e2e.ts";
+import { startBenchServices, startInstance, type Instance } from "./bench/services.ts";
+import { openLabRedis } from "./lab-redis.ts";
+import { describeRun, newRunId, runLab } from "./lab.ts";
+import { resolveWorkload, STRATEGIES } from "./params.ts";
+
+const { values: args } = parseArgs({
+  options: {
+    json: { type: "string" },
+    quick: { type: "boolean", default: false },
+    only: { type: "string" },
+  },
+});
+const quick = args.quick ?? false;
+const only = new Set((args.only ?? "strategies,ceiling,e2e,fanout").split(","));
+
+interface Scenario {
+  name: string;
+  workload: LabWorkload;
+}
+
+const scenarios: Scenario[] = [
+  { name: "hot user", workload: resolveWorkload({ operations: quick ? 4000 : 20_000 }) },
+  {
+    name: "hot user + step failure 2%",
+    workload: resolveWorkload({ operations: quick ? 2000 : 5000, faults: { stepFailureRate: 0.02 } }),
+  },
+  {
+    name: "hot user + 5 ms delay on 20%",
+    workload: resolveWorkload({ operations: quick ? 2000 : 5000, faults: { stepDelayMs: 5, stepDelayRate: 0.2 } }),
+  },
+];
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+function table(headers: string[], rows: (string | number)[][]): string {
+  const cells = [headers, ...rows.map((r) => r.map(String))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
+  const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
+  return [line(headers), `| ${widths.map((w) => "-".repeat(w)).join(" | ")} |`, ...cells.slice(1).map(line)].join("\n");
+}
+
+async function strategies(): Promise<{ scenario: string; workload: LabWorkload; results: LabStrategyResult[] }[]> {
+  const out = [];
+  const labRedis = await openLabRedis();
+  try {
+    for (const s of scenarios) {
+      log(`strategies: ${s.name} (${s.workload.operations} operations each)…`);
+      const run = describeRun(newRunId(), [...STRATEGIES] as LabStrategyName[], s.workload, labRedis);
+      const { results } = await runLab({ run, labRedis });
+      for (const r of results) log(`  ${r.strategy}: ${r.opsPerSec} ops/s, drift ${r.drift.users}`);
+      out.push({ scenario: s.name, workload: s.workload, results });
+    }
+  } finally {
+    await labRedis.close();
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const began = Date.now();
+  const report: Record<string, unknown> = {
+    machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, node: process.version, loadavg: os.loadavg() },
+    quick,
+  };
+  const out: string[] = [];
+
+  if (only.has("strategies")) {
+    const runs = await strategies();
+    report.strategies = runs;
+    const first = runs[0]!;
+    const w = first.workload;
+    out.push(
+      `## Strategies: ${w.users} users × ${w.conversationsPerUser} conversations, ${Math.round(w.hotUserShare * 100)}% of operations on one user, ` +
+        `${w.workers} workers, ${Math.round(w.sendShare * 100)}% sends, seed ${w.seed}`,
+      "",
+      table(
+        [
+          "workload",
+          "strategy",
+          "ops",
+          "ops/s",
+          "p50 ms",
+          "p99 ms",
+          "retries",
+          "lock waits",
+          "aborted",
+          "lost",
+          "drift users",
+          "drift Σ",
+          "wrong counts",
+          "wrong totals",
+        ],
+        runs.flatMap((run) =>
+          run.results.map((r) => [
+            run.scenario,
+            r.strategy,
+            r.completed,
+            r.opsPerSec,
+            r.p50Ms,
+            r.p99Ms,
+            r.retries,
+            r.lockWaits,
+            r.aborted,
+            r.lost,
+            r.drift.users,
+            r.drift.amount,
+            r.wrong.counts,
+            r.wrong.totals,
+          ]),
+        ),
+      ),
+    );
+    const hot = Object.fromEntries(first.results.map((r) => [r.strategy, r]));
+    const ratio = (a?: LabStrategyResult, b?: LabStrategyResult) =>
+      a && b ? Math.round((a.opsPerSec / b.opsPerSec) * 10) / 10 : 0;
+    const vsLock = ratio(hot.lua, hot.lock);
+    const vsWatch = ratio(hot.lua, hot.watch);
+    const naiveDrifts = runs
+      .slice(1)
+      .every((run) => (run.results.find((r) => r.strategy === "naive")?.drift.users ?? 0) > 0);
+    const luaClean = runs.every((run) => run.results.find((r) => r.strategy === "lua")?.drift.users === 0);
+    report.targets = {
+      luaVsLock: vsLock,
+      luaVsWatch: vsWatch,
+      naiveDriftsUnderFaults: naiveDrifts,
+      luaZeroDrift: luaClean,
+    };
+    out.push(
+      "",
+      `Lua vs lock: ${vsLock}× (target ≥ 3×) ${vsLock >= 3 ? "met" : "MISSED"}; Lua vs WATCH: ${vsWatch}× (target ≥ 2×) ${vsWatch >= 2 ? "met" : "MISSED"}; ` +
+        `Lua drift 0 in every run: ${luaClean ? "yes" : "NO"}; naive drifts with each fault: ${naiveDrifts ? "yes" : "NO"}`,
+      "",
+    );
+  }
+
+  const needServices = only.has("ceiling") || only.has("e2e") || only.has("fanout");
+  if (needServices) {
+    log("starting PostgreSQL and redis-server for the ceiling, end-to-end and fan-out measurements…");
+    const services = await startBenchServices();
+    const db = createDb(services.databaseUrl);
+    const redis = createRedis(services.redisUrl);
+    const instances: Instance[] = [];
+    try {
+      if (only.has("ceiling")) {
+        log("ceiling: redis-benchmark and Tally's pipelined apply.lua…");
+        const ceiling: CeilingResult = await measureCeiling({
+          redis,
+          db,
+          host: "127.0.0.1",
+          port: services.redisPort,
+          requests: quick ? 100_000 : 300_000,
+        });
+        report.ceiling = ceiling;
+        out.push(
+          `## Ceiling: apply.lua, ${ceiling.clients} clients × pipeline ${ceiling.pipeline}, ${ceiling.requests} calls, one user, conversations and seqs in 0…${ceiling.keyspace - 1}`,
+          "",
+          table(
+            ["path", "calls/s"],
+            [
+              ["redis-benchmark EVALSHA (raw)", ceiling.redisBenchmarkPerSec ?? "n/a"],
+              ["Tally unread.applyMany (ioredis, one connection)", ceiling.tallyPerSec],
+              ["ratio", ceiling.ratio === null ? "n/a" : `${Math.round(ceiling.ratio * 100)}% (target ≥ 50%)`],
+            ],
+          ),
+          ...(ceiling.note ? ["", `Note: ${ceiling.note}`] : []),
+          "",
+        );
+      }
+      if (only.has("e2e") || only.has("fanout")) {
+        log("starting two Tally instances (SERVE_UI=0)…");
+        instances.push(await startInstance(services, "A"), await startInstance(services, "B"));
+      }
+      if (only.has("e2e")) {
+        log("end-to-end: message:send on one instance → the recipient's unread:changed on the other…");
+        const e2e: EndToEndResult = await measureEndToEnd({
+          a: instances[0]!,
+          b: instances[1]!,
+          rates: quick ? [50, 100, 500] : [25, 50, 100, 200, 300, 500, 750, 1000],
+          seconds: quick ? 2 : 4,
+          log,
+        });
+        report.endToEnd = e2e;
+        out.push(
+          `## End to end: message:send on one instance → the recipient's unread:changed on the other, ${e2e.pairs} conversations (senders split over both), open loop`,
+          "",
+          table(
+            [
+              "offered/s",
+              "sent",
+              "acked",
+              "delivered",
+              "p50 ms",
+              "p99 ms",
+              "max ms",
+              `held (p99 < ${e2e.targetP99Ms} ms)`,
+            ],
+            e2e.rates.map((r) => [
+              r.offeredPerSec,
+              r.sent,
+              r.acked,
+              r.delivered,
+              r.p50Ms,
+              r.p99Ms,
+              r.maxMs,
+              r.held ? "yes" : "no",
+            ]),
+          ),
+          "",
+          `Highest rate held with p99 < ${e2e.targetP99Ms} ms: ${e2e.highestHeldPerSec} messages/s`,
+          "",
+        );
+      }
+      if (only.has("fanout")) {
+        // An instance stopped from outside (seen on a shared machine) is replaced rather than failing the run.
+        for (const [i, name] of ["A", "B"].entries()) {
+          if (instances[i] && !instances[i].alive()) {
+            log(`instance ${name} is gone; starting a new one for the fan-out measurement`);
+            instances[i] = await startInstance(services, `${name}2`);
+          }
+        }
+        log("fan-out: groups of 10, 100 and 1000…");
+        const unread = createUnreadService({ redis, db });
+        const fanout: FanoutResult[] = await measureFanout({
+          db,
+          a: instances[0]!,
+          sizes: [10, 100, 1000],
+          repeats: quick ? 10 : 30,
+          applyMany: (events) => unread.applyMany(events),
+        });
+        report.fanout = fanout;
+        out.push(
+          "## Group fan-out: one message to every member",
+          "",
+          table(
+            ["members", "apply p50 ms", "apply p99 ms", "µs/member", "send→ack p50 ms", "send→ack p99 ms"],
+            fanout.map((f) => [f.members, f.applyP50Ms, f.applyP99Ms, f.applyUsPerMember, f.sendP50Ms, f.sendP99Ms]),
+          ),
+          "",
+        );
+      }
+    } finally {
+      await Promise.allSettled(instances.map((i) => i.stop()));
+      await Promise.allSettled([redis.quit(), db.$disconnect()]);
+      await services.stop();
+    }
+  }
+
+  const seconds = Math.round((Date.now() - began) / 1000);
+  report.seconds = seconds;
+  out.push(
+    `Bench took ${seconds} s on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "?"}), Node ${process.version}; load average before: ${(report.machine as { loadavg: number[] }).loadavg.map((l) => l.toFixed(2)).join(", ")}.`,
+  );
+  console.log(out.join("\n"));
+  if (args.json) {
+    await writeFile(args.json, JSON.stringify(report, null, 2));
+    log(`wrote ${args.json}`);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

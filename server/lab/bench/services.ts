@@ -1,0 +1,118 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { chown, mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { migrate } from "../../db/migrate.ts";
+import { postgresOsUser, startEmbeddedPostgres, type EmbeddedPostgres } from "../../dev/postgres.ts";
+import { freePort } from "../../dev/ports.ts";
+import { startRedisServer, type RedisServer } from "../../dev/redis.ts";
+
+const root = fileURLToPath(new URL("../../..", import.meta.url));
+
+export interface BenchServices {
+  tmpDir: string;
+  databaseUrl: string;
+  redisUrl: string;
+  redisPort: number;
+  sessionSecret: string;
+  stop(): Promise<void>;
+}
+
+/** A throw-away PostgreSQL and redis-server for the benchmark, in a temp directory; never the machine's own. */
+export async function startBenchServices(): Promise<BenchServices> {
+  const tmpDir = await mkdtemp(path.join(os.tmpdir(), "tally-bench-"));
+  const pgUser = await postgresOsUser();
+  if (pgUser !== undefined) await chown(tmpDir, pgUser.uid, pgUser.gid);
+  let pg: EmbeddedPostgres | undefined;
+  let redis: RedisServer | undefined;
+  const stop = async () => {
+    await Promise.allSettled([pg?.stop(), redis?.stop()]);
+    await rm(tmpDir, { recursive: true, force: true });
+  };
+  try {
+    // Durable, as `npm start` runs it: every send's commit waits for its WAL flush.
+    pg = await startEmbeddedPostgres({
+      dataDir: path.join(tmpDir, "pg"),
+      durable: process.env.BENCH_PG_DURABLE !== "0",
+    });
+    redis = await startRedisServer({ dir: path.join(tmpDir, "redis") });
+    await migrate(pg.url);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return {
+    tmpDir,
+    databaseUrl: pg.url,
+    redisUrl: redis.url,
+    redisPort: redis.port,
+    sessionSecret: "bench-secret-0123456789abcdef",
+    stop,
+  };
+}
+
+export interface Instance {
+  url: string;
+  /** False once the process exited. */
+  alive(): boolean;
+  stop(): Promise<void>;
+}
+
+/** A Tally instance as `npm start` runs it, without the UI (SERVE_UI=0), on a free port. */
+export async function startInstance(services: BenchServices, name: string): Promise<Instance> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", "server/index.ts"], {
+    cwd: root,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      DATABASE_URL: services.databaseUrl,
+      REDIS_URL: services.redisUrl,
+      SESSION_SECRET: services.sessionSecret,
+      SEED_DEMO: "0",
+      SERVE_UI: "0",
+      DATA_DIR: path.join(services.tmpDir, `instance-${name}`),
+      NODE_ENV: "production",
+      LOG_LEVEL: process.env.BENCH_INSTANCE_LOG_LEVEL ?? "warn",
+      // The benchmark offers far more than one person types; the per-connection limit is not what it measures.
+      SEND_RATE_PER_SECOND: "1000000",
+      SEND_RATE_BURST: "1000000",
+    },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  let stopping = false;
+  const exited = new Promise<void>((resolve) =>
+    child.once("exit", (code, signal) => {
+      if (!stopping) process.stderr.write(`Tally instance ${name} exited unexpectedly (${code ?? signal})\n`);
+      resolve();
+    }),
+  );
+  const onExit = () => void child.kill("SIGKILL");
+  process.once("exit", onExit);
+  const stop = async () => {
+    stopping = true;
+    process.removeListener("exit", onExit);
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`Tally instance ${name} exited during start-up`);
+    try {
+      if ((await fetch(`${url}/api/health`, { signal: AbortSignal.timeout(1000) })).status === 200) break;
+    } catch {
+      // Not listening yet.
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`Tally instance ${name} did not become healthy within 60 s`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return { url, stop, alive: () => child.exitCode === null && child.signalCode === null };
+}

@@ -1,0 +1,171 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { io as connect, type Socket } from "socket.io-client";
+import { seedDemo } from "../../prisma/seed.ts";
+import type { LabClientToServerEvents, LabServerToClientEvents, LabRunResult, LabSample } from "../contracts/lab.ts";
+import { nextEvent, startHarness, type Harness } from "../testing/harness.ts";
+
+type LabSocket = Socket<LabServerToClientEvents, LabClientToServerEvents>;
+
+let h: Harness;
+const sockets: LabSocket[] = [];
+
+function labSocket(token: string | undefined, instance = 0): Promise<LabSocket> {
+  const socket: LabSocket = connect(`${h.instances[instance]!.url}/lab`, {
+    auth: token ? { token } : {},
+    transports: ["websocket"],
+    forceNew: true,
+    reconnection: false,
+  });
+  sockets.push(socket);
+  return new Promise((resolve, reject) => {
+    socket.once("connect", () => resolve(socket));
+    socket.once("connect_error", reject);
+  });
+}
+
+function once<E extends keyof LabServerToClientEvents>(socket: LabSocket, event: E, ms = 60_000) {
+  return new Promise<Parameters<LabServerToClientEvents[E]>[0]>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`timed out waiting for ${event}`)), ms);
+    socket.once(event, ((payload: Parameters<LabServerToClientEvents[E]>[0]) => {
+      clearTimeout(timer);
+      resolve(payload);
+    }) as never);
+  });
+}
+
+beforeAll(async () => {
+  h = await startHarness(2);
+});
+
+afterAll(async () => {
+  for (const s of sockets) s.disconnect();
+  await h.close();
+});
+
+describe("the /lab namespace", () => {
+  it("refuses a socket without a session", async () => {
+    await expect(labSocket(undefined)).rejects.toMatchObject({
+      message: "unauthorized",
+      data: { code: "unauthorized" },
+    });
+  });
+
+  it("validates every command's payload", async () => {
+    const { token } = await h.signIn("lab_validate");
+    const lab = await labSocket(token);
+    expect(await lab.emitWithAck("lab:start", { strategies: ["nope"] } as never)).toMatchObject({
+      ok: false,
+      error: { code: "invalid" },
+    });
+    expect(await lab.emitWithAck("lab:start", { strategies: ["lua"], workload: { workers: 1000 } })).toMatchObject({
+      ok: false,
+      error: { code: "invalid", message: expect.stringMatching(/workers/) },
+    });
+    expect(await lab.emitWithAck("lab:replay", { scenario: "other" } as never)).toMatchObject({
+      ok: false,
+      error: { code: "invalid" },
+    });
+    expect(await lab.emitWithAck("bots:start", { rate: 500 })).toMatchObject({ ok: false, error: { code: "invalid" } });
+    expect(await lab.emitWithAck("lab:stop", { runId: "abc" })).toMatchObject({
+      ok: false,
+      error: { code: "not_found" },
+    });
+  });
+
+  it("runs a comparison, streams samples and reports to every lab tab of the user on both instances", async () => {
+    const { token } = await h.signIn("lab_runner");
+    const lab = await labSocket(token, 0);
+    const otherTab = await labSocket(token, 1);
+    const samples: LabSample[] = [];
+    lab.on("lab:sampled", (s) => samples.push(s));
+    const finished = once(lab, "lab:finished");
+    const finishedElsewhere = once(otherTab, "lab:finished");
+    const started = await lab.emitWithAck("lab:start", {
+      strategies: ["naive", "lock", "watch", "lua"],
+      workload: { users: 6, operations: 400, workers: 4, faults: { stepFailureRate: 0.1 } },
+    });
+    expect(started).toMatchObject({
+      ok: true,
+      run: { redis: "private", strategies: ["naive", "lock", "watch", "lua"] },
+    });
+    if (!started.ok) return;
+    expect(await lab.emitWithAck("lab:start", { strategies: ["lua"] })).toMatchObject({
+      ok: false,
+      error: { code: "rate_limited" },
+    });
+    expect(await lab.emitWithAck("lab:status")).toMatchObject({ ok: true, run: { runId: started.run.runId } });
+
+    const result: LabRunResult = await finished;
+    expect((await finishedElsewhere).runId).toBe(started.run.runId);
+    expect(result.results.map((r) => r.strategy)).toEqual(["naive", "lock", "watch", "lua"]);
+    const byName = Object.fromEntries(result.results.map((r) => [r.strategy, r]));
+    expect(byName.naive!.drift.users).toBeGreaterThan(0);
+    expect(byName.lua).toMatchObject({
+      completed: 400,
+      drift: { users: 0, amount: 0 },
+      wrong: { counts: 0, totals: 0 },
+    });
+    expect(new Set(samples.map((s) => s.strategy))).toEqual(new Set(["naive", "lock", "watch", "lua"]));
+    expect(await lab.emitWithAck("lab:status")).toMatchObject({ ok: true, run: null });
+  });
+
+  it("stops a run on request", async () => {
+    const { token } = await h.signIn("lab_stopper");
+    const lab = await labSocket(token);
+    const started = await lab.emitWithAck("lab:start", {
+      strategies: ["lock"],
+      workload: { operations: 1_000_000, faults: { stepDelayMs: 5, stepDelayRate: 1 } },
+    });
+    if (!started.ok) throw new Error(started.error.message);
+    const finished = once(lab, "lab:finished");
+    expect(await lab.emitWithAck("lab:stop", { runId: started.run.runId })).toEqual({ ok: true });
+    const result = await finished;
+    expect(result.results[0]!.completed).toBeLessThan(1_000_000);
+  });
+
+  it("replays the two classic interleavings for each strategy", async () => {
+    const { token } = await h.signIn("lab_story");
+    const lab = await labSocket(token);
+    const race = await lab.emitWithAck("lab:replay", { scenario: "race" });
+    if (!race.ok) throw new Error(race.error.message);
+    expect(race.stories.map((s) => [s.strategy, s.verdict])).toEqual([
+      ["naive", "drift"],
+      ["lock", "wrong"],
+      ["watch", "correct"],
+      ["lua", "correct"],
+    ]);
+    expect(race.stories[0]!.steps.at(-1)).toMatchObject({ badge: 1, list: 0 });
+  });
+});
+
+describe("the bots", () => {
+  it("refuses users that do not exist", async () => {
+    const { token } = await h.signIn("lab_nobots");
+    const lab = await labSocket(token);
+    expect(await lab.emitWithAck("bots:start", { rate: 5, users: ["nobody_here_at_all"] })).toMatchObject({
+      ok: false,
+      error: { code: "not_found" },
+    });
+  });
+
+  it("chat as the other demo users in the seeded conversations until stopped", async () => {
+    await seedDemo(h.db);
+    const { token, user } = await h.signIn("alice");
+    const chat = await h.connect(token, 1);
+    const lab = await labSocket(token, 0);
+    const changed = once(lab, "bots:changed", 10_000);
+    const message = nextEvent(chat, "message:new", ({ message }) => message.senderId !== user.id, 15_000);
+    const started = await lab.emitWithAck("bots:start", { rate: 20 });
+    expect(started).toMatchObject({ ok: true, bots: { running: true, users: ["bob", "carol", "dave"] } });
+    expect((await message).message.senderName).toMatch(/^(bob|carol|dave)$/);
+    expect((await changed).running).toBe(true);
+    await expect
+      .poll(async () => {
+        const status = await lab.emitWithAck("lab:status");
+        return status.ok ? status.bots.sent : -1;
+      })
+      .toBeGreaterThan(0);
+    const stopped = await lab.emitWithAck("bots:stop");
+    expect(stopped).toMatchObject({ ok: true, bots: { running: false } });
+  });
+});

@@ -1,0 +1,140 @@
+import type { Redis } from "ioredis";
+import type {
+  BotsStatus,
+  LabRunInfo,
+  LabRunResult,
+  LabSample,
+  LabStory,
+  LabStoryScenario,
+  LabStrategyName,
+  LabWorkload,
+} from "../contracts/lab.ts";
+import { AppError } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import { IDLE_BOTS, startBots, type Bots } from "./bots.ts";
+import { openLabRedis } from "./lab-redis.ts";
+import { describeRun, newRunId, runLab } from "./lab.ts";
+import { replayStories } from "./story.ts";
+
+/** A run stops by itself after this long; the results so far are reported. */
+export const MAX_RUN_MS = 10 * 60_000;
+
+export interface RunListener {
+  sampled(sample: LabSample): void;
+  finished(result: LabRunResult): void;
+  failed(runId: string, message: string): void;
+}
+
+export interface LabServiceDeps {
+  /** The app's Redis: used only when redis-server is missing, and then only under the run's key prefix. */
+  sharedRedis: Redis;
+  log: Logger;
+}
+
+export type LabService = ReturnType<typeof createLabService>;
+
+/**
+ * One lab run at a time per instance (a run loads both cores), on a redis-server of its own; stories replay
+ * on one too. Also runs the demo bots.
+ */
+export function createLabService({ sharedRedis, log }: LabServiceDeps) {
+  let current: { info: LabRunInfo; abort: AbortController; done: Promise<void> } | null = null;
+  let replaying: Promise<unknown> = Promise.resolve();
+  let bots: Bots | null = null;
+
+  async function start(
+    strategies: LabStrategyName[],
+    workload: LabWorkload,
+    listener: RunListener,
+  ): Promise<LabRunInfo> {
+    if (current) throw new AppError("rate_limited", "A lab run is in progress on this server; wait for it or stop it.");
+    const abort = new AbortController();
+    const runId = newRunId();
+    const slot = { info: null as unknown as LabRunInfo, abort, done: Promise.resolve() };
+    current = slot;
+    let labRedis;
+    try {
+      labRedis = await openLabRedis({ shared: sharedRedis });
+    } catch (err) {
+      current = null;
+      log.error({ err }, "lab: could not open a Redis for the run");
+      throw new AppError("unavailable", "The lab could not start a Redis for the run.");
+    }
+    const info = describeRun(runId, strategies, workload, labRedis);
+    slot.info = info;
+    const lab = labRedis;
+    // A forgotten run (a million operations with long delays) must not load the server forever.
+    const cap = setTimeout(() => abort.abort(), MAX_RUN_MS);
+    cap.unref();
+    // The run's Redis is closed and the slot freed before anyone hears the outcome: "finished" means idle again.
+    slot.done = (async () => {
+      let report: () => void;
+      try {
+        const result = await runLab({ run: info, labRedis: lab, signal: abort.signal, onSample: listener.sampled });
+        report = () => listener.finished(result);
+      } catch (err) {
+        log.error({ err, runId }, "lab run failed");
+        report = () => listener.failed(runId, err instanceof Error ? err.message : "the run failed");
+      }
+      await lab.close().catch((err: unknown) => log.warn({ err }, "lab: closing the run's Redis failed"));
+      clearTimeout(cap);
+      if (current === slot) current = null;
+      report();
+    })();
+    return info;
+  }
+
+  async function stop(runId: string): Promise<void> {
+    if (!current || current.info.runId !== runId) throw new AppError("not_found", "No such lab run is in progress.");
+    current.abort.abort();
+    await current.done;
+  }
+
+  function replay(scenario: LabStoryScenario): Promise<LabStory[]> {
+    // One at a time: each replay starts a redis-server of its own.
+    const next = replaying
+      .catch(() => undefined)
+      .then(async () => {
+        const labRedis = await openLabRedis({ shared: sharedRedis });
+        try {
+          return await replayStories(scenario, labRedis);
+        } finally {
+          await labRedis.close();
+        }
+      });
+    replaying = next;
+    return next;
+  }
+
+  async function startBotsAs(opts: {
+    baseUrl: string;
+    users: string[];
+    rate: number;
+    onChange: (status: BotsStatus) => void;
+  }): Promise<BotsStatus> {
+    await stopBots();
+    bots = await startBots(opts);
+    return bots.status();
+  }
+
+  async function stopBots(): Promise<BotsStatus> {
+    const running = bots;
+    bots = null;
+    if (running) await running.stop();
+    return running?.status() ?? IDLE_BOTS;
+  }
+
+  return {
+    start,
+    stop,
+    replay,
+    startBots: startBotsAs,
+    stopBots,
+    status: () => ({ run: current?.info ?? null, bots: bots?.status() ?? IDLE_BOTS }),
+    async close() {
+      current?.abort.abort();
+      await current?.done;
+      await stopBots();
+    },
+  };
+}

@@ -1,0 +1,182 @@
+import type { Redis } from "ioredis";
+import type { LabSample, LabStrategyName, LabStrategyResult, LabWorkload } from "../contracts/lab.ts";
+import type { LabRedis } from "./lab-redis.ts";
+import { sleep } from "./lock.ts";
+import { driftOf, percentile, round, wrongOf } from "./measure.ts";
+import { createStrategy } from "./strategies/index.ts";
+import { StepFailed, WorkerDied, type OpHooks, type OpStats, type Strategy } from "./strategies/types.ts";
+import { createWorkload, HOT_USER, type LabOp, type Workload } from "./workload.ts";
+
+/** Attempts per operation: the first and the redeliveries (as Tally's outbox redelivers after a failure). */
+export const MAX_ATTEMPTS = 25;
+const SAMPLE_USERS = 100;
+
+export interface RunStrategyOptions {
+  name: LabStrategyName;
+  workload: LabWorkload;
+  labRedis: LabRedis;
+  /** `lab:<run>:<strategy>:` */
+  prefix: string;
+  /** Restart the lab's redis-server halfway (needs labRedis.restart). */
+  restart?: boolean;
+  onSample?: (sample: Omit<LabSample, "runId">) => void;
+  sampleEveryMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface StrategyRun {
+  result: LabStrategyResult;
+  workload: Workload;
+  strategy: Strategy;
+}
+
+function userIds(count: number): number[] {
+  return Array.from({ length: count }, (_, i) => i + 1);
+}
+
+/**
+ * Runs the seeded workload against one strategy with `workload.workers` concurrent workers, each on its own
+ * connection, injecting the faults; samples throughput and drift while it runs, and measures drift and
+ * differences from the truth once every operation has finished.
+ */
+export async function runStrategy(opts: RunStrategyOptions): Promise<StrategyRun> {
+  const w = opts.workload;
+  const workload = createWorkload(w);
+  const strategy = createStrategy(opts.name, {
+    prefix: opts.prefix,
+    truth: workload.truth,
+    lock: w.lock,
+    watch: w.watch,
+  });
+  const users = userIds(w.users);
+  const sampled = [HOT_USER, ...users.filter((id) => id !== HOT_USER).slice(0, SAMPLE_USERS - 1)];
+  const monitor = await opts.labRedis.connect();
+  await strategy.prepare(monitor, users);
+
+  const stats: OpStats = { retries: 0, lockWaits: 0 };
+  const latencies = new Float64Array(w.operations);
+  let completed = 0;
+  let aborted = 0;
+  let lost = 0;
+  let restarted = false;
+  let restarting: Promise<void> | undefined;
+
+  async function runOp(worker: { conn: Redis }, op: LabOp): Promise<void> {
+    const started = performance.now();
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const faults = workload.faultsFor(op, attempt);
+      const hooks: OpHooks = {
+        gap: async () => {
+          if (faults.delayMs > 0) await sleep(faults.delayMs);
+          if (faults.die) throw new WorkerDied();
+          if (faults.fail) throw new StepFailed();
+        },
+      };
+      try {
+        await strategy.apply(worker.conn, op, hooks, stats);
+        latencies[completed++] = performance.now() - started;
+        return;
+      } catch (err) {
+        aborted++;
+        if (err instanceof WorkerDied) {
+          // The worker is gone with its connection (and the WATCH or lock it held); a new one takes its place.
+          worker.conn.disconnect();
+          worker.conn = await opts.labRedis.connect();
+        } else if (!(err instanceof StepFailed)) {
+          // Redis away (the restart fault) or a bound reached: back off before the redelivery.
+          await sleep(Math.min(200, 5 * (attempt + 1)));
+        }
+      }
+    }
+    lost++;
+  }
+
+  async function workerLoop(): Promise<void> {
+    const worker = { conn: await opts.labRedis.connect() };
+    try {
+      for (let op = workload.next(); op; op = workload.next()) {
+        if (opts.signal?.aborted) return;
+        if (opts.restart && !restarted && opts.labRedis.restart && workload.issued >= w.operations / 2) {
+          restarted = true;
+          restarting = opts.labRedis.restart();
+        }
+        await runOp(worker, op);
+      }
+    } finally {
+      worker.conn.disconnect();
+    }
+  }
+
+  const started = performance.now();
+  opts.onSample?.({ strategy: opts.name, t: 0, opsPerSec: 0, completed: 0, drift: { users: 0, amount: 0 } });
+  let lastT = started;
+  let lastCompleted = 0;
+  let lastDrift = { users: 0, amount: 0 };
+  let sampling = false;
+  const sampler = setInterval(() => {
+    if (sampling || !opts.onSample) return;
+    sampling = true;
+    const now = performance.now();
+    const done = completed;
+    const opsPerSec = ((done - lastCompleted) * 1000) / Math.max(1, now - lastT);
+    lastT = now;
+    lastCompleted = done;
+    strategy
+      .read(monitor, sampled)
+      .then((states) => (lastDrift = driftOf(states)))
+      .catch(() => lastDrift)
+      .then((drift) => {
+        opts.onSample?.({
+          strategy: opts.name,
+          t: round((now - started) / 1000, 2),
+          opsPerSec: Math.round(opsPerSec),
+          completed: done,
+          drift,
+        });
+      })
+      .finally(() => (sampling = false));
+  }, opts.sampleEveryMs ?? 250);
+
+  try {
+    await Promise.all(Array.from({ length: w.workers }, workerLoop));
+  } finally {
+    clearInterval(sampler);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  await restarting;
+  if (monitor.status !== "ready") await new Promise((resolve) => monitor.once("ready", resolve));
+
+  const states = [];
+  for (let i = 0; i < users.length; i += 500) {
+    states.push(...(await strategy.read(monitor, users.slice(i, i + 500))));
+  }
+  monitor.disconnect();
+  const sorted = latencies.subarray(0, completed).sort();
+  const drift = driftOf(states);
+  opts.onSample?.({
+    strategy: opts.name,
+    t: round(seconds, 2),
+    opsPerSec: Math.round(completed / Math.max(seconds, 1e-6)),
+    completed,
+    drift,
+  });
+  return {
+    workload,
+    strategy,
+    result: {
+      strategy: opts.name,
+      operations: w.operations,
+      completed,
+      seconds: round(seconds, 3),
+      opsPerSec: Math.round(completed / Math.max(seconds, 1e-6)),
+      p50Ms: round(percentile(sorted, 50), 3),
+      p99Ms: round(percentile(sorted, 99), 3),
+      retries: stats.retries,
+      lockWaits: stats.lockWaits,
+      aborted,
+      lost,
+      drift,
+      wrong: wrongOf(users, states, workload.truth),
+    },
+  };
+}

@@ -1,0 +1,231 @@
+import type { Redis } from "ioredis";
+import type { LabStory, LabStoryScenario, LabStoryStep, LabStrategyName } from "../contracts/lab.ts";
+import { labPrefix } from "../redis/keys.ts";
+import type { LabRedis } from "./lab-redis.ts";
+import { newRunId } from "./lab.ts";
+import { STRATEGIES } from "./params.ts";
+import { createStrategy } from "./strategies/index.ts";
+import { WorkerDied, type OpHooks, type OpStats, type Strategy } from "./strategies/types.ts";
+import { Truth, type LabOp } from "./workload.ts";
+
+const USER = 1;
+const CONVERSATION = 7;
+const STORY_LOCK_TTL_MS = 300;
+
+const SUMMARIES: Record<LabStoryScenario, Record<LabStrategyName, string>> = {
+  race: {
+    naive:
+      "Two separate writes with nothing between them: the reader cleared the conversation and the total while " +
+      "the send was between its writes, then the send's delayed +1 landed on the total alone.",
+    lock:
+      "The reader waited for the lock, so nothing interleaved and total = sum. But clearing to zero also " +
+      "cleared message 3, which the reader never saw: consistent, and still wrong.",
+    watch:
+      "The reader's transaction committed first; the send's EXEC found a watched key changed, answered nil, " +
+      "and the send started over on fresh values.",
+    lua:
+      "One atomic script per event on max-registers: the read (up to 2) and the send (3) end in the same state " +
+      "whichever lands first.",
+  },
+  crash: {
+    naive:
+      "The first write stuck and the second never happened; the redelivery added to the conversation again: " +
+      "the badge and the list disagree for good.",
+    lock:
+      `The dead worker's lease ran out after ${STORY_LOCK_TTL_MS} ms and the redelivery got the lock, but a lock ` +
+      "does not make two writes atomic: the conversation counted the message twice, the total once.",
+    watch: "The worker died before EXEC, so nothing was written; the redelivery applied both writes together.",
+    lua: "The worker died before its one script call, so nothing was written; the redelivery applied the message once.",
+  },
+};
+
+interface Cast {
+  strategy: Strategy;
+  truth: Truth;
+  steps: LabStoryStep[];
+  monitor: Redis;
+  record(actor: LabStoryStep["actor"], action: string): Promise<void>;
+  /** A step that changed nothing in Redis (a pause, a wait): shows the last state again. */
+  note(actor: LabStoryStep["actor"], action: string): void;
+}
+
+/** Where each strategy can be interrupted: the same point the workload's faults use. */
+function gapOf(name: LabStrategyName): string {
+  if (name === "lua") return "before its one script call";
+  if (name === "watch") return "between its reads and EXEC";
+  return "between its two writes";
+}
+
+const stats = (): OpStats => ({ retries: 0, lockWaits: 0 });
+const quiet: OpHooks = { gap: async () => undefined };
+
+/**
+ * Replays one classic interleaving against one strategy on real Redis, step by step: the strategy's own code
+ * runs, and the story decides when each actor pauses. Each step records the conversation's count (the list)
+ * and the user's total (the badge) right after it.
+ */
+export async function replayStory(
+  scenario: LabStoryScenario,
+  name: LabStrategyName,
+  labRedis: LabRedis,
+): Promise<LabStory> {
+  const prefix = labPrefix(`story${newRunId()}`, name);
+  const truth = new Truth(1, CONVERSATION);
+  const strategy = createStrategy(name, {
+    prefix,
+    truth,
+    lock: { ttlMs: STORY_LOCK_TTL_MS, watchdog: true, maxAttempts: 10_000 },
+    watch: { maxRetries: 10 },
+  });
+  const monitor = await labRedis.connect();
+  const conns: Redis[] = [monitor];
+  const connect = async () => {
+    const conn = await labRedis.connect();
+    conns.push(conn);
+    return conn;
+  };
+  const steps: LabStoryStep[] = [];
+  const cast: Cast = {
+    strategy,
+    truth,
+    steps,
+    monitor,
+    async record(actor, action) {
+      const [state] = await strategy.read(monitor, [USER]);
+      steps.push({ actor, action, list: state?.counts.get(CONVERSATION) ?? 0, badge: state?.total ?? 0 });
+    },
+    note(actor, action) {
+      const last = steps.at(-1);
+      steps.push({ actor, action, list: last?.list ?? 0, badge: last?.badge ?? 0 });
+    },
+  };
+  try {
+    await strategy.prepare(monitor, [USER]);
+    const setup = await connect();
+    for (let i = 0; i < 2; i++) {
+      const seq = truth.send(USER, CONVERSATION);
+      await strategy.apply(
+        setup,
+        { index: i, kind: "send", userId: USER, conversationId: CONVERSATION, seq },
+        quiet,
+        stats(),
+      );
+    }
+    await cast.record("redis", "Messages 1 and 2 have arrived; the user has read neither.");
+    if (scenario === "race") await race(cast, connect);
+    else await crash(cast, connect);
+    const last = steps.at(-1) ?? { list: 0, badge: 0 };
+    const expected = truth.unread(USER, CONVERSATION);
+    return {
+      strategy: name,
+      scenario,
+      steps,
+      truth: expected,
+      verdict: last.list !== last.badge ? "drift" : last.list !== expected ? "wrong" : "correct",
+      summary: SUMMARIES[scenario][name],
+    };
+  } finally {
+    await labRedis.deleteKeys(prefix).catch(() => 0);
+    for (const conn of conns) conn.disconnect();
+  }
+}
+
+/** The reader opens the conversation (read up to 2) while message 3 is between its two writes. */
+async function race(cast: Cast, connect: () => Promise<Redis>): Promise<void> {
+  const reader: LabOp = {
+    index: 2,
+    kind: "read",
+    userId: USER,
+    conversationId: CONVERSATION,
+    seq: cast.truth.read(USER, CONVERSATION),
+  };
+  const sender: LabOp = {
+    index: 3,
+    kind: "send",
+    userId: USER,
+    conversationId: CONVERSATION,
+    seq: cast.truth.send(USER, CONVERSATION),
+  };
+  const [senderConn, readerConn] = await Promise.all([connect(), connect()]);
+
+  let readerRun: Promise<void> | undefined;
+  let blocked: () => void = () => undefined;
+  const readerBlocked = new Promise<void>((resolve) => (blocked = resolve));
+  const readerHooks: OpHooks = {
+    gap: async () => undefined,
+    trace: (action) => cast.record("reader", action),
+    waiting: () => {
+      cast.note("reader", "SET lock NX → nil: the sender holds the lock; wait, retry with backoff");
+      blocked();
+    },
+  };
+  const senderHooks: OpHooks = {
+    trace: (action) => cast.record("sender", action),
+    gap: async () => {
+      if (readerRun) return;
+      cast.note("sender", `…delayed ${gapOf(cast.strategy.name)} (a GC pause, a slow network)`);
+      cast.note("reader", "Opens the conversation, having seen messages 1 and 2: read up to 2");
+      readerRun = cast.strategy.apply(readerConn, reader, readerHooks, stats());
+      await Promise.race([readerRun, readerBlocked]);
+    },
+  };
+  cast.note("sender", "Message 3 is committed; its unread update starts");
+  await cast.strategy.apply(senderConn, sender, senderHooks, stats());
+  await readerRun;
+}
+
+/** The worker applying message 3 dies between its two writes; the outbox redelivers the message. */
+async function crash(cast: Cast, connect: () => Promise<Redis>): Promise<void> {
+  const op: LabOp = {
+    index: 2,
+    kind: "send",
+    userId: USER,
+    conversationId: CONVERSATION,
+    seq: cast.truth.send(USER, CONVERSATION),
+  };
+  const first = await connect();
+  cast.note("worker", "Message 3 is committed; worker A starts its unread update");
+  try {
+    await cast.strategy.apply(
+      first,
+      op,
+      {
+        trace: (action) => cast.record("worker", `A: ${action}`),
+        gap: async () => {
+          throw new WorkerDied();
+        },
+      },
+      stats(),
+    );
+  } catch (err) {
+    if (!(err instanceof WorkerDied)) throw err;
+  }
+  first.disconnect();
+  cast.note(
+    "worker",
+    `Worker A dies ${gapOf(cast.strategy.name)}; its connection (and any lock or WATCH) goes with it`,
+  );
+  const second = await connect();
+  cast.note("worker", "The outbox redelivers message 3 to worker B");
+  await cast.strategy.apply(
+    second,
+    op,
+    {
+      gap: async () => undefined,
+      trace: (action) => cast.record("worker", `B: ${action}`),
+      waiting: () =>
+        cast.note(
+          "worker",
+          `B: SET lock NX → nil: A's lock is held until its lease (${STORY_LOCK_TTL_MS} ms) runs out`,
+        ),
+    },
+    stats(),
+  );
+}
+
+/** The scenario for all four strategies, one after another on the same Redis. */
+export async function replayStories(scenario: LabStoryScenario, labRedis: LabRedis): Promise<LabStory[]> {
+  const stories: LabStory[] = [];
+  for (const name of STRATEGIES) stories.push(await replayStory(scenario, name, labRedis));
+  return stories;
+}

@@ -1,0 +1,266 @@
+import { randomBytes } from "node:crypto";
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { inject } from "vitest";
+import { userKeys, userLockKey } from "../redis/keys.ts";
+import { createRedis } from "../redis/client.ts";
+import { deleteKeys, openLabRedis, type LabRedis } from "./lab-redis.ts";
+import { acquireLock, releaseLock, sleep, startWatchdog } from "./lock.ts";
+import { resolveWorkload } from "./params.ts";
+import { runStrategy } from "./runner.ts";
+import { createLabConnection } from "./scripts.ts";
+import { replayStory } from "./story.ts";
+import { createStrategy } from "./strategies/index.ts";
+import { Truth, type LabOp } from "./workload.ts";
+
+let redis: Redis;
+let app: Redis;
+let shared: LabRedis;
+let privateRedis: LabRedis;
+const prefix = () => `lab:t${randomBytes(4).toString("hex")}:`;
+
+beforeAll(async () => {
+  redis = await createLabConnection(inject("redisUrl"));
+  app = createRedis(inject("redisUrl"));
+  // The test run's redis-server, used the way the app's Redis is when redis-server is missing.
+  shared = await openLabRedis({ shared: app, forceShared: true });
+  privateRedis = await openLabRedis();
+});
+
+afterAll(async () => {
+  await Promise.allSettled([shared.close(), privateRedis.close()]);
+  redis.disconnect();
+  app.disconnect();
+});
+
+describe("the lock", () => {
+  it("is released only by its owner", async () => {
+    const key = userLockKey(1, prefix());
+    const held = await acquireLock(redis, key, { ttlMs: 5000, maxAttempts: 1 });
+    expect(held).not.toBeNull();
+    expect(await releaseLock(redis, key, "not-the-owner")).toBe(false);
+    expect(await redis.get(key)).toBe(held!.token);
+    expect(await releaseLock(redis, key, held!.token)).toBe(true);
+    expect(await redis.exists(key)).toBe(0);
+  });
+
+  it("is waited for with bounded tries, and given up when it stays taken", async () => {
+    const key = userLockKey(1, prefix());
+    await acquireLock(redis, key, { ttlMs: 5000, maxAttempts: 1 });
+    let waits = 0;
+    const other = await acquireLock(redis, key, { ttlMs: 5000, maxAttempts: 4, onWait: () => waits++ });
+    expect(other).toBeNull();
+    expect(waits).toBe(1);
+  });
+
+  it("can be taken over once its lease expired, and the old owner can no longer release it", async () => {
+    const key = userLockKey(1, prefix());
+    const first = await acquireLock(redis, key, { ttlMs: 50, maxAttempts: 1 });
+    expect(await acquireLock(redis, key, { ttlMs: 5000, maxAttempts: 1 })).toBeNull();
+    await sleep(120);
+    const second = await acquireLock(redis, key, { ttlMs: 5000, maxAttempts: 1 });
+    expect(second).not.toBeNull();
+    expect(await releaseLock(redis, key, first!.token)).toBe(false);
+    expect(await redis.get(key)).toBe(second!.token);
+  });
+
+  it("keeps its lease while the watchdog renews it, and loses it once the watchdog stops", async () => {
+    const key = userLockKey(1, prefix());
+    const unwatched = userLockKey(2, prefix());
+    const held = await acquireLock(redis, key, { ttlMs: 150, maxAttempts: 1 });
+    await acquireLock(redis, unwatched, { ttlMs: 150, maxAttempts: 1 });
+    const dog = startWatchdog(redis, key, held!.token, 150);
+    await sleep(450);
+    expect(await redis.exists(unwatched)).toBe(0);
+    expect(await redis.get(key)).toBe(held!.token);
+    expect(dog.renewals).toBeGreaterThanOrEqual(2);
+    dog.stop();
+    await sleep(300);
+    expect(await redis.exists(key)).toBe(0);
+  });
+
+  it("has a watchdog that notices when the lock is no longer its own", async () => {
+    const key = userLockKey(1, prefix());
+    const held = await acquireLock(redis, key, { ttlMs: 100, maxAttempts: 1 });
+    await redis.set(key, "someone-else");
+    const dog = startWatchdog(redis, key, held!.token, 60);
+    await sleep(150);
+    expect(dog.lost).toBe(true);
+    expect(await redis.get(key)).toBe("someone-else");
+    dog.stop();
+  });
+});
+
+describe("the WATCH strategy", () => {
+  it("retries when a watched key is written between its reads and EXEC, and applies on fresh values", async () => {
+    const p = prefix();
+    const strategy = createStrategy("watch", {
+      prefix: p,
+      truth: new Truth(1, 1),
+      lock: { ttlMs: 100, watchdog: false, maxAttempts: 1 },
+      watch: { maxRetries: 3 },
+    });
+    const k = userKeys(1, p);
+    const other = await createLabConnection(inject("redisUrl"));
+    let gaps = 0;
+    const stats = { retries: 0, lockWaits: 0 };
+    const op: LabOp = { index: 0, kind: "send", userId: 1, conversationId: 1, seq: 1 };
+    await strategy.apply(
+      redis,
+      op,
+      {
+        gap: async () => {
+          // Another client adds 5 messages while this one is between its reads and EXEC.
+          if (gaps++ === 0) await other.multi().hincrby(k.unread, "1", 5).hincrby(k.meta, "total", 5).exec();
+        },
+      },
+      stats,
+    );
+    other.disconnect();
+    expect(stats.retries).toBe(1);
+    expect(gaps).toBe(2);
+    expect(await redis.hget(k.unread, "1")).toBe("6");
+    expect(await redis.hget(k.meta, "total")).toBe("6");
+  });
+
+  it("gives up after its retry bound", async () => {
+    const p = prefix();
+    const strategy = createStrategy("watch", {
+      prefix: p,
+      truth: new Truth(1, 1),
+      lock: { ttlMs: 100, watchdog: false, maxAttempts: 1 },
+      watch: { maxRetries: 2 },
+    });
+    const k = userKeys(1, p);
+    const stats = { retries: 0, lockWaits: 0 };
+    const op: LabOp = { index: 0, kind: "send", userId: 1, conversationId: 1, seq: 1 };
+    await expect(
+      strategy.apply(redis, op, { gap: async () => void (await app.hincrby(k.meta, "noise", 1)) }, stats),
+    ).rejects.toThrow(/conflicted 3 times/);
+    expect(stats.retries).toBe(3);
+  });
+});
+
+const small = (overrides: Parameters<typeof resolveWorkload>[0] = {}) =>
+  resolveWorkload({ users: 8, conversationsPerUser: 3, workers: 8, operations: 1500, seed: 7, ...overrides });
+
+describe("runs", () => {
+  it("detects the drift naive leaves when the second step fails", async () => {
+    const { result } = await runStrategy({
+      name: "naive",
+      workload: small({ workers: 1, faults: { stepFailureRate: 0.1 } }),
+      labRedis: shared,
+      prefix: prefix(),
+    });
+    expect(result.aborted).toBeGreaterThan(0);
+    expect(result.drift.users).toBeGreaterThan(0);
+    expect(result.drift.amount).toBeGreaterThan(0);
+    expect(result.wrong.totals).toBeGreaterThan(0);
+  });
+
+  it("finds no drift in naive when nothing fails and one worker runs alone", async () => {
+    const { result } = await runStrategy({
+      name: "naive",
+      workload: small({ workers: 1 }),
+      labRedis: shared,
+      prefix: prefix(),
+    });
+    expect(result.completed).toBe(1500);
+    expect(result.drift).toEqual({ users: 0, amount: 0 });
+  });
+
+  it("detects the drift naive leaves when a delay between the steps lets a read race a send", async () => {
+    const { result } = await runStrategy({
+      name: "naive",
+      workload: small({ faults: { stepDelayMs: 3, stepDelayRate: 1 }, operations: 600 }),
+      labRedis: shared,
+      prefix: prefix(),
+    });
+    expect(result.drift.users).toBeGreaterThan(0);
+  });
+
+  it.each(["lock", "watch"] as const)("keeps total = sum with %s under concurrency and delays", async (name) => {
+    const { result } = await runStrategy({
+      name,
+      workload: small({ faults: { stepDelayMs: 2, stepDelayRate: 0.2 }, operations: 600 }),
+      labRedis: shared,
+      prefix: prefix(),
+    });
+    expect(result.completed).toBe(600);
+    expect(result.drift).toEqual({ users: 0, amount: 0 });
+  });
+
+  it("keeps lua exact through every fault, a Redis restart included", async () => {
+    const { result } = await runStrategy({
+      name: "lua",
+      workload: small({
+        operations: 3000,
+        faults: {
+          stepFailureRate: 0.05,
+          stepDelayMs: 2,
+          stepDelayRate: 0.1,
+          workerDeathRate: 0.01,
+          redisRestart: true,
+        },
+      }),
+      labRedis: privateRedis,
+      prefix: prefix(),
+      restart: true,
+    });
+    expect(result.aborted).toBeGreaterThan(0);
+    expect(result.completed).toBe(3000);
+    expect(result.lost).toBe(0);
+    expect(result.drift).toEqual({ users: 0, amount: 0 });
+    expect(result.wrong).toEqual({ counts: 0, totals: 0 });
+  });
+
+  it("replays the same operations for the same seed", async () => {
+    const a = await runStrategy({ name: "lua", workload: small({ workers: 4 }), labRedis: shared, prefix: prefix() });
+    const b = await runStrategy({ name: "lua", workload: small({ workers: 1 }), labRedis: shared, prefix: prefix() });
+    const counts = (run: typeof a) => Array.from({ length: 8 }, (_, u) => run.workload.truth.total(u + 1));
+    expect(counts(a)).toEqual(counts(b));
+  });
+});
+
+describe("stories", () => {
+  it("shows naive ending with badge 1 and list 0 when a read races a send", async () => {
+    const story = await replayStory("race", "naive", shared);
+    expect(story.verdict).toBe("drift");
+    expect(story.steps.at(-1)).toMatchObject({ list: 0, badge: 1 });
+  });
+
+  it("shows the lock making the reader wait, WATCH retrying, and Lua right in the race", async () => {
+    const lock = await replayStory("race", "lock", shared);
+    expect(lock.steps.some((s) => s.actor === "reader" && /wait/.test(s.action))).toBe(true);
+    expect(lock.steps.at(-1)!.list).toBe(lock.steps.at(-1)!.badge);
+    const watch = await replayStory("race", "watch", shared);
+    expect(watch.steps.some((s) => /EXEC → nil/.test(s.action))).toBe(true);
+    expect(watch.verdict).toBe("correct");
+    const lua = await replayStory("race", "lua", shared);
+    expect(lua).toMatchObject({ verdict: "correct", truth: 1 });
+  });
+
+  it("shows a crash between the writes leaving naive and lock drifting, WATCH and Lua whole", async () => {
+    const verdicts = [];
+    for (const name of ["naive", "lock", "watch", "lua"] as const)
+      verdicts.push((await replayStory("crash", name, shared)).verdict);
+    expect(verdicts).toEqual(["drift", "drift", "correct", "correct"]);
+  });
+});
+
+describe("cleanup", () => {
+  it("deletes only the keys under the lab prefix it is given", async () => {
+    const p = prefix();
+    await app.hset("{u:424242}:meta", "total", 1);
+    await app.set(`${p}{u:1}:meta`, "x");
+    await app.set(`${p}{u:2}:lock`, "x");
+    await app.set("lab:someone-else:{u:1}:meta", "x");
+    expect(await deleteKeys(redis, p)).toBe(2);
+    expect(await app.exists("{u:424242}:meta", "lab:someone-else:{u:1}:meta")).toBe(2);
+    await app.del("{u:424242}:meta", "lab:someone-else:{u:1}:meta");
+  });
+
+  it("refuses a prefix outside the lab's key space", async () => {
+    await expect(deleteKeys(redis, "{u:")).rejects.toThrow(/refusing/);
+  });
+});

@@ -1,0 +1,58 @@
+import type { Redis } from "ioredis";
+import { unreadScriptKeys, userKeys } from "../../redis/keys.ts";
+import { readCounters, toState, type Strategy, type StrategyContext, type UserState } from "./types.ts";
+
+let epochs = 0;
+function labEpoch(): string {
+  return `lab-${Date.now().toString(36)}-${++epochs}`;
+}
+
+/**
+ * Tally's production scripts: one apply.lua call per event, on max-registers (seen, read) from which the
+ * unread is derived, so the count, the total and the version change in one atomic, idempotent,
+ * order-insensitive step. Missing state (a Redis restart) is rebuilt from the truth, as production rebuilds it
+ * from the database.
+ */
+export function luaStrategy(ctx: StrategyContext): Strategy {
+  const rebuild = (conn: Redis, userId: number) =>
+    conn.tallyRebuild(...unreadScriptKeys(userId, ctx.prefix), labEpoch(), "merge", ...ctx.truth.triples(userId));
+
+  return {
+    name: "lua",
+    async prepare(conn, userIds) {
+      const pipeline = conn.pipeline();
+      for (const id of userIds) pipeline.tallyRebuild(...unreadScriptKeys(id, ctx.prefix), labEpoch(), "merge");
+      await pipeline.exec();
+    },
+    async apply(conn, op, hooks) {
+      await hooks.gap();
+      const keys = unreadScriptKeys(op.userId, ctx.prefix);
+      const readSeq = op.kind === "read" ? op.seq : 0;
+      const call = () => conn.tallyApply(...keys, op.conversationId, op.seq, readSeq);
+      let reply = await call();
+      if (reply.length === 1) {
+        const rebuilt = await rebuild(conn, op.userId);
+        await hooks.trace?.(`apply.lua → missing; rebuild.lua from the truth → ${rebuilt[3]}, total ${rebuilt[2]}`);
+        reply = await call();
+        if (reply.length === 1) throw new Error(`lab user ${op.userId} vanished right after its rebuild`);
+      }
+      const [unread, total, version, , changed] = reply;
+      await hooks.trace?.(
+        `apply.lua(conversation ${op.conversationId}, seen ${op.seq}, read ${readSeq}) → unread ${unread}, total ${total}, version ${version}${changed ? "" : " (unchanged)"}`,
+      );
+    },
+    async read(conn, userIds) {
+      return Promise.all(
+        userIds.map(async (userId): Promise<UserState> => {
+          const [meta, unread] = unreadScriptKeys(userId, ctx.prefix);
+          const reply = await conn.tallySnapshot(meta, unread);
+          if (reply[0] === -1) return { total: 0, counts: new Map() };
+          // -2: the stored total disagrees with the sum (only a bug could do that); measure it as it is.
+          if (reply[0] === -2) return (await readCounters(conn, (id) => userKeys(id, ctx.prefix), [userId]))[0]!;
+          const [, , total, ...flat] = reply as [string, number, number, ...string[]];
+          return toState(total, flat);
+        }),
+      );
+    },
+  };
+}

@@ -1,0 +1,98 @@
+import type { Redis } from "ioredis";
+import type { LabStrategyName } from "../../contracts/lab.ts";
+import type { LabOp, Truth } from "../workload.ts";
+
+/** One user's counters as a strategy stores them. */
+export interface UserState {
+  total: number;
+  /** Conversation → unread, conversations with a count only. */
+  counts: Map<number, number>;
+}
+
+/** Where the workload (or a story) reaches into an operation. */
+export interface OpHooks {
+  /**
+   * Called between the operation's two steps (for WATCH: between its reads and EXEC; for Lua: before its one
+   * script call). Faults live here: it may sleep, throw StepFailed, or throw WorkerDied.
+   */
+  gap(): Promise<void>;
+  /** Story mode: called after each Redis step with what was done. */
+  trace?(action: string): Promise<void>;
+  /** Story mode: the lock strategy found the lock taken and starts waiting. */
+  waiting?(): void;
+}
+
+/** Counters an operation adds to (per strategy run). */
+export interface OpStats {
+  retries: number;
+  lockWaits: number;
+}
+
+export interface StrategyContext {
+  /** Every key of this strategy starts with it: `lab:<run>:<strategy>:`. */
+  prefix: string;
+  /** The generator's truth, the lab's stand-in for the database (the Lua strategy rebuilds from it). */
+  truth: Truth;
+  lock: { ttlMs: number; watchdog: boolean; maxAttempts: number };
+  watch: { maxRetries: number };
+}
+
+export interface Strategy {
+  name: LabStrategyName;
+  /** Creates what must exist before the first operation (the Lua strategy's per-user state). */
+  prepare(conn: Redis, userIds: number[]): Promise<void>;
+  /** Applies one operation on `conn`, a connection no other worker uses at the same time. */
+  apply(conn: Redis, op: LabOp, hooks: OpHooks, stats: OpStats): Promise<void>;
+  /** Reads users' counters, each user in one atomic step. */
+  read(conn: Redis, userIds: number[]): Promise<UserState[]>;
+}
+
+/** The injected "second step fails" fault: the worker lives on (and releases what it holds). */
+export class StepFailed extends Error {
+  constructor() {
+    super("injected fault: the second step failed");
+  }
+}
+
+/** The injected "worker dies" fault: nothing is released, the worker's connection is dropped. */
+export class WorkerDied extends Error {
+  constructor() {
+    super("injected fault: the worker died between its two steps");
+  }
+}
+
+/** A bound was reached (lock attempts, WATCH retries): the operation is given up and redelivered. */
+export class GaveUp extends Error {}
+
+/** Reads users' raw counters (meta.total and the unread hash), each user in one MULTI. */
+export async function readCounters(
+  conn: Redis,
+  keysOf: (userId: number) => { meta: string; unread: string },
+  userIds: number[],
+): Promise<UserState[]> {
+  return Promise.all(
+    userIds.map(async (userId) => {
+      const k = keysOf(userId);
+      const replies = (await conn.multi().hget(k.meta, "total").hgetall(k.unread).exec()) ?? [];
+      const [totalReply, countsReply] = replies;
+      if (totalReply?.[0]) throw totalReply[0];
+      if (countsReply?.[0]) throw countsReply[0];
+      return toState(totalReply?.[1] as string | null, countsReply?.[1] as Record<string, string>);
+    }),
+  );
+}
+
+export function toState(
+  total: string | number | null | undefined,
+  counts: Record<string, string> | string[],
+): UserState {
+  const map = new Map<number, number>();
+  const entries = Array.isArray(counts)
+    ? Array.from({ length: Math.floor(counts.length / 2) }, (_, i) => [counts[2 * i], counts[2 * i + 1]] as const)
+    : Object.entries(counts);
+  for (const [conv, value] of entries) {
+    const n = Number(value);
+    if (n !== 0) map.set(Number(conv), n);
+  }
+  return { total: Number(total ?? 0), counts: map };
+}

@@ -1,0 +1,49 @@
+--[[
+  Read everything Tally keeps for one user in one atomic step (reconciliation compares it with the database).
+  KEYS[1] {u:<id>}:meta   KEYS[2] {u:<id>}:unread   KEYS[3] {u:<id>}:seen   KEYS[4] {u:<id>}:read
+  KEYS[5] {u:<id>}:gone   KEYS[6] {u:<id>}:times    KEYS[7] {u:<id>}:aged
+  ARGV[1] unread expiry in ms, 0 = off (optional)
+  With expiry on, messages created before now - ARGV[1] first stop counting, as snapshot.lua does (a new epoch
+  when that changed a count), unless the stored total already disagrees with the sum (left for the caller to see).
+  Returns { meta, unread, seen, read, gone, aged, now, expired }: HGETALL lists, the server's TIME in ms (the
+  database's truth is computed for that instant) and 1 when expiry started a new epoch; { -1 } when missing.
+]]
+local rcall = redis.call
+--- @include "ttl"
+
+local ttl = tonumber(ARGV[1] or '0')
+if ttl == nil or ttl < 0 then
+  return redis.error_reply('ERR tally inspect: expected ttl ms >= 0')
+end
+local meta = rcall('HMGET', KEYS[1], 'epoch', 'total')
+if not meta[1] then
+  return { -1 }
+end
+
+local now = ttl_now_ms()
+local expired = 0
+if ttl > 0 then
+  local sum = 0
+  for _, v in ipairs(rcall('HVALS', KEYS[2])) do
+    sum = sum + (tonumber(v) or 0)
+  end
+  local total = tonumber(meta[2]) or 0
+  if sum == total then
+    local changed, delta = ttl_expire(now - ttl)
+    if #changed > 0 then
+      expired = 1
+      rcall('HSET', KEYS[1], 'total', total + delta, 'version', 1, 'epoch', next_epoch(meta[1]))
+    end
+  end
+end
+
+return {
+  rcall('HGETALL', KEYS[1]),
+  rcall('HGETALL', KEYS[2]),
+  rcall('HGETALL', KEYS[3]),
+  rcall('HGETALL', KEYS[4]),
+  rcall('HGETALL', KEYS[5]),
+  rcall('HGETALL', KEYS[7]),
+  now,
+  expired,
+}

@@ -1,0 +1,124 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ConversationDTO } from "../contracts/index.ts";
+import { userKeys } from "../redis/keys.ts";
+import { nextEvent, startHarness, type ClientSocket, type Harness } from "../testing/harness.ts";
+import { reconcile } from "./reconcile.ts";
+import { createUnreadService } from "./unread.service.ts";
+
+// Long enough for a few sends and a list to finish before it runs out on a busy machine.
+const TTL = 1500;
+const pastTtl = () => new Promise((r) => setTimeout(r, TTL + 300));
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness(2, { unreadTtlMs: TTL });
+});
+afterAll(() => h.close());
+
+let n = 0;
+const user = (base: string) => h.signIn(`${base}_${Date.now().toString(36)}${n++}`);
+
+async function create(token: string, memberNames: string[]): Promise<ConversationDTO> {
+  const res = await h.http("/api/conversations", { method: "POST", token, body: JSON.stringify({ memberNames }) });
+  expect(res.status).toBe(200);
+  return res.body.conversation as ConversationDTO;
+}
+
+const send = (s: ClientSocket, conversationId: number) =>
+  s.emitWithAck("message:send", { conversationId, clientMsgId: randomUUID(), content: "hi" });
+
+async function list(token: string) {
+  const res = await h.http("/api/conversations", { token });
+  const body = res.body as { conversations: ConversationDTO[]; totalUnread: number; epoch: string; version: number };
+  const sum = body.conversations.reduce((s, c) => s + c.unreadCount, 0);
+  expect(body.totalUnread, "total == sum of the listed conversations").toBe(sum);
+  return body;
+}
+
+const reconcileNow = () =>
+  reconcile({ db: h.db, unread: createUnreadService({ redis: h.redis, db: h.db, ttlMs: TTL }) }, { settleMs: 20 });
+
+describe("unread expiry (UNREAD_TTL_DAYS)", () => {
+  it("stops counting messages older than the TTL, starts a new epoch, and reconciliation agrees", async () => {
+    const [ann, ben, cat] = [await user("ann"), await user("ben"), await user("cat")];
+    const c1 = await create(ann.token, [ben.user.name]);
+    const c2 = await create(ann.token, [ben.user.name, cat.user.name]);
+    const annSocket = await h.connect(ann.token, 0);
+    await send(annSocket, c1.id);
+    await send(annSocket, c1.id);
+    await send(annSocket, c2.id);
+    const before = await list(ben.token);
+    expect(before.totalUnread).toBe(3);
+    expect(await reconcileNow()).toMatchObject({ drifted: 0 });
+
+    await pastTtl();
+    const benTab = await h.connect(ben.token, 1);
+    const stale = nextEvent(benTab, "unread:stale");
+    const after = await list(ben.token);
+    expect(after).toMatchObject({ totalUnread: 0, version: 1 });
+    expect(after.epoch).not.toBe(before.epoch);
+    await stale; // tabs holding the old epoch resync
+
+    // A new message counts; the expired ones stay expired.
+    const changed = nextEvent(benTab, "unread:changed");
+    await send(annSocket, c1.id);
+    expect(await changed).toMatchObject({ conversationId: c1.id, unreadCount: 1, totalUnread: 1 });
+    expect(await reconcileNow()).toMatchObject({ drifted: 0 });
+
+    // Redis loses the user's state: the rebuild from the database reaches the same counts.
+    const k = userKeys(ben.user.id);
+    await h.redis.del(...Object.values(k));
+    expect(await list(ben.token)).toMatchObject({ totalUnread: 1 });
+    expect(await reconcileNow()).toMatchObject({ drifted: 0 });
+
+    // At the next apply, the expiry of c1's message in another conversation's event starts a new epoch.
+    await pastTtl();
+    const pushed = nextEvent(benTab, "unread:changed");
+    await send(annSocket, c2.id);
+    const update = await pushed;
+    expect(update).toMatchObject({ conversationId: c2.id, unreadCount: 1, totalUnread: 1, version: 1 });
+    expect((await list(ben.token)).totalUnread).toBe(1);
+    expect(await reconcileNow()).toMatchObject({ drifted: 0 });
+  });
+
+  it("rebuilds without messages that are already old in the database, and repairs state that missed an expiry", async () => {
+    const [ann, ben] = [await user("ann"), await user("ben")];
+    const conv = await create(ann.token, [ben.user.name]);
+    // Two messages written a day ago (as if imported), then one now.
+    const day = 86_400_000;
+    await h.db.$transaction([
+      h.db.message.createMany({
+        data: [1, 2].map((seq) => ({
+          conversationId: conv.id,
+          seq,
+          senderId: ann.user.id,
+          clientMsgId: randomUUID(),
+          content: "old",
+          createdAt: new Date(Date.now() - day),
+        })),
+      }),
+      h.db.conversation.update({ where: { id: conv.id }, data: { lastSeq: 2 } }),
+      h.db.membership.update({
+        where: { userId_conversationId: { userId: ann.user.id, conversationId: conv.id } },
+        data: { lastReadSeq: 2 },
+      }),
+    ]);
+    // Ben's counters are rebuilt from the database: the old messages do not count.
+    const k = userKeys(ben.user.id);
+    await h.redis.del(...Object.values(k));
+    expect(await list(ben.token)).toMatchObject({ totalUnread: 0 });
+    const annSocket = await h.connect(ann.token, 0);
+    await send(annSocket, conv.id);
+    expect(await list(ben.token)).toMatchObject({ totalUnread: 1 });
+    expect(await reconcileNow()).toMatchObject({ drifted: 0 });
+
+    // State built while expiry was off counts the old messages: reconciliation finds and repairs it.
+    await h.redis.hdel(k.aged, String(conv.id));
+    await h.redis.hset(k.unread, String(conv.id), 3);
+    await h.redis.hset(k.meta, "total", 3);
+    const report = await reconcileNow();
+    expect(report).toMatchObject({ drifted: 1, repaired: 1 });
+    expect(await list(ben.token)).toMatchObject({ totalUnread: 1 });
+  });
+});

@@ -1,0 +1,63 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Emitter } from "@socket.io/redis-emitter";
+import { loadDotEnv, readEnv, unreadTtlMs } from "../config.ts";
+import { createDb } from "../db/prisma.ts";
+import { createRedis } from "../redis/client.ts";
+import { userRoom } from "../redis/keys.ts";
+import { reconcile } from "./reconcile.ts";
+import { createUnreadService } from "./unread.service.ts";
+
+/**
+ * `npm run reconcile`: one reconciliation pass over every user, then a report. Connects to DATABASE_URL and
+ * REDIS_URL, or to the embedded services a running `npm start` recorded in DATA_DIR/services.json.
+ */
+const root = fileURLToPath(new URL("../..", import.meta.url));
+loadDotEnv(root);
+const env = readEnv();
+const servicesFile = join(resolve(root, env.DATA_DIR), "services.json");
+const recorded =
+  existsSync(servicesFile) && (!env.DATABASE_URL || !env.REDIS_URL)
+    ? (JSON.parse(readFileSync(servicesFile, "utf8")) as { databaseUrl?: string; redisUrl?: string })
+    : {};
+const databaseUrl = env.DATABASE_URL ?? recorded.databaseUrl;
+const redisUrl = env.REDIS_URL ?? recorded.redisUrl;
+if (!databaseUrl || !redisUrl) {
+  console.error(
+    "Set DATABASE_URL and REDIS_URL, or start Tally with `npm start` first (it records its embedded services).",
+  );
+  process.exit(2);
+}
+
+const db = createDb(databaseUrl);
+const redis = createRedis(redisUrl, { maxRetriesPerRequest: 1 });
+const publisher = redis.duplicate();
+const emitter = new Emitter(publisher);
+const unread = createUnreadService({
+  redis,
+  db,
+  ttlMs: unreadTtlMs(env),
+  onResync: (userId) => emitter.to(userRoom(userId)).emit("unread:stale"),
+});
+const started = Date.now();
+try {
+  const report = await reconcile({
+    db,
+    unread,
+    // Tell the repaired users' open tabs, on every instance, to resync.
+    onRepaired: (userIds) => emitter.to(userIds.map(userRoom)).emit("unread:stale"),
+  });
+  console.log(`users checked:        ${report.usersChecked}`);
+  console.log(`without Redis state:  ${report.usersWithoutState} (rebuilt on first touch)`);
+  console.log(`drifted:              ${report.drifted}`);
+  console.log(`repaired:             ${report.repaired}`);
+  console.log(`script self-repairs:  ${report.scriptRepairs} (totals the scripts recomputed, all time)`);
+  for (const example of report.examples) console.log(`  user ${example.userId}: ${example.problems.join("; ")}`);
+  console.log(`took ${Date.now() - started} ms`);
+  process.exitCode = report.drifted === report.repaired ? 0 : 1;
+} finally {
+  // quit() waits for the publishes queued before it.
+  await Promise.allSettled([publisher.quit(), redis.quit(), db.$disconnect()]);
+  process.exit();
+}

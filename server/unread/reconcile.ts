@@ -1,0 +1,134 @@
+import type { Db } from "../db/prisma.ts";
+import type { UnreadService } from "./unread.service.ts";
+
+export interface ReconcileReport {
+  usersChecked: number;
+  /** Users with no Redis state: nothing to compare, rebuilt from the database on first touch. */
+  usersWithoutState: number;
+  drifted: number;
+  repaired: number;
+  /** Repairs the scripts made themselves (a stored total that disagreed with the sum), over all users. */
+  scriptRepairs: number;
+  /** The first few drifted users, for the report. */
+  examples: { userId: number; problems: string[] }[];
+}
+
+type Truth = Map<number, { lastSeq: number; lastReadSeq: number; agedSeq: number }>;
+
+function hash(flat: string[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (let i = 0; i + 1 < flat.length; i += 2) out.set(flat[i]!, Number(flat[i + 1]));
+  return out;
+}
+
+/**
+ * What is wrong with one user's Redis state against the database's truth. `replace` is set when Redis holds
+ * more than the database (a register above it, a conversation the user is not in): only replacing fixes that.
+ * Redis legitimately lags the database for a moment (commit, then apply), so callers look twice.
+ * With unread expiry, inspecting expires first and the truth is computed for the instant Redis expired at.
+ */
+async function diagnose(unreadService: UnreadService, userId: number, truth: (nowMs: number) => Promise<Truth>) {
+  const reply = await unreadService.inspect(userId);
+  if (reply.length === 1) return { missing: true as const };
+  const [metaFlat, unreadFlat, seenFlat, readFlat, goneFlat, agedFlat, nowMs] = reply;
+  const t = await truth(nowMs); // read after Redis: the database is then at least as new as what Redis showed
+  const meta = hash(metaFlat);
+  const [unread, seen, read, gone, aged] = [
+    hash(unreadFlat),
+    hash(seenFlat),
+    hash(readFlat),
+    hash(goneFlat),
+    hash(agedFlat),
+  ];
+  const problems: string[] = [];
+  let replace = false;
+  for (const conv of new Set([...seen.keys(), ...read.keys(), ...unread.keys()])) {
+    if (!t.has(Number(conv)) && !gone.has(conv)) {
+      problems.push(`conversation ${conv} is counted but the user is not a member`);
+      replace = true;
+    }
+  }
+  for (const [conv, { lastSeq, lastReadSeq, agedSeq }] of t) {
+    const s = seen.get(String(conv)) ?? 0;
+    const r = read.get(String(conv)) ?? 0;
+    if (s > lastSeq || r > lastReadSeq) {
+      problems.push(
+        `conversation ${conv}: Redis registers (${s}, ${r}) above the database (${lastSeq}, ${lastReadSeq})`,
+      );
+      replace = true;
+    }
+    // The expired mark never moves the database's cursor; it only must not claim more than the database
+    // explains (which is nothing when expiry is off, e.g. after UNREAD_TTL_DAYS was turned off again).
+    const a = aged.get(String(conv)) ?? 0;
+    if (a > Math.max(agedSeq, lastReadSeq)) {
+      problems.push(`conversation ${conv}: expired up to ${a}, database says ${agedSeq}`);
+      replace = true;
+    }
+    const expected = Math.max(0, lastSeq - Math.max(lastReadSeq, agedSeq));
+    const actual = unread.get(String(conv)) ?? 0;
+    if (actual !== expected) problems.push(`conversation ${conv}: unread ${actual}, database says ${expected}`);
+  }
+  const sum = [...unread.values()].reduce((a, b) => a + b, 0);
+  const total = meta.get("total") ?? 0;
+  if (total !== sum) problems.push(`total ${total} but conversations sum to ${sum}`);
+  return { missing: false as const, problems, replace, scriptRepairs: meta.get("repairs") ?? 0 };
+}
+
+/**
+ * The periodic cross-check: walks every user, compares Redis with the truth computed from the database, repairs
+ * differences atomically (rebuild.lua: merge, or replace when Redis holds more than the database) and reports.
+ */
+export async function reconcile(
+  deps: { db: Db; unread: UnreadService; onRepaired?: (userIds: number[]) => void },
+  options: { batchSize?: number; settleMs?: number; maxExamples?: number } = {},
+): Promise<ReconcileReport> {
+  const { db, unread, onRepaired } = deps;
+  const { batchSize = 200, settleMs = 250, maxExamples = 10 } = options;
+  const report: ReconcileReport = {
+    usersChecked: 0,
+    usersWithoutState: 0,
+    drifted: 0,
+    repaired: 0,
+    scriptRepairs: 0,
+    examples: [],
+  };
+  const truthOf = async (userId: number, nowMs: number): Promise<Truth> =>
+    new Map((await unread.truth(userId, nowMs)).map((t) => [t.conversationId, t]));
+
+  let cursor = 0;
+  for (;;) {
+    const users = await db.user.findMany({
+      where: { id: { gt: cursor } },
+      orderBy: { id: "asc" },
+      take: batchSize,
+      select: { id: true },
+    });
+    if (users.length === 0) break;
+    cursor = users.at(-1)!.id;
+    const repairedNow: number[] = [];
+    for (const { id: userId } of users) {
+      report.usersChecked++;
+      let d = await diagnose(unread, userId, (now) => truthOf(userId, now));
+      if (d.missing) {
+        report.usersWithoutState++;
+        continue;
+      }
+      report.scriptRepairs += d.scriptRepairs;
+      if (d.problems.length === 0) continue;
+      // An event between its commit and its apply looks like drift for a moment: look again before repairing.
+      await new Promise((r) => setTimeout(r, settleMs));
+      d = await diagnose(unread, userId, (now) => truthOf(userId, now));
+      if (d.missing || d.problems.length === 0) continue;
+      report.drifted++;
+      if (report.examples.length < maxExamples) report.examples.push({ userId, problems: d.problems });
+      await unread.rebuild(userId, d.replace ? "replace" : "merge");
+      const after = await diagnose(unread, userId, (now) => truthOf(userId, now));
+      if (!after.missing && after.problems.length === 0) {
+        report.repaired++;
+        repairedNow.push(userId);
+      }
+    }
+    if (repairedNow.length > 0) onRepaired?.(repairedNow);
+  }
+  return report;
+}

@@ -1,0 +1,123 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ConversationDTO } from "../contracts/index.ts";
+import { userKeys } from "../redis/keys.ts";
+import { nextEvent, startHarness, type ClientSocket, type Harness } from "../testing/harness.ts";
+import { reconcile } from "./reconcile.ts";
+import { createUnreadService } from "./unread.service.ts";
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness(2);
+});
+afterAll(() => h.close());
+
+let n = 0;
+const user = (base: string) => h.signIn(`${base}_${Date.now().toString(36)}${n++}`);
+
+async function create(token: string, memberNames: string[], title?: string): Promise<ConversationDTO> {
+  const res = await h.http("/api/conversations", {
+    method: "POST",
+    token,
+    body: JSON.stringify({ memberNames, title }),
+  });
+  expect(res.status).toBe(200);
+  return res.body.conversation as ConversationDTO;
+}
+
+const send = (s: ClientSocket, conversationId: number, content = "hi") =>
+  s.emitWithAck("message:send", { conversationId, clientMsgId: randomUUID(), content });
+
+async function list(token: string) {
+  const res = await h.http("/api/conversations", { token });
+  return res.body as { conversations: ConversationDTO[]; totalUnread: number; epoch: string; version: number };
+}
+
+describe("leaving a group and deleting a conversation", () => {
+  it("leaving takes the group's unread out of the total in the same step and ignores its later messages", async () => {
+    const [ann, ben, cat] = [await user("ann"), await user("ben"), await user("cat")];
+    const group = await create(ann.token, [ben.user.name, cat.user.name], "Leavers");
+    const direct = await create(ann.token, [ben.user.name]);
+    const annSocket = await h.connect(ann.token, 0);
+    for (let i = 0; i < 3; i++) await send(annSocket, group.id);
+    await send(annSocket, direct.id);
+    const benTab = await h.connect(ben.token, 1);
+    expect((await list(ben.token)).totalUnread).toBe(4);
+
+    const changed = nextEvent(benTab, "unread:changed");
+    const removed = nextEvent(benTab, "conversation:removed");
+    const res = await h.http(`/api/conversations/${group.id}/leave`, { method: "POST", token: ben.token });
+    expect(res).toEqual({ status: 200, body: { ok: true } });
+    expect(await changed).toMatchObject({ conversationId: group.id, unreadCount: 0, totalUnread: 1 });
+    expect(await removed).toEqual({ conversationId: group.id });
+
+    await send(annSocket, group.id, "after ben left");
+    const after = await list(ben.token);
+    expect(after.totalUnread).toBe(1);
+    expect(after.conversations.map((c) => c.id)).toEqual([direct.id]);
+    expect((await list(cat.token)).totalUnread).toBe(4);
+    const history = await h.http(`/api/conversations/${group.id}/messages`, { token: ben.token });
+    expect(history.status).toBe(403);
+  });
+
+  it("a direct conversation cannot be left; only a group's creator may delete it; deleting removes it for all", async () => {
+    const [ann, ben, cat] = [await user("ann"), await user("ben"), await user("cat")];
+    const group = await create(ann.token, [ben.user.name, cat.user.name]);
+    const direct = await create(ann.token, [ben.user.name]);
+    const annSocket = await h.connect(ann.token, 0);
+    await send(annSocket, group.id);
+    await send(annSocket, direct.id);
+
+    const leaveDirect = await h.http(`/api/conversations/${direct.id}/leave`, { method: "POST", token: ben.token });
+    expect(leaveDirect.body.error.code).toBe("invalid");
+    const notCreator = await h.http(`/api/conversations/${group.id}`, { method: "DELETE", token: ben.token });
+    expect(notCreator.body.error.code).toBe("forbidden");
+    const stranger = await h.http(`/api/conversations/${direct.id}`, { method: "DELETE", token: cat.token });
+    expect(stranger.body.error.code).toBe("forbidden");
+    expect((await list(ben.token)).totalUnread).toBe(2);
+
+    expect((await h.http(`/api/conversations/${direct.id}`, { method: "DELETE", token: ben.token })).status).toBe(200);
+    expect((await h.http(`/api/conversations/${group.id}`, { method: "DELETE", token: ann.token })).status).toBe(200);
+    for (const who of [ann, ben, cat])
+      expect(await list(who.token)).toMatchObject({ totalUnread: 0, conversations: [] });
+    expect(await h.db.message.count({ where: { conversationId: { in: [group.id, direct.id] } } })).toBe(0);
+    expect(await h.db.outboxEvent.count()).toBe(0);
+  });
+});
+
+describe("reconciliation", () => {
+  it("finds and repairs drift of every kind, and leaves healthy users alone", async () => {
+    const [ann, ben, cat, dan] = [await user("ann"), await user("ben"), await user("cat"), await user("dan")];
+    const c1 = await create(ann.token, [ben.user.name]);
+    const c2 = await create(ann.token, [ben.user.name, cat.user.name]);
+    const annSocket = await h.connect(ann.token, 0);
+    for (let i = 0; i < 3; i++) await send(annSocket, c1.id);
+    for (let i = 0; i < 2; i++) await send(annSocket, c2.id);
+    for (const who of [ben, cat, dan]) await list(who.token); // their counters exist in Redis
+
+    const kb = userKeys(ben.user.id);
+    const kc = userKeys(cat.user.id);
+    await h.redis.hset(kb.unread, String(c1.id), 1); // a lost increment: conversation says 1, truth is 3
+    await h.redis.hset(kc.seen, String(c2.id), 50); // a register above the database
+    await h.redis.hset(kc.unread, String(c2.id), 48);
+    await h.redis.hset(kc.meta, "total", 48);
+    const benTab = await h.connect(ben.token, 1);
+    const stale = nextEvent(benTab, "unread:stale");
+
+    const unread = createUnreadService({ redis: h.redis, db: h.db });
+    const notifier = h.instances[0]!.app.notifier;
+    const report = await reconcile(
+      { db: h.db, unread, onRepaired: (ids) => notifier.unreadStale(ids) },
+      { settleMs: 20 },
+    );
+    expect(report).toMatchObject({ drifted: 2, repaired: 2 });
+    expect(report.examples.map((e) => e.userId).sort()).toEqual([ben.user.id, cat.user.id].sort());
+    await stale;
+
+    expect(await list(ben.token)).toMatchObject({ totalUnread: 5 });
+    expect(await list(cat.token)).toMatchObject({ totalUnread: 2 });
+    const again = await reconcile({ db: h.db, unread }, { settleMs: 20 });
+    expect(again).toMatchObject({ drifted: 0, repaired: 0 });
+    expect(again.usersChecked).toBeGreaterThanOrEqual(4);
+  });
+});
