@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server as HttpServer, ServerResponse } from "node:http";
+import { requireSession } from "./realtime/auth.ts";
 import { createAdapter } from "@socket.io/redis-adapter";
 import type { Redis } from "ioredis";
 import { Server } from "socket.io";
@@ -112,30 +113,7 @@ export function createApp({
 
   io.attach(httpServer);
 
-  io.use((socket, next) => {
-    const auth = socket.handshake.auth as { token?: unknown } | undefined;
-    sessions
-      .authenticate({
-        token: auth?.token,
-        authorization: socket.handshake.headers.authorization,
-        cookie: socket.handshake.headers.cookie,
-      })
-      .then((user) => {
-        if (!user) {
-          const err = new Error("unauthorized") as Error & { data?: unknown };
-          err.data = { code: "unauthorized", message: "Sign in first." };
-          return next(err);
-        }
-        socket.data.user = user;
-        next();
-      })
-      .catch((err: unknown) => {
-        log.error({ err }, "socket authentication failed");
-        const e = new Error("unavailable") as Error & { data?: unknown };
-        e.data = { code: "unavailable", message: "The service is temporarily unavailable." };
-        next(e);
-      });
-  });
+  io.use(requireSession(sessions, log));
 
   io.on("connection", (socket) => {
     void socket.join(userRoom(socket.data.user.id));

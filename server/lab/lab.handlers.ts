@@ -1,4 +1,5 @@
 import type { Server as HttpServer } from "node:http";
+import { requireSession } from "../realtime/auth.ts";
 import type { Redis } from "ioredis";
 import type { Namespace } from "socket.io";
 import { demoUsers } from "../../prisma/seed-data.ts";
@@ -56,30 +57,7 @@ export function registerLab({ io, httpServer, redis, db, sessions, log }: LabDep
   const lab = createLabService({ sharedRedis: redis, log: log.child({ lab: true }) });
   const nsp = io.of("/lab") as unknown as LabNamespace;
 
-  nsp.use((socket, next) => {
-    const auth = socket.handshake.auth as { token?: unknown } | undefined;
-    sessions
-      .authenticate({
-        token: auth?.token,
-        authorization: socket.handshake.headers.authorization,
-        cookie: socket.handshake.headers.cookie,
-      })
-      .then((user) => {
-        if (!user) {
-          const err = new Error("unauthorized") as Error & { data?: unknown };
-          err.data = { code: "unauthorized", message: "Sign in first." };
-          return next(err);
-        }
-        socket.data.user = user;
-        next();
-      })
-      .catch((err: unknown) => {
-        log.error({ err }, "lab socket authentication failed");
-        const e = new Error("unavailable") as Error & { data?: unknown };
-        e.data = { code: "unavailable", message: "The service is temporarily unavailable." };
-        next(e);
-      });
-  });
+  nsp.use(requireSession(sessions, log));
 
   nsp.on("connection", (socket) => {
     const user = socket.data.user;

@@ -2,9 +2,23 @@ import type { MessageDTO, UnreadUpdate } from "../contracts/index.ts";
 import type { Logger } from "../log.ts";
 import type { Outbox } from "../outbox/outbox.ts";
 import type { Notifier } from "../realtime/notifier.ts";
-import type { UnreadService } from "../unread/unread.service.ts";
+import type { UnreadEvent, UnreadService } from "../unread/unread.service.ts";
 
 export type Delivery = ReturnType<typeof createDelivery>;
+
+/** One message as counter events, one per member: the sender's also moves their own cursor to it. */
+export function messageEvents(
+  message: { conversationId: number; seq: number; senderId: number; createdAtMs?: number },
+  memberIds: number[],
+): UnreadEvent[] {
+  return memberIds.map((userId) => ({
+    userId,
+    conversationId: message.conversationId,
+    seenSeq: message.seq,
+    readSeq: userId === message.senderId ? message.seq : 0,
+    ...(message.createdAtMs !== undefined ? { createdAtMs: message.createdAtMs } : {}),
+  }));
+}
 
 /**
  * Turns durable database changes into counter updates and pushes. Always runs after the commit; each change
@@ -23,13 +37,7 @@ export function createDelivery(deps: { unread: UnreadService; notifier: Notifier
     notifier.messageNew(memberIds, message);
     try {
       const applied = await unread.applyMany(
-        memberIds.map((userId) => ({
-          userId,
-          conversationId: message.conversationId,
-          seenSeq: message.seq,
-          readSeq: userId === message.senderId ? message.seq : 0,
-          createdAtMs: Date.parse(message.createdAt),
-        })),
+        messageEvents({ ...message, createdAtMs: Date.parse(message.createdAt) }, memberIds),
       );
       for (const a of applied) if (a.changed) notifier.unreadChanged(a.userId, a.update);
       await outbox.complete([

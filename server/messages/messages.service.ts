@@ -7,8 +7,13 @@ const withSender = { sender: { select: { name: true } } } as const;
 
 export type MessageService = ReturnType<typeof createMessageService>;
 
+/** A unique-key violation, as Prisma reports it for model queries (P2002) or raw ones (PostgreSQL 23505). */
 function isUniqueViolation(err: unknown): boolean {
-  return typeof err === "object" && err !== null && (err as { code?: unknown }).code === "P2002";
+  if (typeof err !== "object" || err === null) return false;
+  const e = err as { code?: unknown; message?: unknown; meta?: { code?: unknown }; cause?: unknown };
+  if (e.code === "P2002" || e.code === "23505" || e.meta?.code === "23505") return true;
+  if (typeof e.message === "string" && /23505|unique constraint/i.test(e.message)) return true;
+  return e.cause !== undefined && e.cause !== err && isUniqueViolation(e.cause);
 }
 
 export function createMessageService({ db }: { db: Db }) {
@@ -36,78 +41,87 @@ export function createMessageService({ db }: { db: Db }) {
     return existing;
   }
 
+  async function memberIds(conversationId: number): Promise<number[]> {
+    const rows = await db.membership.findMany({ where: { conversationId }, select: { userId: true } });
+    return rows.map((m) => m.userId);
+  }
+
   /**
-   * Stores a message: one transaction takes the next seq (the row lock on the conversation orders
-   * concurrent sends), inserts the message, moves the sender's read cursor to it and records an outbox entry
-   * for the counters. A retry with the same (sender, clientMsgId) returns the original message and changes
-   * nothing.
+   * Stores a message in one statement, so one round trip and one implicit transaction: it checks membership,
+   * takes the next seq (the row lock on the conversation orders concurrent sends), inserts the message, moves
+   * the sender's read cursor to it, records an outbox entry for the counters and reads the member list. A retry
+   * with the same (sender, clientMsgId) violates the unique key, changes nothing, and returns the original.
    */
   async function send(
     sender: UserDTO,
     input: SendInput,
   ): Promise<{ message: MessageDTO; memberIds: number[]; duplicate: boolean }> {
-    await assertMember(sender.id, input.conversationId);
-    const memberIds = async () =>
-      (await db.membership.findMany({ where: { conversationId: input.conversationId }, select: { userId: true } })).map(
-        (m) => m.userId,
-      );
-
-    const existing = await findBySender(sender.id, input.clientMsgId);
-    if (existing) return { message: sameSend(existing, input), memberIds: await memberIds(), duplicate: true };
-
+    const { conversationId, clientMsgId, content } = input;
     try {
-      const message = await db.$transaction(async (tx) => {
-        const [row] = await tx.$queryRaw<{ lastSeq: number }[]>`
+      const [row] = await db.$queryRaw<{ id: number; seq: number; createdAt: Date | string; memberIds: number[] }[]>`
+        WITH conv AS (
           UPDATE "Conversation" SET "lastSeq" = "lastSeq" + 1, "lastMessageAt" = now()
-          WHERE "id" = ${input.conversationId} RETURNING "lastSeq"`;
-        if (!row) throw new AppError("forbidden", "You are not a member of this conversation.");
-        const created = await tx.message.create({
-          data: {
-            conversationId: input.conversationId,
-            seq: row.lastSeq,
-            senderId: sender.id,
-            clientMsgId: input.clientMsgId,
-            content: input.content,
-          },
-          include: withSender,
-        });
-        await tx.$executeRaw`
-          UPDATE "Membership" SET "lastReadSeq" = GREATEST("lastReadSeq", ${row.lastSeq})
-          WHERE "userId" = ${sender.id} AND "conversationId" = ${input.conversationId}`;
-        await tx.outboxEvent.create({
-          data: { kind: "message", conversationId: input.conversationId, userId: sender.id, seq: row.lastSeq },
-        });
-        return toMessageDTO(created);
-      });
-      return { message, memberIds: await memberIds(), duplicate: false };
+          WHERE "id" = ${conversationId}
+            AND EXISTS (SELECT 1 FROM "Membership" WHERE "userId" = ${sender.id} AND "conversationId" = ${conversationId})
+          RETURNING "lastSeq"
+        ), msg AS (
+          INSERT INTO "Message" ("conversationId", "seq", "senderId", "clientMsgId", "content")
+          SELECT ${conversationId}, "lastSeq", ${sender.id}, ${clientMsgId}, ${content} FROM conv
+          RETURNING "id", "seq", "createdAt"
+        ), own_cursor AS (
+          UPDATE "Membership" SET "lastReadSeq" = GREATEST("lastReadSeq", conv."lastSeq") FROM conv
+          WHERE "userId" = ${sender.id} AND "conversationId" = ${conversationId}
+        ), outbox AS (
+          INSERT INTO "OutboxEvent" ("kind", "conversationId", "userId", "seq")
+          SELECT 'message'::"OutboxKind", ${conversationId}, ${sender.id}, "lastSeq" FROM conv
+        )
+        SELECT msg."id", msg."seq", msg."createdAt",
+          ARRAY(SELECT "userId" FROM "Membership" WHERE "conversationId" = ${conversationId}) AS "memberIds"
+        FROM msg`;
+      if (!row) throw new AppError("forbidden", "You are not a member of this conversation.");
+      const message: MessageDTO = {
+        id: row.id,
+        conversationId,
+        seq: row.seq,
+        senderId: sender.id,
+        senderName: sender.name,
+        content,
+        createdAt: new Date(row.createdAt).toISOString(),
+        clientMsgId,
+      };
+      return { message, memberIds: row.memberIds.map(Number), duplicate: false };
     } catch (err) {
-      // The same send raced itself (two tabs retrying): the unique (sender, clientMsgId) kept one.
       if (!isUniqueViolation(err)) throw err;
-      const original = await findBySender(sender.id, input.clientMsgId);
+      const original = await findBySender(sender.id, clientMsgId);
       if (!original) throw err;
-      return { message: sameSend(original, input), memberIds: await memberIds(), duplicate: true };
+      await assertMember(sender.id, conversationId);
+      return { message: sameSend(original, input), memberIds: await memberIds(conversationId), duplicate: true };
     }
   }
 
   /**
    * Moves the reader's cursor to max(cursor, seq) clamped to the conversation's lastSeq, durably, with an outbox
-   * entry for the counters. Returns the cursor and the conversation's lastSeq (both true observations).
+   * entry for the counters, in one statement. Returns the cursor and the conversation's lastSeq (both true
+   * observations).
    */
   async function markRead(
     reader: UserDTO,
     conversationId: number,
     seq: number,
   ): Promise<{ cursor: number; lastSeq: number }> {
-    return db.$transaction(async (tx) => {
-      const [row] = await tx.$queryRaw<{ lastReadSeq: number; lastSeq: number }[]>`
+    const [row] = await db.$queryRaw<{ lastReadSeq: number; lastSeq: number }[]>`
+      WITH moved AS (
         UPDATE "Membership" AS m SET "lastReadSeq" = GREATEST(m."lastReadSeq", LEAST(${seq}::int, c."lastSeq"))
         FROM "Conversation" AS c
         WHERE c."id" = m."conversationId" AND m."userId" = ${reader.id} AND m."conversationId" = ${conversationId}
-        RETURNING m."lastReadSeq", c."lastSeq"`;
-      if (!row) throw new AppError("forbidden", "You are not a member of this conversation.");
-      await tx.outboxEvent.create({ data: { kind: "read", conversationId, userId: reader.id, seq: row.lastReadSeq } });
-      return { cursor: row.lastReadSeq, lastSeq: row.lastSeq };
-    });
+        RETURNING m."lastReadSeq", c."lastSeq"
+      ), outbox AS (
+        INSERT INTO "OutboxEvent" ("kind", "conversationId", "userId", "seq")
+        SELECT 'read'::"OutboxKind", ${conversationId}, ${reader.id}, "lastReadSeq" FROM moved
+      )
+      SELECT "lastReadSeq", "lastSeq" FROM moved`;
+    if (!row) throw new AppError("forbidden", "You are not a member of this conversation.");
+    return { cursor: row.lastReadSeq, lastSeq: row.lastSeq };
   }
 
   /** A page of history, ascending by seq: the newest `limit` before `before`, or the oldest after `after`. */

@@ -1,6 +1,7 @@
 import type { Db } from "../db/prisma.ts";
 import { toMessageDTO } from "../conversations/conversations.service.ts";
 import type { Logger } from "../log.ts";
+import { messageEvents } from "../messages/delivery.ts";
 import type { Notifier } from "../realtime/notifier.ts";
 import type { UnreadService } from "../unread/unread.service.ts";
 
@@ -54,13 +55,15 @@ export function createRelay(deps: { db: Db; unread: UnreadService; notifier: Not
     // Tabs connected to the instance that died never heard of it; clients drop duplicates by id.
     if (message) notifier.messageNew(memberIds, toMessageDTO(message));
     const applied = await unread.applyMany(
-      memberIds.map((userId) => ({
-        userId,
-        conversationId: row.conversationId,
-        seenSeq: row.seq,
-        readSeq: userId === row.userId ? row.seq : 0,
-        ...(message ? { createdAtMs: message.createdAt.getTime() } : {}),
-      })),
+      messageEvents(
+        {
+          conversationId: row.conversationId,
+          seq: row.seq,
+          senderId: row.userId,
+          ...(message ? { createdAtMs: message.createdAt.getTime() } : {}),
+        },
+        memberIds,
+      ),
     );
     for (const a of applied) if (a.changed) notifier.unreadChanged(a.userId, a.update);
   }

@@ -1,13 +1,8 @@
-/** A small seeded PRNG (mulberry32): the same seed replays the same run. */
+import { rng as mulberry32 } from "../lab/rng.ts";
+
+/** The lab's seeded PRNG with helpers: the same seed replays the same run. */
 export function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   return {
     next,
     int: (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1)),
