@@ -142,6 +142,7 @@ export function ChatProvider({ children }: { children: ReactNode }) {
     socket.on("message:new", ({ message }) => store.getState().receiveMessage(message));
     socket.on("unread:changed", (update) => store.getState().applyUnread(update));
     socket.on("conversation:created", ({ conversation }) => store.getState().receiveConversation(conversation));
+    socket.on("conversation:updated", ({ conversation }) => store.getState().updateConversation(conversation));
     socket.on("conversation:removed", ({ conversationId }) => store.getState().removeConversation(conversationId));
     socket.on("unread:stale", () => store.getState().handleStale());
 

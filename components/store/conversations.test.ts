@@ -280,3 +280,20 @@ describe("an acknowledgement of a read that changed nothing", () => {
     expect(t.store.getState()).toMatchObject({ version: 5, totalUnread: 0 });
   });
 });
+
+describe("conversation:updated", () => {
+  it("replaces the members and title of a known conversation and leaves its count alone", async () => {
+    const t = await synced([conversation(1, { lastSeq: 4, unreadCount: 2, title: "a, b" }), conversation(2)], 3);
+    t.store.getState().updateConversation(conversation(1, { lastSeq: 4, unreadCount: 0, title: "a" }));
+    const s = t.store.getState();
+    expect(s.conversations[1]?.title).toBe("a");
+    expect(s.unreadCounts[1]).toBe(2);
+    expect(s.totalUnread).toBe(2);
+  });
+
+  it("does not bring back a conversation this tab does not show", async () => {
+    const t = await synced([conversation(2)], 3);
+    t.store.getState().updateConversation(conversation(1, { title: "gone" }));
+    expect(t.store.getState().conversations[1]).toBeUndefined();
+  });
+});

@@ -144,6 +144,10 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         set((s) => ({ conversationErrors: without(s.conversationErrors, conversationId) }));
       },
 
+      updateConversation(conversation) {
+        if (get().conversations[conversation.id]) get().receiveConversation(conversation);
+      },
+
       receiveConversation(conversation) {
         set((s) => {
           const known = s.conversations[conversation.id];

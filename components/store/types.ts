@@ -89,6 +89,8 @@ export interface ConversationsSlice {
   /** Resolves with the server's error message, or null once the new conversation is open. */
   createConversation(input: CreateConversationInput): Promise<string | null>;
   receiveConversation(conversation: ConversationDTO): void;
+  /** New members or title of a conversation this tab shows; unknown (or removed) ones are ignored. */
+  updateConversation(conversation: ConversationDTO): void;
   /** Resolves with the server's error message (also kept in conversationErrors), or null once it is gone. */
   leaveConversation(conversationId: number): Promise<string | null>;
   /** Resolves with the server's error message (also kept in conversationErrors), or null once it is gone. */

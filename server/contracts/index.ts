@@ -93,6 +93,8 @@ export interface ServerToClientEvents {
   "unread:changed": (update: UnreadUpdate) => void;
   /** A conversation the user belongs to was created (by them, in another tab, or by someone else). */
   "conversation:created": (payload: { conversation: ConversationDTO }) => void;
+  /** A conversation's members changed (someone left): its title and member list, not its counts. */
+  "conversation:updated": (payload: { conversation: ConversationDTO }) => void;
   /** The user left the conversation or it was deleted: drop it (its unread already left the total). */
   "conversation:removed": (payload: { conversationId: number }) => void;
   /** Pushes to this user may have been lost (Redis reconnect, repair by reconciliation): call `sync`. */

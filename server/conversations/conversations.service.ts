@@ -169,10 +169,11 @@ export function createConversationService({ db, unread }: { db: Db; unread: Unre
 
   /**
    * Leaves a group: the membership goes, with an outbox entry that takes the group out of the user's counters.
+   * Returns the members who remain.
    * A direct conversation cannot be left (it would stay the pair's conversation); delete it instead.
    */
-  async function leave(user: UserDTO, conversationId: number): Promise<void> {
-    await db.$transaction(async (tx) => {
+  async function leave(user: UserDTO, conversationId: number): Promise<number[]> {
+    return db.$transaction(async (tx) => {
       const membership = await tx.membership.findUnique({
         where: { userId_conversationId: { userId: user.id, conversationId } },
         select: { conversation: { select: { kind: true } } },
@@ -183,6 +184,8 @@ export function createConversationService({ db, unread }: { db: Db; unread: Unre
       }
       await tx.membership.delete({ where: { userId_conversationId: { userId: user.id, conversationId } } });
       await tx.outboxEvent.create({ data: { kind: "remove", conversationId, userId: user.id, seq: 0 } });
+      const remaining = await tx.membership.findMany({ where: { conversationId }, select: { userId: true } });
+      return remaining.map((m) => m.userId);
     });
   }
 

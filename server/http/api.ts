@@ -104,8 +104,14 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       auth: true,
       run: async ({ params }, user) => {
         const conversationId = parse(conversationIdParam, params[0]);
-        await deps.conversations.leave(user, conversationId);
+        const remaining = await deps.conversations.leave(user, conversationId);
         await deps.delivery.deliverRemoval(conversationId, [user.id]);
+        // The others' member lists (and an untitled group's title) change; their counts do not.
+        await Promise.all(
+          remaining.map(async (memberId) =>
+            deps.notifier.conversationUpdated(memberId, await deps.conversations.describe(conversationId, memberId)),
+          ),
+        );
         return {};
       },
     },

@@ -17,6 +17,7 @@ export interface Notifier {
   messageNew(memberIds: number[], message: MessageDTO): void;
   unreadChanged(userId: number, update: UnreadUpdate): void;
   conversationCreated(userId: number, conversation: ConversationDTO): void;
+  conversationUpdated(userId: number, conversation: ConversationDTO): void;
   conversationRemoved(userId: number, conversationId: number): void;
   unreadStale(userIds: number[] | "all-local"): void;
 }
@@ -27,6 +28,8 @@ export function socketNotifier(io: TallyServer): Notifier {
     unreadChanged: (userId, update) => void io.to(userRoom(userId)).emit("unread:changed", update),
     conversationCreated: (userId, conversation) =>
       void io.to(userRoom(userId)).emit("conversation:created", { conversation }),
+    conversationUpdated: (userId, conversation) =>
+      void io.to(userRoom(userId)).emit("conversation:updated", { conversation }),
     conversationRemoved: (userId, conversationId) =>
       void io.to(userRoom(userId)).emit("conversation:removed", { conversationId }),
     unreadStale: (userIds) =>

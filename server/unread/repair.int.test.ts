@@ -42,14 +42,19 @@ describe("leaving a group and deleting a conversation", () => {
     for (let i = 0; i < 3; i++) await send(annSocket, group.id);
     await send(annSocket, direct.id);
     const benTab = await h.connect(ben.token, 1);
+    const catTab = await h.connect(cat.token, 0);
     expect((await list(ben.token)).totalUnread).toBe(4);
 
+    const updated = nextEvent(catTab, "conversation:updated");
     const changed = nextEvent(benTab, "unread:changed");
     const removed = nextEvent(benTab, "conversation:removed");
     const res = await h.http(`/api/conversations/${group.id}/leave`, { method: "POST", token: ben.token });
     expect(res).toEqual({ status: 200, body: { ok: true } });
     expect(await changed).toMatchObject({ conversationId: group.id, unreadCount: 0, totalUnread: 1 });
     expect(await removed).toEqual({ conversationId: group.id });
+    const { conversation } = await updated;
+    expect(conversation.members.map((m) => m.name).sort()).toEqual([ann.user.name, cat.user.name].sort());
+    expect(conversation).toMatchObject({ id: group.id, title: "Leavers", unreadCount: 3 });
 
     await send(annSocket, group.id, "after ben left");
     const after = await list(ben.token);
