@@ -10,8 +10,10 @@ import type {
   LabStory,
   LabStoryScenario,
   LabStrategyName,
+  LabWorkload,
   Result,
 } from "@/server/contracts";
+import { DEFAULT_WORKLOAD, STRATEGIES } from "@/server/lab/defaults";
 
 /** What the lab page needs from the server; the provider implements it over the `/lab` socket. */
 export interface LabTransport {
@@ -22,30 +24,13 @@ export interface LabTransport {
   stopBots(): Promise<Result<{ bots: BotsStatus }>>;
 }
 
-export const STRATEGY_NAMES: LabStrategyName[] = ["naive", "lock", "watch", "lua"];
+export const STRATEGY_NAMES = STRATEGIES;
 
 /** The form's fields; the server fills in everything else with its defaults. */
-export interface LabForm {
-  seed: number;
-  users: number;
-  conversationsPerUser: number;
-  workers: number;
-  operations: number;
-  sendShare: number;
-  hotUserShare: number;
-  faults: LabFaults;
-}
+export type LabForm = Omit<LabWorkload, "lock" | "watch">;
 
-export const DEFAULT_FORM: LabForm = {
-  seed: 1,
-  users: 50,
-  conversationsPerUser: 4,
-  workers: 16,
-  operations: 4000,
-  sendShare: 0.7,
-  hotUserShare: 0.3,
-  faults: { stepFailureRate: 0, stepDelayMs: 0, stepDelayRate: 0.2, workerDeathRate: 0, redisRestart: false },
-};
+const { lock: _lock, watch: _watch, ...formDefaults } = DEFAULT_WORKLOAD;
+export const DEFAULT_FORM: LabForm = formDefaults;
 
 export type RunStatus = "idle" | "starting" | "running" | "finished" | "failed";
 

@@ -3,6 +3,7 @@ import type { ConversationDTO, Snapshot, UnreadUpdate } from "@/server/contracts
 import { conversation, flush, flushMicrotasks, setup, snapshot, update } from "./fake-transport";
 import type { ChatState } from "./types";
 import { judgeUpdate } from "./unread";
+import { rng as mulberry32 } from "@/server/lab/rng";
 
 const sum = (s: ChatState) => Object.values(s.unreadCounts).reduce((a, b) => a + b, 0);
 
@@ -140,18 +141,6 @@ describe("unread slice", () => {
     expect(transport.syncs).toHaveLength(2);
   });
 });
-
-/** A small PRNG so a failing run can be replayed from its seed. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The server's side of one user's unread state, obeying total = Σ counts. */
 class UnreadServer {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { io as connect, type Socket } from "socket.io-client";
+import type { Socket } from "socket.io-client";
 import { seedDemo } from "../../prisma/seed.ts";
 import type { LabClientToServerEvents, LabServerToClientEvents, LabRunResult, LabSample } from "../contracts/lab.ts";
-import { nextEvent, startHarness, type Harness } from "../testing/harness.ts";
+import { connectSocket, nextEvent, startHarness, type Harness } from "../testing/harness.ts";
 
 type LabSocket = Socket<LabServerToClientEvents, LabClientToServerEvents>;
 
@@ -10,17 +10,7 @@ let h: Harness;
 const sockets: LabSocket[] = [];
 
 function labSocket(token: string | undefined, instance = 0): Promise<LabSocket> {
-  const socket: LabSocket = connect(`${h.instances[instance]!.url}/lab`, {
-    auth: token ? { token } : {},
-    transports: ["websocket"],
-    forceNew: true,
-    reconnection: false,
-  });
-  sockets.push(socket);
-  return new Promise((resolve, reject) => {
-    socket.once("connect", () => resolve(socket));
-    socket.once("connect_error", reject);
-  });
+  return connectSocket<LabSocket>(`${h.instances[instance]!.url}/lab`, token, sockets);
 }
 
 function once<E extends keyof LabServerToClientEvents>(socket: LabSocket, event: E, ms = 60_000) {

@@ -1,24 +1,11 @@
 import { z } from "zod";
-import type { LabRunInput, LabStrategyName, LabWorkload } from "../contracts/lab.ts";
+import type { LabRunInput, LabWorkload } from "../contracts/lab.ts";
+import { DEFAULT_WORKLOAD } from "./defaults.ts";
 
-export const STRATEGIES: readonly LabStrategyName[] = ["naive", "lock", "watch", "lua"];
+export { DEFAULT_WORKLOAD, STRATEGIES } from "./defaults.ts";
 
 const share = z.number().min(0).max(1);
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
-
-/** Defaults: a small hot-user comparison that finishes in a few seconds on two cores. */
-export const DEFAULT_WORKLOAD: LabWorkload = {
-  seed: 1,
-  users: 50,
-  conversationsPerUser: 4,
-  workers: 16,
-  operations: 4000,
-  sendShare: 0.7,
-  hotUserShare: 0.3,
-  faults: { stepFailureRate: 0, stepDelayMs: 0, stepDelayRate: 0.2, workerDeathRate: 0, redisRestart: false },
-  lock: { ttlMs: 250, watchdog: true, maxAttempts: 200 },
-  watch: { maxRetries: 50 },
-};
 
 const d = DEFAULT_WORKLOAD;
 

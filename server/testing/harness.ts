@@ -101,17 +101,7 @@ export async function startHarness(count = 2, options: { unreadTtlMs?: number } 
       return res.body as { user: UserDTO; token: string };
     },
     connect(token, instance = 0) {
-      const socket: ClientSocket = connect(instances[instance]!.url, {
-        auth: { token },
-        transports: ["websocket"],
-        forceNew: true,
-        reconnection: false,
-      });
-      sockets.push(socket);
-      return new Promise((resolve, reject) => {
-        socket.once("connect", () => resolve(socket));
-        socket.once("connect_error", reject);
-      });
+      return connectSocket<ClientSocket>(`${instances[instance]!.url}`, token, sockets);
     },
     async close() {
       for (const s of sockets) s.disconnect();
@@ -120,6 +110,28 @@ export async function startHarness(count = 2, options: { unreadTtlMs?: number } 
       await database.drop();
     },
   };
+}
+
+/**
+ * A real socket.io client to `url` (a namespace URL works too), authenticated with `token` when given, added to
+ * `track` so the caller can disconnect it; resolves once connected, rejects with the connect error.
+ */
+export function connectSocket<S extends Socket>(
+  url: string,
+  token: string | undefined,
+  track: { disconnect(): void }[],
+): Promise<S> {
+  const socket = connect(url, {
+    auth: token ? { token } : {},
+    transports: ["websocket"],
+    forceNew: true,
+    reconnection: false,
+  }) as S;
+  track.push(socket);
+  return new Promise((resolve, reject) => {
+    socket.once("connect", () => resolve(socket));
+    socket.once("connect_error", reject);
+  });
 }
 
 /** Resolves with the next `event` on `socket` that satisfies `match`, or rejects after `ms`. */

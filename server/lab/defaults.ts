@@ -1,0 +1,19 @@
+import type { LabStrategyName, LabWorkload } from "../contracts/lab.ts";
+
+// No runtime imports: the /lab page reads these too, so its form starts where the server's defaults are.
+
+export const STRATEGIES: readonly LabStrategyName[] = ["naive", "lock", "watch", "lua"];
+
+/** Defaults: a small hot-user comparison that finishes in a few seconds on two cores. */
+export const DEFAULT_WORKLOAD: LabWorkload = {
+  seed: 1,
+  users: 50,
+  conversationsPerUser: 4,
+  workers: 16,
+  operations: 4000,
+  sendShare: 0.7,
+  hotUserShare: 0.3,
+  faults: { stepFailureRate: 0, stepDelayMs: 0, stepDelayRate: 0.2, workerDeathRate: 0, redisRestart: false },
+  lock: { ttlMs: 250, watchdog: true, maxAttempts: 200 },
+  watch: { maxRetries: 50 },
+};
