@@ -84,7 +84,6 @@ export const test = base.extend<TestFixtures, WorkerFixtures>({
           port,
           databaseUrl: env.databaseUrl,
           redisUrl: env.redisUrl,
-          sessionSecret: env.sessionSecret,
           dataDir: instanceDataDir(env.tmpDir, `${name}-${testInfo.testId}`),
         });
         running.add(server);

@@ -1,5 +1,4 @@
 import { spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { chown, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -54,15 +53,12 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     const redis = redisStarted.value;
     // Instances migrate at start too, but concurrently they would queue on the migration lock one by one.
     await migrate(pg.url);
-
-    const sessionSecret = randomBytes(24).toString("hex");
     const start = async (name: string): Promise<TallyServer> =>
       startTallyServer({
         name,
         port: await freePort(),
         databaseUrl: pg.url,
         redisUrl: redis.url,
-        sessionSecret,
         dataDir: instanceDataDir(tmpDir, name),
       });
     const started = await Promise.allSettled([start("A"), start("B")]);
@@ -77,7 +73,6 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
       serverB: b.url,
       databaseUrl: pg.url,
       redisUrl: redis.url,
-      sessionSecret,
       tmpDir,
     };
     // Workers are forked after global setup and inherit the runner's environment.

@@ -11,6 +11,9 @@ export interface SeedConversation {
 
 export const demoUsers = ["alice", "bob", "carol", "dave"];
 
+/** Shared by the demo accounts and shown on the sign-in page: they are for workshops, never for real use. */
+export const DEMO_PASSWORD = "tally-demo";
+
 export const demoConversations: SeedConversation[] = [
   {
     kind: "direct",

@@ -1,15 +1,21 @@
 import type { Db } from "../server/db/prisma.ts";
-import { demoConversations, demoUsers } from "./seed-data.ts";
+import { hashPassword } from "../server/sessions/password.ts";
+import { DEMO_PASSWORD, demoConversations, demoUsers } from "./seed-data.ts";
 
 /**
- * Creates the demo users and conversations once: when alice already exists, nothing is written.
- * Counters need no seeding: Redis state is rebuilt from these rows on first touch.
+ * Creates the demo users (password DEMO_PASSWORD) and conversations once: when alice already exists, nothing
+ * is written but a missing demo password (a data directory from before passwords). Counters need no seeding:
+ * Redis state is rebuilt from these rows on first touch.
  */
 export async function seedDemo(db: Db, now = Date.now()): Promise<boolean> {
-  if (await db.user.findUnique({ where: { name: "alice" } })) return false;
+  const passwordHash = await hashPassword(DEMO_PASSWORD);
+  if (await db.user.findUnique({ where: { name: "alice" } })) {
+    await db.user.updateMany({ where: { name: { in: demoUsers }, passwordHash: null }, data: { passwordHash } });
+    return false;
+  }
   await db.$transaction(async (tx) => {
     const ids = new Map<string, number>();
-    for (const name of demoUsers) ids.set(name, (await tx.user.create({ data: { name } })).id);
+    for (const name of demoUsers) ids.set(name, (await tx.user.create({ data: { name, passwordHash } })).id);
     const id = (name: string) => ids.get(name)!;
 
     let minutesAgo = demoConversations.reduce((n, c) => n + c.messages.length, 0) * 7;

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { io as connect } from "socket.io-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConversationDTO, MessageDTO, UnreadUpdate } from "./contracts/index.ts";
-import { nextEvent, startHarness, type ClientSocket, type Harness } from "./testing/harness.ts";
+import { nextEvent, startHarness, TEST_PASSWORD, type ClientSocket, type Harness } from "./testing/harness.ts";
 import { userKeys } from "./redis/keys.ts";
 
 let h: Harness;
@@ -15,7 +15,7 @@ let n = 0;
 const unique = (base: string) => `${base}_${Date.now().toString(36)}${n++}`;
 
 async function user(base: string) {
-  return h.signIn(unique(base));
+  return h.signUp(unique(base));
 }
 
 async function direct(token: string, otherName: string): Promise<ConversationDTO> {
@@ -225,7 +225,10 @@ describe("access and validation", () => {
     expect(await h.db.message.count({ where: { conversationId: conv.id } })).toBe(0);
 
     for (const name of ["", "has space", "x".repeat(33), "ünïcode"]) {
-      const res = await h.http("/api/session", { method: "POST", body: JSON.stringify({ name }) });
+      const res = await h.http("/api/session", {
+        method: "POST",
+        body: JSON.stringify({ name, password: TEST_PASSWORD }),
+      });
       expect(res.status).toBe(400);
       expect(res.body.error.code).toBe("invalid");
     }

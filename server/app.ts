@@ -5,10 +5,12 @@ import type { Redis } from "ioredis";
 import { Server } from "socket.io";
 import type { AppConfig } from "./config.ts";
 import { registerConversationHandlers } from "./conversations/conversations.handlers.ts";
-import { createConversationService } from "./conversations/conversations.service.ts";
+import { createConversationService, type ConversationService } from "./conversations/conversations.service.ts";
 import type { Db } from "./db/prisma.ts";
 import { createApiHandler } from "./http/api.ts";
-import { registerLab } from "./lab/lab.handlers.ts";
+import { createSecurityHeaders } from "./http/headers.ts";
+import { originAllowed } from "./http/origin.ts";
+import { createLimits } from "./limits/limits.ts";
 import { logger as defaultLogger, type Logger } from "./log.ts";
 import { createDelivery } from "./messages/delivery.ts";
 import { registerMessageHandlers } from "./messages/messages.handlers.ts";
@@ -16,8 +18,8 @@ import { createMessageService } from "./messages/messages.service.ts";
 import { createOutbox } from "./outbox/outbox.ts";
 import { createRelay } from "./outbox/relay.ts";
 import { socketNotifier, type Notifier, type TallyServer } from "./realtime/notifier.ts";
-import { userRoom } from "./redis/keys.ts";
-import { createSessionService } from "./sessions/sessions.service.ts";
+import { sessionRoom, userRoom } from "./redis/keys.ts";
+import { createSessionService, type SessionService } from "./sessions/sessions.service.ts";
 import { reconcile } from "./unread/reconcile.ts";
 import { createUnreadService } from "./unread/unread.service.ts";
 
@@ -31,8 +33,25 @@ export interface AppDeps {
   adapterClients?: { pub: Redis; sub: Redis };
   /** Everything that is not /api or Socket.IO (the Next.js request handler). */
   fallback?: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
+  /** Optional modules (the consistency lab) that mount themselves on the app; see server/lab/module.ts. */
+  modules?: AppModule[];
+  /** Development mode (Next's dev server needs 'unsafe-eval' in the script policy). */
+  dev?: boolean;
   log?: Logger;
 }
+
+/** What an optional module gets to mount itself with, and gives back to be closed with the app. */
+export interface ModuleContext {
+  io: TallyServer;
+  httpServer: HttpServer;
+  redis: Redis;
+  db: Db;
+  sessions: SessionService;
+  conversations: ConversationService;
+  notifier: Notifier;
+  log: Logger;
+}
+export type AppModule = (ctx: ModuleContext) => { close(): Promise<void> };
 
 export interface App {
   io: TallyServer;
@@ -53,6 +72,8 @@ export function createApp({
   config,
   adapterClients,
   fallback,
+  modules = [],
+  dev = false,
   log = defaultLogger,
 }: AppDeps): App {
   // Late-bound: the notifier needs the Socket.IO server, built below.
@@ -63,7 +84,8 @@ export function createApp({
     ttlMs: config.unreadTtlMs ?? 0,
     onResync: (userId) => notifyStale([userId]),
   });
-  const sessions = createSessionService({ db, secret: config.sessionSecret });
+  const sessions = createSessionService({ db });
+  const limits = createLimits({ redis, rules: config.limits });
   const conversations = createConversationService({ db, unread });
   const messages = createMessageService({ db });
 
@@ -71,6 +93,8 @@ export function createApp({
     serveClient: false,
     // Leave other upgrade requests (Next.js dev reloads) to their own listener.
     destroyUpgrade: !fallback,
+    // The handshake (polling or WebSocket) from a page of another origin is refused before any session check.
+    allowRequest: (req, callback) => callback(null, originAllowed(req, config.allowedOrigins)),
     ...(adapterClients ? { adapter: createAdapter(adapterClients.pub, adapterClients.sub) } : {}),
   });
   const notifier = socketNotifier(io);
@@ -85,8 +109,12 @@ export function createApp({
     messages,
     notifier,
     delivery,
+    limits,
     log,
-    secureCookies: config.secureCookies,
+    cookies: config.cookies,
+    trustProxy: config.trustProxy,
+    ...(config.allowedOrigins ? { allowedOrigins: config.allowedOrigins } : {}),
+    ...(config.demo ? { demo: config.demo } : {}),
     health: async () => {
       try {
         await withTimeout(Promise.all([redis.ping(), db.$queryRaw`SELECT 1`]), 2000);
@@ -97,9 +125,12 @@ export function createApp({
     },
   });
 
+  const securityHeaders = createSecurityHeaders({ hsts: config.cookies.secure, dev });
+
   // Registered before Socket.IO attaches: engine.io answers its own path and hands every other request here.
   httpServer.on("request", (req: IncomingMessage, res: ServerResponse) => {
-    api(req, res)
+    securityHeaders(req, res)
+      .then(() => api(req, res))
       .then(async (handled) => {
         if (handled) return;
         if (fallback) return fallback(req, res);
@@ -113,28 +144,41 @@ export function createApp({
 
   io.attach(httpServer);
 
-  io.use(requireSession(sessions, log));
+  io.use(
+    requireSession(sessions, log, {
+      maxSockets: config.maxSocketsPerUser,
+      // Every instance answers through the adapter; an instance that does not answer in time counts as none.
+      countSockets: async (userId) => (await io.in(userRoom(userId)).fetchSockets()).length,
+    }),
+  );
 
   io.on("connection", (socket) => {
-    void socket.join(userRoom(socket.data.user.id));
-    registerMessageHandlers(socket, {
-      messages,
-      delivery,
-      log,
-      sendRate: { perSecond: config.sendRatePerSecond, burst: config.sendRateBurst },
-      fault: config.fault,
-    });
-    registerConversationHandlers(socket, { conversations, log });
+    void socket.join([userRoom(socket.data.user.id), sessionRoom(socket.data.sessionId)]);
+    registerMessageHandlers(socket, { messages, delivery, log, limits, fault: config.fault });
+    registerConversationHandlers(socket, { conversations, limits, log });
   });
 
-  // The consistency lab (issue 4): its own namespace, its own redis-server; never chat keys.
-  const lab = registerLab({ io, httpServer, redis, db, sessions, log });
+  const mounted = modules.map((mount) => mount({ io, httpServer, redis, db, sessions, conversations, notifier, log }));
+
+  /** Disconnects local sockets whose session ended while this instance could not hear about it. */
+  async function dropRevokedSockets(): Promise<void> {
+    const local = [...io._nsps.values()].flatMap((nsp) => [...nsp.sockets.values()]);
+    const valid = await sessions.stillValid([
+      ...new Set(local.map((s) => (s.data as { sessionId: string }).sessionId)),
+    ]);
+    for (const socket of local)
+      if (!valid.has((socket.data as { sessionId: string }).sessionId)) socket.disconnect(true);
+  }
 
   // Pushes published while the adapter's subscriber was reconnecting are lost: every local tab resyncs.
   if (adapterClients) {
     let wasReady = adapterClients.sub.status === "ready";
     adapterClients.sub.on("ready", () => {
-      if (wasReady) notifier.unreadStale("all-local");
+      if (wasReady) {
+        notifier.unreadStale("all-local");
+        // A revocation broadcast may have been lost too.
+        dropRevokedSockets().catch((err: unknown) => log.warn({ err }, "re-checking sessions failed"));
+      }
       wasReady = true;
     });
   }
@@ -151,13 +195,20 @@ export function createApp({
     reconcileTimer.unref();
   }
 
+  const purgeTimer = setInterval(
+    () => void sessions.purgeExpired().catch((err: unknown) => log.warn({ err }, "purging expired sessions failed")),
+    3_600_000,
+  );
+  purgeTimer.unref();
+
   return {
     io,
     notifier,
     relay,
     close: async () => {
       clearInterval(reconcileTimer);
-      await lab.close();
+      clearInterval(purgeTimer);
+      for (const module of mounted) await module.close();
       await relay.stop();
       await new Promise<void>((resolve) => void io.close(() => resolve()));
     },

@@ -15,3 +15,22 @@ describe("UNREAD_TTL_DAYS", () => {
     expect(() => readEnv({ UNREAD_TTL_DAYS: "soon" })).toThrow(/UNREAD_TTL_DAYS/);
   });
 });
+
+describe("security settings", () => {
+  it("reads origins, cookie flags and limit overrides", () => {
+    const env = readEnv({
+      ALLOWED_ORIGINS: "https://chat.example.com, http://localhost:3000/",
+      SECURE_COOKIES: "1",
+      RATE_LIMITS: "signUp=200/1h,send=10/2s",
+    });
+    expect(env.ALLOWED_ORIGINS).toEqual(["https://chat.example.com", "http://localhost:3000"]);
+    expect(env.SECURE_COOKIES).toBe("1");
+    expect(env.RATE_LIMITS).toEqual({ signUp: { points: 200, durationS: 3600 }, send: { points: 10, durationS: 2 } });
+  });
+
+  it("names the variable of a bad origin or an unknown limit", () => {
+    expect(() => readEnv({ ALLOWED_ORIGINS: "chat.example.com" })).toThrow(/ALLOWED_ORIGINS/);
+    expect(() => readEnv({ RATE_LIMITS: "sendz=1/1s" })).toThrow(/RATE_LIMITS.*unknown limit sendz/s);
+    expect(() => readEnv({ RATE_LIMITS: "send=ten" })).toThrow(/RATE_LIMITS/);
+  });
+});

@@ -1,6 +1,11 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
+import { defaultLimits, limitOverrides, type LimitRules } from "./limits/limits.ts";
+import type { CookiePolicy } from "./sessions/cookies.ts";
+
+const flag = (fallback: "0" | "1") => z.enum(["0", "1"]).default(fallback);
+const origin = z.url({ protocol: /^https?$/ }).transform((u) => new URL(u).origin);
 
 const schema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("production"),
@@ -8,13 +13,32 @@ const schema = z.object({
   HOST: z.string().min(1).default("0.0.0.0"),
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
   REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
-  SESSION_SECRET: z.string().min(16, "must be at least 16 characters").optional(),
   DATA_DIR: z.string().min(1).default(".data"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
-  SEED_DEMO: z.enum(["0", "1"]).default("1"),
-  SEND_RATE_PER_SECOND: z.coerce.number().positive().default(20),
-  SEND_RATE_BURST: z.coerce.number().int().positive().default(60),
-  SERVE_UI: z.enum(["0", "1"]).default("1"),
+  SEED_DEMO: flag("1"),
+  SERVE_UI: flag("1"),
+  /** The consistency lab (its namespace and routes); 0 leaves it out of the server entirely. */
+  LAB: flag("1"),
+  /** Comma-separated origins allowed to call the API and open sockets; unset: the origin the server is reached at. */
+  ALLOWED_ORIGINS: z
+    .string()
+    .transform((text) =>
+      text
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(origin).min(1, "name at least one origin, e.g. https://chat.example.com"))
+    .optional(),
+  /** 1 behind HTTPS: the session cookie gets Secure and responses send HSTS. */
+  SECURE_COOKIES: flag("0"),
+  COOKIE_SAMESITE: z.enum(["lax", "strict"]).default("lax"),
+  /** 1 behind a reverse proxy: the client address is the last X-Forwarded-For hop (for per-address limits). */
+  TRUST_PROXY: flag("0"),
+  /** Overrides of the rate limits, e.g. `signUp=200/1h,send=60/3s` (see docs/protocol.md#limits). */
+  RATE_LIMITS: limitOverrides.optional(),
+  /** Connected sockets one user may hold across all instances. */
+  MAX_SOCKETS_PER_USER: z.coerce.number().int().min(1).default(20),
   OUTBOX_RELAY_MS: z.coerce.number().int().min(100).default(2000),
   RECONCILE_INTERVAL_S: z.coerce.number().int().min(0).default(600),
   /** Unread messages older than this many days stop counting (0: never; fractions allowed). */
@@ -27,11 +51,17 @@ export type Env = z.infer<typeof schema>;
 
 /** Resolved settings the app runs with (after the boot step filled in embedded defaults). */
 export interface AppConfig {
-  sessionSecret: string;
-  sendRatePerSecond: number;
-  sendRateBurst: number;
-  /** Set the session cookie with the Secure flag (behind HTTPS). */
-  secureCookies: boolean;
+  cookies: CookiePolicy;
+  /** Origins allowed to call state-changing routes and open sockets; unset: the request's own Host. */
+  allowedOrigins?: string[];
+  /** Take the client address from X-Forwarded-For (behind a reverse proxy). */
+  trustProxy: boolean;
+  limits: LimitRules;
+  maxSocketsPerUser: number;
+  /** Mount the consistency lab (namespace `/lab`). */
+  lab: boolean;
+  /** The demo accounts and their password to show on the sign-in page (SEED_DEMO=1), else none. */
+  demo?: { accounts: string[]; password: string };
   /** How often the outbox relay replays counter updates a crash left behind (0: only at start). */
   outboxRelayMs?: number;
   /** How often reconciliation cross-checks every user against the database (0: never). */
@@ -50,6 +80,25 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): Env {
     throw new Error(`Invalid configuration:\n${lines.join("\n")}\nSee README.md#configuration and .env.example.`);
   }
   return parsed.data;
+}
+
+/** The rate limits: the defaults with RATE_LIMITS' overrides. */
+export function limitRules(env: Env): LimitRules {
+  return { ...defaultLimits, ...env.RATE_LIMITS };
+}
+
+/** The settings of `createApp` that come straight from the environment. */
+export function appSecurityConfig(
+  env: Env,
+): Pick<AppConfig, "cookies" | "allowedOrigins" | "trustProxy" | "limits" | "maxSocketsPerUser" | "lab"> {
+  return {
+    cookies: { secure: env.SECURE_COOKIES === "1", sameSite: env.COOKIE_SAMESITE },
+    ...(env.ALLOWED_ORIGINS ? { allowedOrigins: env.ALLOWED_ORIGINS } : {}),
+    trustProxy: env.TRUST_PROXY === "1",
+    limits: limitRules(env),
+    maxSocketsPerUser: env.MAX_SOCKETS_PER_USER,
+    lab: env.LAB === "1",
+  };
 }
 
 /** UNREAD_TTL_DAYS in ms (0: off). */

@@ -12,6 +12,7 @@ import {
   type RoundReport,
   type SimEnvironment,
 } from "./testing/sim/simulation.ts";
+import { TEST_PASSWORD } from "./testing/harness.ts";
 import { SimTab } from "./testing/sim/tab.ts";
 
 let database: TestDatabase;
@@ -109,8 +110,8 @@ describe("crash between the database commit and Redis", () => {
       }>;
     };
     const tag = randomUUID().slice(0, 8);
-    const alice = await post("/api/session", { name: `crash_a_${tag}` });
-    const bob = await post("/api/session", { name: `crash_b_${tag}` });
+    const alice = await post("/api/users", { name: `crash_a_${tag}`, password: TEST_PASSWORD });
+    const bob = await post("/api/users", { name: `crash_b_${tag}`, password: TEST_PASSWORD });
     const { conversation } = await post("/api/conversations", { memberNames: [bob.user.name] }, alice.token);
     const violations: string[] = [];
     const bobTab = new SimTab("bob", bob.token, violations);

@@ -5,6 +5,8 @@ export class AppError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
+    /** With `rate_limited`: when the same call can succeed again. */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
     this.name = "AppError";
@@ -16,12 +18,18 @@ export const httpStatus: Record<ErrorCode, number> = {
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
+  conflict: 409,
+  unsupported_media_type: 415,
   rate_limited: 429,
   unavailable: 503,
 };
 
 /** Anything else becomes `unavailable` without leaking internals; the caller logs the original. */
 export function toApiError(err: unknown): ApiError {
-  if (err instanceof AppError) return { code: err.code, message: err.message };
+  if (err instanceof AppError) {
+    return err.retryAfterMs === undefined
+      ? { code: err.code, message: err.message }
+      : { code: err.code, message: err.message, retryAfterMs: err.retryAfterMs };
+  }
   return { code: "unavailable", message: "The service is temporarily unavailable; try again." };
 }

@@ -1,13 +1,13 @@
 import { spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import next from "next";
+import { DEMO_PASSWORD, demoUsers } from "../prisma/seed-data.ts";
 import { seedDemo } from "../prisma/seed.ts";
-import { createApp } from "./app.ts";
-import { loadDotEnv, readEnv, unreadTtlMs } from "./config.ts";
+import { createApp, type AppModule } from "./app.ts";
+import { appSecurityConfig, loadDotEnv, readEnv, unreadTtlMs } from "./config.ts";
 import { migrate } from "./db/migrate.ts";
 import { createDb } from "./db/prisma.ts";
 import { startEmbeddedPostgres } from "./dev/postgres.ts";
@@ -16,13 +16,6 @@ import { logger } from "./log.ts";
 import { createAdapterClients, createRedis } from "./redis/client.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-
-/** A secret that survives restarts and is shared by every instance started from this folder. */
-function localSessionSecret(dataDir: string): string {
-  const file = join(dataDir, "session-secret");
-  if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString("hex"), { mode: 0o600, flag: "wx" });
-  return readFileSync(file, "utf8").trim();
-}
 
 /** Embedded services this process started, stopped on exit, also when start-up fails half-way. */
 const cleanups: (() => Promise<void>)[] = [];
@@ -71,6 +64,9 @@ async function main(): Promise<void> {
   const handle = nextApp?.getRequestHandler();
   writeFileSync(join(dataDir, "services.json"), JSON.stringify({ databaseUrl, redisUrl }, null, 2), { mode: 0o600 });
 
+  // LAB=0: the lab's code is not even loaded.
+  const modules: AppModule[] = env.LAB === "1" ? [(await import("./lab/module.ts")).labModule] : [];
+
   const redis = createRedis(redisUrl);
   const adapterClients = createAdapterClients(redisUrl);
   const httpServer = createServer();
@@ -79,12 +75,12 @@ async function main(): Promise<void> {
     redis,
     db,
     adapterClients,
+    modules,
+    dev,
     ...(handle ? { fallback: (req, res) => handle(req, res) } : {}),
     config: {
-      sessionSecret: env.SESSION_SECRET ?? localSessionSecret(dataDir),
-      sendRatePerSecond: env.SEND_RATE_PER_SECOND,
-      sendRateBurst: env.SEND_RATE_BURST,
-      secureCookies: false,
+      ...appSecurityConfig(env),
+      ...(env.SEED_DEMO === "1" ? { demo: { accounts: demoUsers, password: DEMO_PASSWORD } } : {}),
       outboxRelayMs: env.OUTBOX_RELAY_MS,
       reconcileIntervalMs: env.RECONCILE_INTERVAL_S * 1000,
       unreadTtlMs: unreadTtlMs(env),

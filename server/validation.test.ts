@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { AppError } from "./errors.ts";
-import { createConversationInput, historyQuery, parse, readInput, sendInput, signInInput } from "./validation.ts";
+import { createConversationInput, credentialsInput, historyQuery, parse, readInput, sendInput } from "./validation.ts";
 
 function code(fn: () => unknown): string | undefined {
   try {
@@ -32,11 +32,26 @@ describe("payload validation", () => {
     expect(parse(readInput, { conversationId: 1, seq: 0 })).toEqual({ conversationId: 1, seq: 0 });
   });
 
-  it("accepts names of 1–32 letters, digits, _ and -", () => {
-    expect(parse(signInInput, { name: "Al_ice-1" })).toEqual({ name: "Al_ice-1" });
+  it("accepts names of 1–32 letters, digits, _ and - with passwords of 8–128 characters", () => {
+    const password = "correct horse";
+    expect(parse(credentialsInput, { name: "Al_ice-1", password })).toEqual({ name: "Al_ice-1", password });
     for (const name of ["", "a b", "x".repeat(33), "é"])
-      expect(code(() => parse(signInInput, { name }))).toBe("invalid");
+      expect(code(() => parse(credentialsInput, { name, password }))).toBe("invalid");
+    for (const bad of ["short", "x".repeat(129), "password\u0000x", "password\ud800"])
+      expect(code(() => parse(credentialsInput, { name: "ann", password: bad }))).toBe("invalid");
+    expect(code(() => parse(credentialsInput, { name: "ann" }))).toBe("invalid");
     expect(code(() => parse(createConversationInput, { memberNames: [] }))).toBe("invalid");
+  });
+
+  it("refuses NUL and lone surrogates in content and titles, naming the field", () => {
+    const send = (content: string) => () => parse(sendInput, { conversationId: 1, clientMsgId: "a", content });
+    expect(send("a\u0000b")).toThrow(/^content: The message cannot contain a NUL/);
+    expect(send("a\ud800b")).toThrow(/^content: The message contains a broken character/);
+    expect(send("a\udc00")).toThrow(/^content:/);
+    expect(parse(sendInput, { conversationId: 1, clientMsgId: "a", content: "ok 👍" }).content).toBe("ok 👍");
+    const group = (title: string) => () => parse(createConversationInput, { memberNames: ["bob"], title });
+    expect(group("x\u0000")).toThrow(/^title: The title cannot contain a NUL/);
+    expect(group("\ud83d")).toThrow(/^title:/);
   });
 
   it("reads history paging from query strings with defaults and bounds", () => {

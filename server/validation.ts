@@ -1,6 +1,20 @@
 import { z } from "zod";
 import { AppError } from "./errors.ts";
-import { userName } from "./sessions/sessions.service.ts";
+
+/**
+ * Text that is stored exactly as acknowledged: no NUL (PostgreSQL text cannot hold it) and no lone UTF-16
+ * surrogate (it would be stored as U+FFFD, not as sent).
+ */
+const storableText = (field: string) =>
+  z
+    .string()
+    .refine((s) => !s.includes("\u0000"), `${field} cannot contain a NUL character.`)
+    .refine((s) => s.isWellFormed(), `${field} contains a broken character (a lone UTF-16 surrogate).`);
+
+export const userName = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z0-9_-]{1,32}$/, "A name is 1–32 letters, digits, '_' or '-'.");
 
 const id = z.number().int().positive().max(2_147_483_647);
 const seq = z.number().int().min(0).max(2_147_483_647);
@@ -8,16 +22,24 @@ const seq = z.number().int().min(0).max(2_147_483_647);
 export const sendInput = z.strictObject({
   conversationId: id,
   clientMsgId: z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, "clientMsgId is 1–64 of [A-Za-z0-9_.:-]"),
-  content: z.string().trim().min(1, "A message needs some text.").max(4000, "A message is at most 4000 characters."),
+  content: storableText("The message")
+    .trim()
+    .min(1, "A message needs some text.")
+    .max(4000, "A message is at most 4000 characters."),
 });
 
 export const readInput = z.strictObject({ conversationId: id, seq });
 
-export const signInInput = z.strictObject({ name: userName });
+export const credentialsInput = z.strictObject({
+  name: userName,
+  password: storableText("The password")
+    .min(8, "A password is at least 8 characters.")
+    .max(128, "A password is at most 128 characters."),
+});
 
 export const createConversationInput = z.strictObject({
   memberNames: z.array(userName).min(1, "Name at least one other member.").max(50),
-  title: z.string().trim().max(64).optional(),
+  title: storableText("The title").trim().max(64, "A title is at most 64 characters.").optional(),
 });
 
 const queryInt = (min: number) => z.coerce.number().int().min(min).max(2_147_483_647);

@@ -5,7 +5,6 @@ export interface E2eEnvironment {
   serverB: string;
   databaseUrl: string;
   redisUrl: string;
-  sessionSecret: string;
   /** The run's temp directory; tests that start their own instance put its DATA_DIR here. */
   tmpDir: string;
 }

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { LIFTED_LIMITS } from "../../server/limits/limits.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -16,9 +17,10 @@ export interface TallyServerOptions {
   port: number;
   databaseUrl: string;
   redisUrl: string;
-  sessionSecret: string;
   /** This instance's DATA_DIR; created if missing. */
   dataDir: string;
+  /** Extra environment, e.g. { SEED_DEMO: "1" }. */
+  env?: Record<string, string>;
 }
 
 export interface TallyServer {
@@ -41,11 +43,13 @@ export async function startTallyServer(opts: TallyServerOptions): Promise<TallyS
       HOST: "127.0.0.1",
       DATABASE_URL: opts.databaseUrl,
       REDIS_URL: opts.redisUrl,
-      SESSION_SECRET: opts.sessionSecret,
       SEED_DEMO: "0",
       DATA_DIR: opts.dataDir,
       NODE_ENV: "production",
       LOG_LEVEL: "warn",
+      // Every test signs up its users from 127.0.0.1; limits have tests of their own (server/security.int.test.ts).
+      RATE_LIMITS: LIFTED_LIMITS,
+      ...opts.env,
     },
     stdio: ["ignore", "pipe", "pipe"],
   });

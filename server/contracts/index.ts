@@ -3,11 +3,21 @@
  * pulls server code into the client bundle. docs/protocol.md describes the same contract in prose.
  */
 
-export type ErrorCode = "invalid" | "unauthorized" | "forbidden" | "not_found" | "rate_limited" | "unavailable";
+export type ErrorCode =
+  | "invalid"
+  | "unauthorized"
+  | "forbidden"
+  | "not_found"
+  | "conflict"
+  | "unsupported_media_type"
+  | "rate_limited"
+  | "unavailable";
 
 export interface ApiError {
   code: ErrorCode;
   message: string;
+  /** With `rate_limited`: how long to wait before the same call can succeed (HTTP also sends Retry-After). */
+  retryAfterMs?: number;
 }
 
 /** Every acknowledgement and every HTTP error body has this shape. */
@@ -16,6 +26,8 @@ export type Result<T extends object = object> = ({ ok: true } & T) | { ok: false
 export interface UserDTO {
   id: number;
   name: string;
+  /** A lab bot account (shown as a bot); absent for people. */
+  bot?: true;
 }
 
 export type ConversationKind = "direct" | "group";
@@ -106,12 +118,24 @@ export interface InterServerEvents {}
 
 export interface SocketData {
   user: UserDTO;
+  /** The server-side session the socket was opened with; revoking it disconnects the socket. */
+  sessionId: string;
 }
 
 // HTTP bodies
 export interface SessionResponse {
   user: UserDTO;
+  /** The opaque session token (also set as the httpOnly cookie); send it as `Bearer` or in the socket's `auth`. */
   token: string;
+}
+export interface Credentials {
+  name: string;
+  password: string;
+}
+/** `GET /api/demo`: the seeded demo accounts and their shared password, or none when SEED_DEMO=0. */
+export interface DemoAccounts {
+  accounts: string[];
+  password: string | null;
 }
 export interface CreateConversationInput {
   memberNames: string[];

@@ -137,8 +137,8 @@ export interface BotsStatus {
 
 export interface BotsInput {
   rate: number;
-  /** Demo users to chat as; default: every demo user except the one asking. */
-  users?: string[];
+  /** How many bot accounts chat with the user who starts them (1–5, default 3). */
+  count?: number;
 }
 
 export interface LabClientToServerEvents {

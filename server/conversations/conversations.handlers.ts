@@ -1,3 +1,4 @@
+import type { Limits } from "../limits/limits.ts";
 import type { Logger } from "../log.ts";
 import type { TallySocket } from "../messages/messages.handlers.ts";
 import { command } from "../realtime/command.ts";
@@ -8,21 +9,29 @@ import type { ConversationService } from "./conversations.service.ts";
 
 export function registerConversationHandlers(
   socket: TallySocket,
-  deps: { conversations: ConversationService; log: Logger },
+  deps: { conversations: ConversationService; limits: Limits; log: Logger },
 ): void {
   socket.on(
     "sync",
-    command(deps.log, "sync", async () => ({ snapshot: await deps.conversations.snapshot(socket.data.user) })),
+    command(deps.log, "sync", async () => {
+      await deps.limits.consume("sync", { userId: socket.data.user.id });
+      return { snapshot: await deps.conversations.snapshot(socket.data.user) };
+    }),
   );
 }
 
 /** Creates (or finds) a conversation and tells every member's tabs when it is new. */
 export async function createConversation(
-  deps: { conversations: ConversationService; notifier: Notifier },
+  deps: { conversations: ConversationService; notifier: Notifier; limits: Limits },
   user: UserDTO,
   body: unknown,
 ) {
   const input = parse(createConversationInput, body);
+  await deps.limits.consume("create", { userId: user.id });
+  // Adding people to groups nobody asked to join is the abuse to bound: each member of a new group counts.
+  if (input.memberNames.length > 1 || input.title) {
+    await deps.limits.consume("groupAdd", { userId: user.id }, input.memberNames.length);
+  }
   const { conversationId, created, memberIds } = await deps.conversations.create(user, input);
   if (created) {
     await Promise.all(

@@ -4,7 +4,9 @@ import { AppError } from "../errors.ts";
 import type { UnreadService } from "../unread/unread.service.ts";
 
 const conversationInclude = {
-  memberships: { select: { userId: true, lastReadSeq: true, user: { select: { id: true, name: true } } } },
+  memberships: {
+    select: { userId: true, lastReadSeq: true, user: { select: { id: true, name: true, isBot: true } } },
+  },
 } as const;
 
 interface ConversationRow {
@@ -12,7 +14,7 @@ interface ConversationRow {
   kind: "direct" | "group";
   title: string | null;
   lastSeq: number;
-  memberships: { userId: number; lastReadSeq: number; user: UserDTO }[];
+  memberships: { userId: number; lastReadSeq: number; user: { id: number; name: string; isBot: boolean } }[];
 }
 
 interface MessageRow {
@@ -57,7 +59,11 @@ function toConversationDTO(
     id: row.id,
     kind: row.kind,
     title: titleFor(row, viewerId),
-    members: row.memberships.map((m) => m.user).sort((a, b) => a.id - b.id),
+    members: row.memberships
+      .map(({ user }): UserDTO =>
+        user.isBot ? { id: user.id, name: user.name, bot: true } : { id: user.id, name: user.name },
+      )
+      .sort((a, b) => a.id - b.id),
     lastSeq: row.lastSeq,
     lastReadSeq: me?.lastReadSeq ?? 0,
     unreadCount,
@@ -123,10 +129,15 @@ export function createConversationService({ db, unread }: { db: Db; unread: Unre
   async function create(
     creator: UserDTO,
     input: { memberNames: string[]; title?: string },
+    /** Only the lab opens conversations with its bots; to everyone else a bot account does not exist. */
+    options: { withBots?: boolean } = {},
   ): Promise<{ conversationId: number; created: boolean; memberIds: number[] }> {
     const names = [...new Set(input.memberNames)].filter((n) => n !== creator.name);
     if (names.length === 0) throw new AppError("invalid", "Name at least one other member.");
-    const users = await db.user.findMany({ where: { name: { in: names } }, select: { id: true, name: true } });
+    const users = await db.user.findMany({
+      where: { name: { in: names }, ...(options.withBots ? {} : { isBot: false }) },
+      select: { id: true, name: true },
+    });
     const missing = names.filter((n) => !users.some((u) => u.name === n));
     if (missing.length > 0) throw new AppError("not_found", `No such user: ${missing.join(", ")}.`);
     const memberIds = [creator.id, ...users.map((u) => u.id)];

@@ -1,17 +1,20 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { ErrorCode, UserDTO } from "../contracts/index.ts";
+import type { DemoAccounts, ErrorCode } from "../contracts/index.ts";
 import { createConversation } from "../conversations/conversations.handlers.ts";
 import type { ConversationService } from "../conversations/conversations.service.ts";
 import { AppError, httpStatus, toApiError } from "../errors.ts";
+import type { Limits } from "../limits/limits.ts";
 import type { Logger } from "../log.ts";
 import type { Delivery } from "../messages/delivery.ts";
 import type { MessageService } from "../messages/messages.service.ts";
 import type { Notifier } from "../realtime/notifier.ts";
-import type { SessionService } from "../sessions/sessions.service.ts";
-import { SESSION_COOKIE, SESSION_MAX_AGE_S } from "../sessions/token.ts";
-import { conversationIdParam, historyQuery, parse, signInInput } from "../validation.ts";
+import { sessionCookie, type CookiePolicy } from "../sessions/cookies.ts";
+import { SESSION_TTL_MS, type Authenticated, type SessionService } from "../sessions/sessions.service.ts";
+import { conversationIdParam, credentialsInput, historyQuery, parse } from "../validation.ts";
+import { clientAddress, originAllowed } from "./origin.ts";
 
 const MAX_BODY_BYTES = 64 * 1024;
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 export interface ApiDeps {
   sessions: SessionService;
@@ -19,9 +22,13 @@ export interface ApiDeps {
   messages: MessageService;
   notifier: Notifier;
   delivery: Delivery;
+  limits: Limits;
   health: () => Promise<boolean>;
   log: Logger;
-  secureCookies: boolean;
+  cookies: CookiePolicy;
+  allowedOrigins?: string[];
+  trustProxy: boolean;
+  demo?: DemoAccounts;
 }
 
 interface Ctx {
@@ -29,9 +36,17 @@ interface Ctx {
   res: ServerResponse;
   url: URL;
   params: string[];
+  address: string;
+  /** The caller's session; null on routes with `auth: "optional"` when there is none. */
+  session: Authenticated | null;
 }
 
-type Route = { method: string; path: RegExp; auth: boolean; run: (ctx: Ctx, user: UserDTO) => Promise<object> };
+type Route = {
+  method: string;
+  path: RegExp;
+  auth: boolean | "optional";
+  run: (ctx: Ctx) => Promise<object>;
+};
 
 function send(res: ServerResponse, status: number, body: object, headers: Record<string, string> = {}): void {
   res.writeHead(status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", ...headers });
@@ -55,8 +70,14 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   }
 }
 
-function cookie(value: string, maxAge: number, secure: boolean): string {
-  return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${secure ? "; Secure" : ""}`;
+/** A body, if any, must be declared JSON: a form post (text/plain, urlencoded, multipart) is refused. */
+function jsonBodyOrNone(req: IncomingMessage): boolean {
+  const type = req.headers["content-type"];
+  if (type === undefined) {
+    const length = req.headers["content-length"];
+    return req.headers["transfer-encoding"] === undefined && (length === undefined || length === "0");
+  }
+  return /^application\/json\s*(;|$)/i.test(type);
 }
 
 /**
@@ -64,45 +85,95 @@ function cookie(value: string, maxAge: number, secure: boolean): string {
  * `{ ok: false, error: { code, message } }` with the matching HTTP status.
  */
 export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: ServerResponse) => Promise<boolean> {
+  const signedIn = (res: ServerResponse, session: { token: string }) =>
+    res.setHeader("set-cookie", sessionCookie(session.token, SESSION_TTL_MS / 1000, deps.cookies));
+  const signedOut = (res: ServerResponse) => res.setHeader("set-cookie", sessionCookie("", 0, deps.cookies));
+
   const routes: Route[] = [
+    {
+      method: "POST",
+      path: /^\/api\/users$/,
+      auth: false,
+      run: async ({ req, res, address }) => {
+        const { name, password } = parse(credentialsInput, await readJson(req));
+        await deps.limits.consume("signUp", { address });
+        const session = await deps.sessions.signUp(name, password);
+        signedIn(res, session);
+        return session;
+      },
+    },
     {
       method: "POST",
       path: /^\/api\/session$/,
       auth: false,
-      run: async ({ req, res }) => {
-        const { name } = parse(signInInput, await readJson(req));
-        const session = await deps.sessions.signIn(name);
-        res.setHeader("set-cookie", cookie(session.token, SESSION_MAX_AGE_S, deps.secureCookies));
-        return session;
+      run: async ({ req, res, address }) => {
+        const { name, password } = parse(credentialsInput, await readJson(req));
+        await deps.limits.consume("signIn", { address });
+        await deps.limits.check("signInFailures", { name });
+        try {
+          const session = await deps.sessions.signIn(name, password);
+          await deps.limits.reset("signInFailures", { name });
+          signedIn(res, session);
+          return session;
+        } catch (err) {
+          if (err instanceof AppError && err.code === "unauthorized")
+            await deps.limits.consume("signInFailures", { name }, 1).catch(() => {});
+          throw err;
+        }
       },
     },
-    { method: "GET", path: /^\/api\/session$/, auth: true, run: async (_ctx, user) => ({ user }) },
+    { method: "GET", path: /^\/api\/session$/, auth: true, run: async ({ session }) => ({ user: session!.user }) },
     {
       method: "DELETE",
       path: /^\/api\/session$/,
-      auth: false,
-      run: async ({ res }) => {
-        res.setHeader("set-cookie", cookie("", 0, deps.secureCookies));
+      auth: "optional",
+      run: async ({ res, session }) => {
+        if (session) {
+          await deps.sessions.revoke(session.sessionId);
+          deps.notifier.sessionsEnded([session.sessionId]);
+        }
+        signedOut(res);
         return {};
       },
+    },
+    {
+      method: "DELETE",
+      path: /^\/api\/sessions$/,
+      auth: true,
+      run: async ({ res, session }) => {
+        const ended = await deps.sessions.revokeAll(session!.user.id);
+        deps.notifier.sessionsEnded(ended);
+        signedOut(res);
+        return { ended: ended.length };
+      },
+    },
+    {
+      method: "GET",
+      path: /^\/api\/demo$/,
+      auth: false,
+      run: async (): Promise<DemoAccounts> => deps.demo ?? { accounts: [], password: null },
     },
     {
       method: "GET",
       path: /^\/api\/conversations$/,
       auth: true,
-      run: (_ctx, user) => deps.conversations.snapshot(user),
+      run: async ({ session }) => {
+        await deps.limits.consume("sync", { userId: session!.user.id });
+        return deps.conversations.snapshot(session!.user);
+      },
     },
     {
       method: "POST",
       path: /^\/api\/conversations$/,
       auth: true,
-      run: async ({ req }, user) => createConversation(deps, user, await readJson(req)),
+      run: async ({ req, session }) => createConversation(deps, session!.user, await readJson(req)),
     },
     {
       method: "POST",
       path: /^\/api\/conversations\/([^/]+)\/leave$/,
       auth: true,
-      run: async ({ params }, user) => {
+      run: async ({ params, session }) => {
+        const user = session!.user;
         const conversationId = parse(conversationIdParam, params[0]);
         const remaining = await deps.conversations.leave(user, conversationId);
         await deps.delivery.deliverRemoval(conversationId, [user.id]);
@@ -119,9 +190,12 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       method: "DELETE",
       path: /^\/api\/conversations\/([^/]+)$/,
       auth: true,
-      run: async ({ params }, user) => {
+      run: async ({ params, session }) => {
         const conversationId = parse(conversationIdParam, params[0]);
-        await deps.delivery.deliverRemoval(conversationId, await deps.conversations.remove(user, conversationId));
+        await deps.delivery.deliverRemoval(
+          conversationId,
+          await deps.conversations.remove(session!.user, conversationId),
+        );
         return {};
       },
     },
@@ -129,10 +203,10 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       method: "GET",
       path: /^\/api\/conversations\/([^/]+)\/messages$/,
       auth: true,
-      run: async ({ url, params }, user) => {
+      run: async ({ url, params, session }) => {
         const conversationId = parse(conversationIdParam, params[0]);
         const page = parse(historyQuery, Object.fromEntries(url.searchParams));
-        return { messages: await deps.messages.history(user, conversationId, page) };
+        return { messages: await deps.messages.history(session!.user, conversationId, page) };
       },
     },
   ];
@@ -140,18 +214,18 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
   return async (req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
     if (!url.pathname.startsWith("/api/")) return false;
-    const fail = (code: ErrorCode, message: string) =>
-      send(res, httpStatus[code], { ok: false, error: { code, message } });
+    const fail = (error: { code: ErrorCode; message: string; retryAfterMs?: number }) =>
+      send(
+        res,
+        httpStatus[error.code],
+        { ok: false, error },
+        error.retryAfterMs === undefined ? {} : { "retry-after": String(Math.ceil(error.retryAfterMs / 1000)) },
+      );
 
     if (url.pathname === "/api/health") {
       const ok = await deps.health();
-      send(
-        res,
-        ok ? 200 : 503,
-        ok
-          ? { ok: true }
-          : { ok: false, error: { code: "unavailable", message: "Redis or the database does not answer." } },
-      );
+      if (ok) send(res, 200, { ok: true });
+      else fail({ code: "unavailable", message: "Redis or the database does not answer." });
       return true;
     }
 
@@ -160,27 +234,40 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
     if (!route) {
       if (matching.length > 0) res.setHeader("allow", matching.map((r) => r.method).join(", "));
       fail(
-        matching.length > 0 ? "invalid" : "not_found",
-        matching.length > 0 ? `${req.method} is not allowed here.` : "No such endpoint.",
+        matching.length > 0
+          ? { code: "invalid", message: `${req.method} is not allowed here.` }
+          : { code: "not_found", message: "No such endpoint." },
       );
       return true;
     }
+    if (!SAFE_METHODS.has(route.method)) {
+      // CSRF: a state change is only taken from an allowed origin, and only as JSON (no form can send that).
+      if (!originAllowed(req, deps.allowedOrigins)) {
+        fail({ code: "forbidden", message: "Requests from this origin are not allowed." });
+        return true;
+      }
+      if (!jsonBodyOrNone(req)) {
+        fail({ code: "unsupported_media_type", message: "Send the body as application/json." });
+        return true;
+      }
+    }
     try {
-      let user: UserDTO | null = null;
+      let session: Authenticated | null = null;
       if (route.auth) {
-        user = await deps.sessions.authenticate({
+        session = await deps.sessions.authenticate({
           authorization: req.headers.authorization,
           cookie: req.headers.cookie,
         });
-        if (!user) throw new AppError("unauthorized", "Sign in first.");
+        if (!session && route.auth === true) throw new AppError("unauthorized", "Sign in first.");
       }
       const params = route.path.exec(url.pathname)?.slice(1) ?? [];
-      const body = await route.run({ req, res, url, params }, user as UserDTO);
+      const address = clientAddress(req, deps.trustProxy);
+      const body = await route.run({ req, res, url, params, address, session });
       send(res, 200, { ok: true, ...body });
     } catch (err) {
       const error = toApiError(err);
       if (error.code === "unavailable") deps.log.error({ err, path: url.pathname }, "request failed");
-      fail(error.code, error.message);
+      fail(error);
     }
     return true;
   };

@@ -1,31 +1,34 @@
 /**
- * `npm run bots`: demo traffic against a running Tally. Bots sign in as existing users (the demo users by
- * default) and chat in the conversations they belong to through the normal HTTP API and sockets, until Ctrl-C.
+ * `npm run bots`: demo traffic against a running Tally. Signs in as a user (the demo account alice by default)
+ * and starts that user's lab bots, which chat with them in direct conversations until Ctrl-C.
  *
- *   npm run bots -- --url http://localhost:3000 --rate 2 --users bob,carol,dave --seconds 0
+ *   npm run bots -- --url http://localhost:3000 --name alice --password tally-demo --rate 2 --count 3 --seconds 0
  */
 import { parseArgs } from "node:util";
+import { io, type Socket } from "socket.io-client";
 import { z } from "zod";
-import { demoUsers } from "../../prisma/seed-data.ts";
-import { startBots } from "./bots.ts";
+import { DEMO_PASSWORD } from "../../prisma/seed-data.ts";
+import type { SessionResponse } from "../contracts/index.ts";
+import type { LabClientToServerEvents, LabServerToClientEvents } from "../contracts/lab.ts";
 
 const { values } = parseArgs({
   options: {
     url: { type: "string", default: `http://localhost:${process.env.PORT ?? 3000}` },
+    name: { type: "string", default: "alice" },
+    password: { type: "string", default: DEMO_PASSWORD },
     rate: { type: "string", default: "2" },
-    users: { type: "string", default: demoUsers.filter((n) => n !== "alice").join(",") },
+    count: { type: "string", default: "3" },
     seconds: { type: "string", default: "0" },
   },
 });
 
 const options = z
   .object({
-    url: z.url({ protocol: /^https?$/ }),
+    url: z.url({ protocol: /^https?$/ }).transform((u) => u.replace(/\/$/, "")),
+    name: z.string().regex(/^[A-Za-z0-9_-]{1,32}$/),
+    password: z.string().min(8),
     rate: z.coerce.number().min(0.1).max(20),
-    users: z
-      .string()
-      .transform((s) => s.split(",").map((n) => n.trim()))
-      .pipe(z.array(z.string().regex(/^[A-Za-z0-9_-]{1,32}$/)).min(1)),
+    count: z.coerce.number().int().min(1).max(5),
     seconds: z.coerce.number().min(0),
   })
   .safeParse(values);
@@ -33,22 +36,35 @@ if (!options.success) {
   console.error(`Invalid option: ${options.error.issues.map((i) => `--${i.path.join(".")}: ${i.message}`).join("; ")}`);
   process.exit(2);
 }
-const { url, rate, users, seconds } = options.data;
+const { url, name, password, rate, count, seconds } = options.data;
 
 async function main(): Promise<void> {
-  const bots = await startBots({ baseUrl: url.replace(/\/$/, ""), users, rate });
+  const res = await fetch(`${url}/api/session`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ name, password }),
+  });
+  const session = (await res.json()) as SessionResponse & { ok: boolean; error?: { message: string } };
+  if (!session.ok) throw new Error(`sign-in as ${name} failed: ${session.error?.message ?? res.status}`);
+
+  const lab: Socket<LabServerToClientEvents, LabClientToServerEvents> = io(`${url}/lab`, {
+    auth: { token: session.token },
+    transports: ["websocket"],
+  });
+  await new Promise<void>((resolve, reject) => {
+    lab.once("connect", resolve);
+    lab.once("connect_error", reject);
+  });
+  const started = await lab.timeout(30_000).emitWithAck("bots:start", { rate, count });
+  if (!started.ok) throw new Error(started.error.message);
   console.log(
-    `${users.join(", ")} chatting on ${url} at ~${rate} messages/s${seconds ? ` for ${seconds} s` : "; Ctrl-C stops"}.`,
+    `${started.bots.users.join(", ")} chatting with ${name} on ${url} at ~${rate} messages/s${seconds ? ` for ${seconds} s` : "; Ctrl-C stops"}.`,
   );
-  const report = setInterval(() => {
-    const s = bots.status();
-    console.log(`sent ${s.sent}, reads ${s.reads}, errors ${s.errors}`);
-  }, 5000);
+  lab.on("bots:changed", (s) => console.log(`sent ${s.sent}, reads ${s.reads}, errors ${s.errors}`));
   const stop = async () => {
-    clearInterval(report);
-    await bots.stop();
-    const s = bots.status();
-    console.log(`stopped: sent ${s.sent}, reads ${s.reads}, errors ${s.errors}`);
+    const stopped = await lab.timeout(30_000).emitWithAck("bots:stop");
+    if (stopped.ok) console.log(`stopped: sent ${stopped.bots.sent}, reads ${stopped.bots.reads}`);
+    lab.disconnect();
     process.exit(0);
   };
   process.on("SIGINT", () => void stop());

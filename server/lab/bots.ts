@@ -1,13 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { io, type Socket } from "socket.io-client";
 import type { BotsStatus } from "../contracts/lab.ts";
-import type {
-  ClientToServerEvents,
-  ConversationDTO,
-  ServerToClientEvents,
-  SessionResponse,
-  Snapshot,
-} from "../contracts/index.ts";
+import type { ClientToServerEvents, ConversationDTO, ServerToClientEvents, Snapshot } from "../contracts/index.ts";
 import { rng } from "./rng.ts";
 
 type BotSocket = Socket<ServerToClientEvents, ClientToServerEvents>;
@@ -40,8 +34,10 @@ interface Bot {
 export interface BotsOptions {
   /** A Tally instance, e.g. http://127.0.0.1:3000. */
   baseUrl: string;
-  /** Users to chat as; they chat in the conversations they already belong to. */
-  users: string[];
+  /** Bot accounts to chat as, with a session token each (issued by the lab; never a person's account). */
+  accounts: { name: string; token: string }[];
+  /** The user who started the bots: they chat only in their direct conversations with this user. */
+  ownerId: number;
   /** Messages per second across all bots. */
   rate: number;
   seed?: number;
@@ -60,26 +56,27 @@ async function json<T>(res: Response): Promise<T> {
 }
 
 /**
- * Demo traffic: real Tally users who sign in, connect a socket and chat through the normal services, at about
+ * Demo traffic: bot accounts that connect a socket and chat through the normal services, at about
  * `rate` messages per second in all (each action waits a random, exponentially distributed time), and now and
  * then read a conversation.
  */
 export async function startBots(opts: BotsOptions): Promise<Bots> {
   const random = rng(opts.seed ?? Date.now());
-  const status: BotsStatus = { running: true, rate: opts.rate, users: [...opts.users], sent: 0, reads: 0, errors: 0 };
+  const status: BotsStatus = {
+    running: true,
+    rate: opts.rate,
+    users: opts.accounts.map((a) => a.name),
+    sent: 0,
+    reads: 0,
+    errors: 0,
+  };
   const bots: Bot[] = [];
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   const inFlight = new Set<Promise<void>>();
 
-  async function join(name: string): Promise<Bot> {
-    const session = await json<SessionResponse>(
-      await fetch(`${opts.baseUrl}/api/session`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ name }),
-      }),
-    );
+  async function join({ name, token }: { name: string; token: string }): Promise<Bot> {
+    const session = { token };
     const snapshot = await json<Snapshot>(
       await fetch(`${opts.baseUrl}/api/conversations`, { headers: { authorization: `Bearer ${session.token}` } }),
     );
@@ -89,7 +86,12 @@ export async function startBots(opts: BotsOptions): Promise<Bots> {
       forceNew: true,
     });
     const bot: Bot = { name, socket, conversations: new Map() };
-    const track = (c: ConversationDTO) => bot.conversations.set(c.id, { lastSeq: c.lastSeq, unread: c.unreadCount });
+    // Only the direct conversation with the owner: a bot never posts where someone else put it.
+    const track = (c: ConversationDTO) => {
+      if (c.kind === "direct" && c.members.some((m) => m.id === opts.ownerId)) {
+        bot.conversations.set(c.id, { lastSeq: c.lastSeq, unread: c.unreadCount });
+      }
+    };
     snapshot.conversations.forEach(track);
     socket.on("conversation:created", ({ conversation }) => track(conversation));
     socket.on("message:new", ({ message }) => {
@@ -140,7 +142,7 @@ export async function startBots(opts: BotsOptions): Promise<Bots> {
   }
 
   try {
-    for (const name of opts.users) bots.push(await join(name));
+    for (const account of opts.accounts) bots.push(await join(account));
   } catch (err) {
     for (const b of bots) b.socket.disconnect();
     throw err;

@@ -1,17 +1,12 @@
 import type { Server as HttpServer } from "node:http";
-import { requireSession } from "../realtime/auth.ts";
-import type { Redis } from "ioredis";
 import type { Namespace } from "socket.io";
-import { demoUsers } from "../../prisma/seed-data.ts";
-import type { SocketData } from "../contracts/index.ts";
+import type { ModuleContext } from "../app.ts";
+import type { SocketData, UserDTO } from "../contracts/index.ts";
 import type { LabClientToServerEvents, LabServerToClientEvents } from "../contracts/lab.ts";
-import type { Db } from "../db/prisma.ts";
 import { AppError } from "../errors.ts";
-import type { Logger } from "../log.ts";
+import { requireSession } from "../realtime/auth.ts";
 import { command } from "../realtime/command.ts";
-import type { TallyServer } from "../realtime/notifier.ts";
-import { userRoom } from "../redis/keys.ts";
-import type { SessionService } from "../sessions/sessions.service.ts";
+import { sessionRoom, userRoom } from "../redis/keys.ts";
 import { parse } from "../validation.ts";
 import { createLabService } from "./lab.service.ts";
 import { botsInputSchema, runInputSchema, stopInputSchema, storyInputSchema } from "./params.ts";
@@ -22,15 +17,6 @@ export type LabNamespace = Namespace<
   Record<string, never>,
   SocketData
 >;
-
-export interface LabDeps {
-  io: TallyServer;
-  httpServer: HttpServer;
-  redis: Redis;
-  db: Db;
-  sessions: SessionService;
-  log: Logger;
-}
 
 /** Where this instance answers itself (the bots connect to it like any browser). */
 function selfUrl(httpServer: HttpServer): string {
@@ -48,27 +34,74 @@ function selfUrl(httpServer: HttpServer): string {
   return `http://${host}:${address.port}`;
 }
 
+/** The bot accounts of one user: `bot-<owner id>-<k>` (people cannot sign up with names starting `bot-`). */
+function botName(ownerId: number, k: number): string {
+  return `bot-${ownerId}-${k}`;
+}
+
 /**
  * The consistency lab on the `/lab` Socket.IO namespace: open to any signed-in user (it only touches its own
  * redis-server, or `lab:<run>:…` keys), never to anonymous sockets. Runs report to every lab tab of the user
- * who started them.
+ * who started them; only that user can stop them. Mounted by server/lab/module.ts.
  */
-export function registerLab({ io, httpServer, redis, db, sessions, log }: LabDeps): { close(): Promise<void> } {
+export function registerLab({ io, httpServer, redis, db, sessions, conversations, notifier, log }: ModuleContext): {
+  close(): Promise<void>;
+} {
   const lab = createLabService({ sharedRedis: redis, log: log.child({ lab: true }) });
   const nsp = io.of("/lab") as unknown as LabNamespace;
+
+  /** Sessions of each owner's running bots, revoked when the bots stop. */
+  const botSessions = new Map<number, string[]>();
+
+  /** The owner's bot accounts, each signed in and in a direct conversation with the owner. */
+  async function botAccounts(owner: UserDTO, count: number) {
+    const accounts: { name: string; token: string; sessionId: string }[] = [];
+    for (let k = 1; k <= count; k++) {
+      const name = botName(owner.id, k);
+      const bot = await db.user.upsert({
+        where: { name },
+        update: {},
+        create: { name, isBot: true },
+        select: { id: true, isBot: true },
+      });
+      if (!bot.isBot) throw new AppError("conflict", `${name} is not a bot account.`);
+      const { conversationId, created, memberIds } = await conversations.create(
+        owner,
+        { memberNames: [name] },
+        { withBots: true },
+      );
+      if (created) {
+        for (const memberId of memberIds) {
+          notifier.conversationCreated(memberId, await conversations.describe(conversationId, memberId));
+        }
+      }
+      const { token, sessionId } = await sessions.createSession(bot.id);
+      accounts.push({ name, token, sessionId });
+    }
+    return accounts;
+  }
+
+  async function stopBotsOf(ownerId: number) {
+    const status = await lab.stopBots(ownerId);
+    const ended = botSessions.get(ownerId) ?? [];
+    botSessions.delete(ownerId);
+    await Promise.all(ended.map((id) => sessions.revoke(id)));
+    notifier.sessionsEnded(ended);
+    return status;
+  }
 
   nsp.use(requireSession(sessions, log));
 
   nsp.on("connection", (socket) => {
     const user = socket.data.user;
     const room = userRoom(user.id);
-    void socket.join(room);
+    void socket.join([room, sessionRoom(socket.data.sessionId)]);
 
     socket.on(
       "lab:start",
       command(log, "lab:start", async (payload) => {
         const input = parse(runInputSchema, payload);
-        const run = await lab.start(input.strategies, input.workload, {
+        const run = await lab.start(user.id, input.strategies, input.workload, {
           sampled: (sample) => nsp.to(room).emit("lab:sampled", sample),
           finished: (result) => nsp.to(room).emit("lab:finished", result),
           failed: (runId, message) => nsp.to(room).emit("lab:failed", { runId, message }),
@@ -80,14 +113,14 @@ export function registerLab({ io, httpServer, redis, db, sessions, log }: LabDep
     socket.on(
       "lab:stop",
       command(log, "lab:stop", async (payload) => {
-        await lab.stop(parse(stopInputSchema, payload).runId);
+        await lab.stop(user.id, parse(stopInputSchema, payload).runId);
         return {};
       }),
     );
 
     socket.on(
       "lab:status",
-      command(log, "lab:status", async () => lab.status()),
+      command(log, "lab:status", async () => lab.status(user.id)),
     );
 
     socket.on(
@@ -101,20 +134,19 @@ export function registerLab({ io, httpServer, redis, db, sessions, log }: LabDep
       "bots:start",
       command(log, "bots:start", async (payload) => {
         const input = parse(botsInputSchema, payload);
-        const users = input.users ?? demoUsers.filter((name) => name !== user.name);
-        const found = await db.user.findMany({ where: { name: { in: users } }, select: { name: true } });
-        const missing = users.filter((name) => !found.some((u) => u.name === name));
-        if (missing.length > 0) {
-          throw new AppError(
-            "not_found",
-            `No such user: ${missing.join(", ")} (the demo users are seeded with SEED_DEMO=1).`,
-          );
-        }
-        const bots = await lab.startBots({
+        if (user.bot) throw new AppError("forbidden", "Bots cannot start bots.");
+        await stopBotsOf(user.id);
+        const accounts = await botAccounts(user, input.count);
+        botSessions.set(
+          user.id,
+          accounts.map((a) => a.sessionId),
+        );
+        const bots = await lab.startBots(user.id, {
           baseUrl: selfUrl(httpServer),
-          users,
+          accounts,
+          ownerId: user.id,
           rate: input.rate,
-          onChange: (status) => nsp.local.emit("bots:changed", status),
+          onChange: (status) => nsp.to(room).emit("bots:changed", status),
         });
         return { bots };
       }),
@@ -122,9 +154,14 @@ export function registerLab({ io, httpServer, redis, db, sessions, log }: LabDep
 
     socket.on(
       "bots:stop",
-      command(log, "bots:stop", async () => ({ bots: await lab.stopBots() })),
+      command(log, "bots:stop", async () => ({ bots: await stopBotsOf(user.id) })),
     );
   });
 
-  return { close: () => lab.close() };
+  return {
+    close: async () => {
+      await Promise.all([...botSessions.keys()].map((ownerId) => stopBotsOf(ownerId)));
+      await lab.close();
+    },
+  };
 }

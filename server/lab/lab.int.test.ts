@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Socket } from "socket.io-client";
-import { seedDemo } from "../../prisma/seed.ts";
+import type { Snapshot } from "../contracts/index.ts";
 import type { LabClientToServerEvents, LabServerToClientEvents, LabRunResult, LabSample } from "../contracts/lab.ts";
 import { connectSocket, nextEvent, startHarness, type Harness } from "../testing/harness.ts";
 
@@ -41,7 +41,7 @@ describe("the /lab namespace", () => {
   });
 
   it("validates every command's payload", async () => {
-    const { token } = await h.signIn("lab_validate");
+    const { token } = await h.signUp("lab_validate");
     const lab = await labSocket(token);
     expect(await lab.emitWithAck("lab:start", { strategies: ["nope"] } as never)).toMatchObject({
       ok: false,
@@ -63,7 +63,7 @@ describe("the /lab namespace", () => {
   });
 
   it("runs a comparison, streams samples and reports to every lab tab of the user on both instances", async () => {
-    const { token } = await h.signIn("lab_runner");
+    const { token } = await h.signUp("lab_runner");
     const lab = await labSocket(token, 0);
     const otherTab = await labSocket(token, 1);
     const samples: LabSample[] = [];
@@ -100,7 +100,7 @@ describe("the /lab namespace", () => {
   });
 
   it("stops a run on request", async () => {
-    const { token } = await h.signIn("lab_stopper");
+    const { token } = await h.signUp("lab_stopper");
     const lab = await labSocket(token);
     const started = await lab.emitWithAck("lab:start", {
       strategies: ["lock"],
@@ -108,13 +108,19 @@ describe("the /lab namespace", () => {
     });
     if (!started.ok) throw new Error(started.error.message);
     const finished = once(lab, "lab:finished");
+    // Someone else on the same instance can see that a run is in progress but cannot stop it.
+    const stranger = await labSocket((await h.signUp("lab_stranger")).token, 0);
+    expect(await stranger.emitWithAck("lab:stop", { runId: started.run.runId })).toMatchObject({
+      ok: false,
+      error: { code: "forbidden" },
+    });
     expect(await lab.emitWithAck("lab:stop", { runId: started.run.runId })).toEqual({ ok: true });
     const result = await finished;
     expect(result.results[0]!.completed).toBeLessThan(1_000_000);
   });
 
   it("replays the two classic interleavings for each strategy", async () => {
-    const { token } = await h.signIn("lab_story");
+    const { token } = await h.signUp("lab_story");
     const lab = await labSocket(token);
     const race = await lab.emitWithAck("lab:replay", { scenario: "race" });
     if (!race.ok) throw new Error(race.error.message);
@@ -129,33 +135,71 @@ describe("the /lab namespace", () => {
 });
 
 describe("the bots", () => {
-  it("refuses users that do not exist", async () => {
-    const { token } = await h.signIn("lab_nobots");
-    const lab = await labSocket(token);
-    expect(await lab.emitWithAck("bots:start", { rate: 5, users: ["nobody_here_at_all"] })).toMatchObject({
-      ok: false,
-      error: { code: "not_found" },
-    });
-  });
-
-  it("chat as the other demo users in the seeded conversations until stopped", async () => {
-    await seedDemo(h.db);
-    const { token, user } = await h.signIn("alice");
+  it("chat as bot accounts of the user who started them, only with that user, until that user stops them", async () => {
+    const { token, user } = await h.signUp("lab_botowner");
     const chat = await h.connect(token, 1);
     const lab = await labSocket(token, 0);
     const changed = once(lab, "bots:changed", 10_000);
     const message = nextEvent(chat, "message:new", ({ message }) => message.senderId !== user.id, 15_000);
-    const started = await lab.emitWithAck("bots:start", { rate: 20 });
-    expect(started).toMatchObject({ ok: true, bots: { running: true, users: ["bob", "carol", "dave"] } });
-    expect((await message).message.senderName).toMatch(/^(bob|carol|dave)$/);
+    const started = await lab.emitWithAck("bots:start", { rate: 20, count: 2 });
+    const botNames = [`bot-${user.id}-1`, `bot-${user.id}-2`];
+    expect(started).toMatchObject({ ok: true, bots: { running: true, users: botNames } });
+    expect(botNames).toContain((await message).message.senderName);
     expect((await changed).running).toBe(true);
+
+    // The owner sees one direct conversation per bot, each member marked as a bot.
+    const snapshot = (await h.http("/api/conversations", { token })).body as Snapshot;
+    expect(snapshot.conversations.map((c) => [c.kind, c.title]).sort()).toEqual(botNames.map((n) => ["direct", n]));
+    for (const c of snapshot.conversations) {
+      expect(c.members.find((m) => m.id !== user.id)).toMatchObject({ bot: true });
+    }
+    const botIds = snapshot.conversations.map((c) => c.members.find((m) => m.id !== user.id)!.id);
+    const bots = await h.db.user.findMany({ where: { id: { in: botIds } } });
+    expect(bots.map((b) => [b.isBot, b.passwordHash])).toEqual([
+      [true, null],
+      [true, null],
+    ]);
+
+    // A stranger's stop stops only the stranger's (no) bots.
+    const stranger = await labSocket((await h.signUp("lab_botstranger")).token, 1);
+    expect(await stranger.emitWithAck("bots:stop")).toMatchObject({ ok: true, bots: { running: false, sent: 0 } });
+    expect(await lab.emitWithAck("lab:status")).toMatchObject({ ok: true, bots: { running: true } });
     await expect
       .poll(async () => {
         const status = await lab.emitWithAck("lab:status");
         return status.ok ? status.bots.sent : -1;
       })
       .toBeGreaterThan(0);
+
     const stopped = await lab.emitWithAck("bots:stop");
     expect(stopped).toMatchObject({ ok: true, bots: { running: false } });
+    // Their sessions end with them.
+    expect(await h.db.session.count({ where: { userId: { in: botIds } } })).toBe(0);
+  });
+
+  it("are out of reach for people: no sign-up with a bot name, no conversation with a bot, no sign-in", async () => {
+    const { token, user } = await h.signUp("lab_botreach");
+    const lab = await labSocket(token);
+    const started = await lab.emitWithAck("bots:start", { rate: 0.1, count: 1 });
+    if (!started.ok) throw new Error(started.error.message);
+    await lab.emitWithAck("bots:stop");
+    const botName = `bot-${user.id}-1`;
+    const other = await h.signUp("lab_botreach2");
+    const create = await h.http("/api/conversations", {
+      method: "POST",
+      token: other.token,
+      body: JSON.stringify({ memberNames: [botName] }),
+    });
+    expect(create).toMatchObject({ status: 404, body: { error: { code: "not_found" } } });
+    const signUp = await h.http("/api/users", {
+      method: "POST",
+      body: JSON.stringify({ name: "bot-9-9", password: "long enough" }),
+    });
+    expect(signUp).toMatchObject({ status: 400, body: { error: { code: "invalid" } } });
+    const signIn = await h.http("/api/session", {
+      method: "POST",
+      body: JSON.stringify({ name: botName, password: "long enough" }),
+    });
+    expect(signIn).toMatchObject({ status: 401, body: { error: { code: "unauthorized" } } });
   });
 });

@@ -11,7 +11,7 @@ import type {
 } from "../contracts/lab.ts";
 import { AppError } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import { IDLE_BOTS, startBots, type Bots } from "./bots.ts";
+import { IDLE_BOTS, startBots, type Bots, type BotsOptions } from "./bots.ts";
 import { openLabRedis } from "./lab-redis.ts";
 import { describeRun, newRunId, runLab } from "./lab.ts";
 import { replayStories } from "./story.ts";
@@ -35,14 +35,16 @@ export type LabService = ReturnType<typeof createLabService>;
 
 /**
  * One lab run at a time per instance (a run loads both cores), on a redis-server of its own; stories replay
- * on one too. Also runs the demo bots.
+ * on one too. Also runs the demo bots, one set per user. A run and a user's bots belong to the user who
+ * started them: only they can stop them.
  */
 export function createLabService({ sharedRedis, log }: LabServiceDeps) {
-  let current: { info: LabRunInfo; abort: AbortController; done: Promise<void> } | null = null;
+  let current: { info: LabRunInfo; ownerId: number; abort: AbortController; done: Promise<void> } | null = null;
   let replaying: Promise<unknown> = Promise.resolve();
-  let bots: Bots | null = null;
+  const botsByOwner = new Map<number, Bots>();
 
   async function start(
+    ownerId: number,
     strategies: LabStrategyName[],
     workload: LabWorkload,
     listener: RunListener,
@@ -50,7 +52,7 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
     if (current) throw new AppError("rate_limited", "A lab run is in progress on this server; wait for it or stop it.");
     const abort = new AbortController();
     const runId = newRunId();
-    const slot = { info: null as unknown as LabRunInfo, abort, done: Promise.resolve() };
+    const slot = { info: null as unknown as LabRunInfo, ownerId, abort, done: Promise.resolve() };
     current = slot;
     let labRedis;
     try {
@@ -84,8 +86,10 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
     return info;
   }
 
-  async function stop(runId: string): Promise<void> {
+  async function stop(userId: number, runId: string): Promise<void> {
     if (!current || current.info.runId !== runId) throw new AppError("not_found", "No such lab run is in progress.");
+    if (current.ownerId !== userId)
+      throw new AppError("forbidden", "Only the person who started this run can stop it.");
     current.abort.abort();
     await current.done;
   }
@@ -106,20 +110,17 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
     return next;
   }
 
-  async function startBotsAs(opts: {
-    baseUrl: string;
-    users: string[];
-    rate: number;
-    onChange: (status: BotsStatus) => void;
-  }): Promise<BotsStatus> {
-    await stopBots();
-    bots = await startBots(opts);
+  /** Starts `ownerId`'s bots (replacing theirs, never anyone else's). */
+  async function startBotsFor(ownerId: number, opts: BotsOptions): Promise<BotsStatus> {
+    await stopBots(ownerId);
+    const bots = await startBots(opts);
+    botsByOwner.set(ownerId, bots);
     return bots.status();
   }
 
-  async function stopBots(): Promise<BotsStatus> {
-    const running = bots;
-    bots = null;
+  async function stopBots(ownerId: number): Promise<BotsStatus> {
+    const running = botsByOwner.get(ownerId);
+    botsByOwner.delete(ownerId);
     if (running) await running.stop();
     return running?.status() ?? IDLE_BOTS;
   }
@@ -128,13 +129,14 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
     start,
     stop,
     replay,
-    startBots: startBotsAs,
+    startBots: startBotsFor,
     stopBots,
-    status: () => ({ run: current?.info ?? null, bots: bots?.status() ?? IDLE_BOTS }),
+    /** The run in progress (anyone's: it keeps others from starting one) and the asking user's bots. */
+    status: (userId: number) => ({ run: current?.info ?? null, bots: botsByOwner.get(userId)?.status() ?? IDLE_BOTS }),
     async close() {
       current?.abort.abort();
       await current?.done;
-      await stopBots();
+      await Promise.all([...botsByOwner.keys()].map((ownerId) => stopBots(ownerId)));
     },
   };
 }

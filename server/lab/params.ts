@@ -49,11 +49,7 @@ export const storyInputSchema = z.strictObject({ scenario: z.enum(["race", "cras
 export const stopInputSchema = z.strictObject({ runId: z.string().regex(/^[a-z0-9]{1,32}$/, "runId is a run's id") });
 export const botsInputSchema = z.strictObject({
   rate: z.number().min(0.1).max(20),
-  users: z
-    .array(z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, "A name is 1–32 letters, digits, '_' or '-'."))
-    .min(1)
-    .max(10)
-    .optional(),
+  count: z.number().int().min(1).max(5).default(3),
 });
 
 /** The workload with every default filled in; throws a ZodError on bad input. */

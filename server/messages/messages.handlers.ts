@@ -1,9 +1,8 @@
 import type { Socket } from "socket.io";
 import type { ClientToServerEvents, InterServerEvents, ServerToClientEvents, SocketData } from "../contracts/index.ts";
-import { AppError } from "../errors.ts";
+import type { Limits } from "../limits/limits.ts";
 import type { Logger } from "../log.ts";
 import { command } from "../realtime/command.ts";
-import { tokenBucket } from "../realtime/rate-limit.ts";
 import { parse, readInput, sendInput } from "../validation.ts";
 import type { Delivery } from "./delivery.ts";
 import type { MessageService } from "./messages.service.ts";
@@ -16,19 +15,18 @@ export function registerMessageHandlers(
     messages: MessageService;
     delivery: Delivery;
     log: Logger;
-    sendRate: { perSecond: number; burst: number };
+    limits: Limits;
     fault?: "crash-after-commit";
   },
 ): void {
-  const { messages, delivery, log } = deps;
+  const { messages, delivery, log, limits } = deps;
   const user = socket.data.user;
-  const allowSend = tokenBucket(deps.sendRate.perSecond, deps.sendRate.burst);
 
   socket.on(
     "message:send",
     command(log, "message:send", async (payload) => {
       const input = parse(sendInput, payload);
-      if (!allowSend()) throw new AppError("rate_limited", "Slow down: too many messages at once.");
+      await limits.consume("send", { userId: user.id });
       const { message, memberIds } = await messages.send(user, input);
       if (deps.fault === "crash-after-commit") {
         // Test-only: die between the database commit and Redis, as a crashed process would.
@@ -45,6 +43,7 @@ export function registerMessageHandlers(
     "conversation:read",
     command(log, "conversation:read", async (payload) => {
       const input = parse(readInput, payload);
+      await limits.consume("read", { userId: user.id });
       const { cursor, lastSeq } = await messages.markRead(user, input.conversationId, input.seq);
       return delivery.deliverRead(user.id, input.conversationId, cursor, lastSeq);
     }),

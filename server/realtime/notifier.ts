@@ -8,7 +8,7 @@ import type {
   SocketData,
   UnreadUpdate,
 } from "../contracts/index.ts";
-import { userRoom } from "../redis/keys.ts";
+import { sessionRoom, userRoom } from "../redis/keys.ts";
 
 export type TallyServer = Server<ClientToServerEvents, ServerToClientEvents, InterServerEvents, SocketData>;
 
@@ -20,6 +20,8 @@ export interface Notifier {
   conversationUpdated(userId: number, conversation: ConversationDTO): void;
   conversationRemoved(userId: number, conversationId: number): void;
   unreadStale(userIds: number[] | "all-local"): void;
+  /** Sessions were revoked: disconnect their sockets on every instance (every namespace). */
+  sessionsEnded(sessionIds: string[]): void;
 }
 
 export function socketNotifier(io: TallyServer): Notifier {
@@ -34,5 +36,11 @@ export function socketNotifier(io: TallyServer): Notifier {
       void io.to(userRoom(userId)).emit("conversation:removed", { conversationId }),
     unreadStale: (userIds) =>
       void (userIds === "all-local" ? io.local : io.to(userIds.map(userRoom))).emit("unread:stale"),
+    sessionsEnded: (sessionIds) => {
+      if (sessionIds.length === 0) return;
+      const rooms = sessionIds.map(sessionRoom);
+      // Through the adapter this reaches every instance; the lab namespace holds sockets of the session too.
+      for (const nsp of io._nsps.values()) nsp.in(rooms).disconnectSockets(true);
+    },
   };
 }

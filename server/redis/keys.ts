@@ -57,3 +57,18 @@ export function labPrefix(runId: string, strategy: string): string {
 export function userLockKey(userId: number, prefix = ""): string {
   return `${prefix}{u:${userId}}:lock`;
 }
+
+/** Room every socket of one server-side session joins: revoking the session disconnects it on every instance. */
+export function sessionRoom(sessionId: string): string {
+  return `session:${sessionId}`;
+}
+
+/**
+ * Rate-limit keys: per user in the user's hash slot, per address and per name in a slot of their own. The
+ * limiter library adds its own key prefix (`rl:<limit>:`) in front.
+ */
+export function limitSubject(subject: { userId: number } | { address: string } | { name: string }): string {
+  if ("userId" in subject) return `{u:${subject.userId}}`;
+  if ("address" in subject) return `{a:${subject.address}}`;
+  return `{n:${subject.name.toLowerCase()}}`;
+}

@@ -6,6 +6,8 @@ import { inject } from "vitest";
 import { createApp, type App } from "../app.ts";
 import type { ClientToServerEvents, ServerToClientEvents, UserDTO } from "../contracts/index.ts";
 import { createDb, type Db } from "../db/prisma.ts";
+import { labModule } from "../lab/module.ts";
+import { defaultLimits, type LimitRules } from "../limits/limits.ts";
 import { logger } from "../log.ts";
 import { createAdapterClients, createRedis } from "../redis/client.ts";
 import { createTestDatabase } from "./db.ts";
@@ -23,7 +25,8 @@ export interface Harness {
   db: Db;
   redis: Redis;
   instances: Instance[];
-  signIn(name: string, instance?: number): Promise<{ user: UserDTO; token: string }>;
+  /** Creates an account (password TEST_PASSWORD) and returns its session. */
+  signUp(name: string, instance?: number): Promise<{ user: UserDTO; token: string }>;
   connect(token: string, instance?: number): Promise<ClientSocket>;
   http(
     path: string,
@@ -32,13 +35,27 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export const TEST_SECRET = "test-secret-0123456789abcdef";
+export const TEST_PASSWORD = "test-password-1234";
+
+/** Limits high enough that tests which are not about limits never meet one. */
+export const GENEROUS_LIMITS: LimitRules = Object.fromEntries(
+  Object.keys(defaultLimits).map((name) => [name, { points: 1_000_000, durationS: 1 }]),
+) as LimitRules;
+
+export interface HarnessOptions {
+  unreadTtlMs?: number;
+  /** Limits for this harness (default: GENEROUS_LIMITS); name only the ones under test. */
+  limits?: Partial<LimitRules>;
+  maxSocketsPerUser?: number;
+  allowedOrigins?: string[];
+  lab?: boolean;
+}
 
 /**
  * Real servers for integration tests: `count` Tally instances on ephemeral ports, sharing one fresh database
  * and the test redis-server through the Redis adapter, exactly as production wires them.
  */
-export async function startHarness(count = 2, options: { unreadTtlMs?: number } = {}): Promise<Harness> {
+export async function startHarness(count = 2, options: HarnessOptions = {}): Promise<Harness> {
   const database = await createTestDatabase(inject("pgAdminUrl"));
   const redisUrl = inject("redisUrl");
   const db = createDb(database.url);
@@ -59,11 +76,14 @@ export async function startHarness(count = 2, options: { unreadTtlMs?: number } 
       db,
       adapterClients,
       log,
+      modules: options.lab === false ? [] : [labModule],
       config: {
-        sessionSecret: TEST_SECRET,
-        sendRatePerSecond: 1000,
-        sendRateBurst: 1000,
-        secureCookies: false,
+        cookies: { secure: false, sameSite: "lax" },
+        trustProxy: false,
+        limits: { ...GENEROUS_LIMITS, ...options.limits },
+        maxSocketsPerUser: options.maxSocketsPerUser ?? 1000,
+        lab: options.lab !== false,
+        ...(options.allowedOrigins ? { allowedOrigins: options.allowedOrigins } : {}),
         ...(options.unreadTtlMs ? { unreadTtlMs: options.unreadTtlMs } : {}),
       },
     });
@@ -95,9 +115,10 @@ export async function startHarness(count = 2, options: { unreadTtlMs?: number } 
     redis,
     instances,
     http,
-    async signIn(name, instance = 0) {
-      const res = await http("/api/session", { method: "POST", body: JSON.stringify({ name }), instance });
-      if (res.status !== 200) throw new Error(`sign-in failed: ${JSON.stringify(res.body)}`);
+    async signUp(name, instance = 0) {
+      const body = JSON.stringify({ name, password: TEST_PASSWORD });
+      const res = await http("/api/users", { method: "POST", body, instance });
+      if (res.status !== 200) throw new Error(`sign-up failed: ${JSON.stringify(res.body)}`);
       return res.body as { user: UserDTO; token: string };
     },
     connect(token, instance = 0) {

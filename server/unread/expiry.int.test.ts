@@ -17,7 +17,7 @@ beforeAll(async () => {
 afterAll(() => h.close());
 
 let n = 0;
-const user = (base: string) => h.signIn(`${base}_${Date.now().toString(36)}${n++}`);
+const user = (base: string) => h.signUp(`${base}_${Date.now().toString(36)}${n++}`);
 
 async function create(token: string, memberNames: string[]): Promise<ConversationDTO> {
   const res = await h.http("/api/conversations", { method: "POST", token, body: JSON.stringify({ memberNames }) });

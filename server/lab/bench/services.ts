@@ -1,3 +1,4 @@
+import { LIFTED_LIMITS } from "../../limits/limits.ts";
 import { spawn, type ChildProcess } from "node:child_process";
 import { chown, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -15,7 +16,6 @@ export interface BenchServices {
   databaseUrl: string;
   redisUrl: string;
   redisPort: number;
-  sessionSecret: string;
   stop(): Promise<void>;
 }
 
@@ -47,7 +47,6 @@ export async function startBenchServices(): Promise<BenchServices> {
     databaseUrl: pg.url,
     redisUrl: redis.url,
     redisPort: redis.port,
-    sessionSecret: "bench-secret-0123456789abcdef",
     stop,
   };
 }
@@ -71,15 +70,13 @@ export async function startInstance(services: BenchServices, name: string): Prom
       HOST: "127.0.0.1",
       DATABASE_URL: services.databaseUrl,
       REDIS_URL: services.redisUrl,
-      SESSION_SECRET: services.sessionSecret,
       SEED_DEMO: "0",
       SERVE_UI: "0",
       DATA_DIR: path.join(services.tmpDir, `instance-${name}`),
       NODE_ENV: "production",
       LOG_LEVEL: process.env.BENCH_INSTANCE_LOG_LEVEL ?? "warn",
-      // The benchmark offers far more than one person types; the per-connection limit is not what it measures.
-      SEND_RATE_PER_SECOND: "1000000",
-      SEND_RATE_BURST: "1000000",
+      // The benchmark offers far more than one person types, from one address: limits are not what it measures.
+      RATE_LIMITS: LIFTED_LIMITS,
     },
     stdio: ["ignore", "inherit", "inherit"],
   });

@@ -1,3 +1,4 @@
+import { LIFTED_LIMITS } from "../../limits/limits.ts";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -10,7 +11,6 @@ const root = fileURLToPath(new URL("../../..", import.meta.url));
 export interface InstanceOptions {
   databaseUrl: string;
   redisUrl: string;
-  sessionSecret: string;
   /** Kill the process right after a send commits (TALLY_FAULT=crash-after-commit). */
   crashAfterCommit?: boolean;
   relayMs?: number;
@@ -58,15 +58,13 @@ export class Instance {
       HOST: "127.0.0.1",
       DATABASE_URL: this.options.databaseUrl,
       REDIS_URL: this.options.redisUrl,
-      SESSION_SECRET: this.options.sessionSecret,
       DATA_DIR: this.dataDir,
       SEED_DEMO: "0",
       SERVE_UI: "0",
       LOG_LEVEL: "warn",
       OUTBOX_RELAY_MS: String(this.options.relayMs ?? 300),
       RECONCILE_INTERVAL_S: "0",
-      SEND_RATE_PER_SECOND: "1000",
-      SEND_RATE_BURST: "1000",
+      RATE_LIMITS: LIFTED_LIMITS,
     };
     delete env.TALLY_FAULT;
     if (this.options.crashAfterCommit) env.TALLY_FAULT = "crash-after-commit";

@@ -25,7 +25,6 @@ export interface SimEnvironment {
   instances: Instance[];
   /** Starts with TALLY_FAULT=crash-after-commit: each send through it commits, then kills it. */
   crasher: Instance | null;
-  sessionSecret: string;
   close(): Promise<void>;
 }
 
@@ -35,8 +34,7 @@ export async function createSimEnvironment(opts: {
   instances?: number;
   withCrasher?: boolean;
 }): Promise<SimEnvironment> {
-  const sessionSecret = randomBytes(24).toString("hex");
-  const base = { databaseUrl: opts.databaseUrl, redisUrl: opts.redisServer.url, sessionSecret };
+  const base = { databaseUrl: opts.databaseUrl, redisUrl: opts.redisServer.url };
   const instances = await Promise.all(Array.from({ length: opts.instances ?? 2 }, () => Instance.start(base)));
   const crasher = opts.withCrasher ? await Instance.start({ ...base, crashAfterCommit: true }) : null;
   const db = createDb(opts.databaseUrl, { max: 4 });
@@ -47,7 +45,6 @@ export async function createSimEnvironment(opts: {
     redisServer: opts.redisServer,
     instances,
     crasher,
-    sessionSecret,
     async close() {
       await Promise.allSettled([...instances, ...(crasher ? [crasher] : [])].map((i) => i.stop()));
       await Promise.allSettled([redis.quit(), db.$disconnect()]);
@@ -176,9 +173,9 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
   const users: SimUser[] = [];
   for (let i = 0; i < o.users; i++) {
     const name = `sim${tag}_${i}`;
-    const { user, token } = await http<{ user: { id: number }; token: string }>(anyUrl(), "/api/session", {
+    const { user, token } = await http<{ user: { id: number }; token: string }>(anyUrl(), "/api/users", {
       method: "POST",
-      body: JSON.stringify({ name }),
+      body: JSON.stringify({ name, password: "sim-password-1234" }),
     });
     const tabs = [0, 1].map((t) => new SimTab(`${name}/tab${t}`, token, violations));
     users.push({ name, id: user.id, token, tabs });

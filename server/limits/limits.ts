@@ -1,0 +1,136 @@
+import type { Redis } from "ioredis";
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
+import { z } from "zod";
+import { AppError } from "../errors.ts";
+import { limitSubject } from "../redis/keys.ts";
+
+/**
+ * Every limit Tally enforces, counted in Redis so that it holds per user (or address, or name) whatever the
+ * number of sockets and instances. Fixed windows by rate-limiter-flexible: `points` calls per `durationS`.
+ */
+export const defaultLimits = {
+  /** Messages sent by one user (SEND_RATE_PER_SECOND and SEND_RATE_BURST set it too). */
+  send: { points: 60, durationS: 3 },
+  /** `conversation:read` calls by one user. */
+  read: { points: 120, durationS: 10 },
+  /** `sync` calls by one user: a sync reads every conversation of the user, so it is the costly one. */
+  sync: { points: 20, durationS: 10 },
+  /** Conversations created by one user. */
+  create: { points: 30, durationS: 60 },
+  /** Other people one user adds to new groups (each member of a new group counts one). */
+  groupAdd: { points: 200, durationS: 3600 },
+  /** Accounts created from one address. */
+  signUp: { points: 20, durationS: 3600 },
+  /** Sign-in attempts from one address. */
+  signIn: { points: 30, durationS: 60 },
+  /** Failed sign-ins for one name, from anywhere; a successful sign-in clears it. */
+  signInFailures: { points: 10, durationS: 900 },
+} satisfies Record<string, LimitRule>;
+
+export type LimitName = keyof typeof defaultLimits;
+export interface LimitRule {
+  points: number;
+  durationS: number;
+}
+export type LimitRules = Record<LimitName, LimitRule>;
+export type LimitSubject = Parameters<typeof limitSubject>[0];
+
+const UNIT_S = { s: 1, m: 60, h: 3600 } as const;
+const override = z
+  .string()
+  .regex(/^([A-Za-z]+)=(\d+)\/(\d+)([smh])$/, "each entry is name=points/duration, e.g. send=60/3s")
+  .transform((entry, ctx) => {
+    const [, name, points, amount, unit] = /^([A-Za-z]+)=(\d+)\/(\d+)([smh])$/.exec(entry)!;
+    if (!(name! in defaultLimits)) {
+      ctx.addIssue({
+        code: "custom",
+        message: `unknown limit ${name}; known: ${Object.keys(defaultLimits).join(", ")}`,
+      });
+      return z.NEVER;
+    }
+    const rule = { points: Number(points), durationS: Number(amount) * UNIT_S[unit as keyof typeof UNIT_S] };
+    if (rule.points < 1 || rule.durationS < 1) {
+      ctx.addIssue({ code: "custom", message: `${entry}: points and duration must be at least 1` });
+      return z.NEVER;
+    }
+    return [name as LimitName, rule] as const;
+  });
+
+/** `RATE_LIMITS`: comma-separated overrides such as `signUp=200/1h,sync=10/10s`. */
+export const limitOverrides = z
+  .string()
+  .transform((text) =>
+    text
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean),
+  )
+  .pipe(z.array(override))
+  .transform((entries) => Object.fromEntries(entries) as Partial<LimitRules>);
+
+const WORDS: Record<LimitName, string> = {
+  send: "Slow down: too many messages at once.",
+  read: "Too many read updates; try again shortly.",
+  sync: "Too many refreshes; try again shortly.",
+  create: "Too many new conversations; try again later.",
+  groupAdd: "You have added too many people to groups; try again later.",
+  signUp: "Too many new accounts from this address; try again later.",
+  signIn: "Too many sign-in attempts from this address; try again shortly.",
+  signInFailures: "Too many failed sign-ins for this name; try again later.",
+};
+
+export type Limits = ReturnType<typeof createLimits>;
+
+/**
+ * Redis-backed limiters. While Redis is unreachable each falls back to a per-instance in-memory limiter of the
+ * same rule (the library's insurance limiter), so limits hold per instance instead of failing every request.
+ */
+export function createLimits({ redis, rules }: { redis: Redis; rules: LimitRules }) {
+  const limiters = new Map<LimitName, RateLimiterRedis>();
+  for (const [name, rule] of Object.entries(rules) as [LimitName, LimitRule][]) {
+    const options = { keyPrefix: `rl:${name}`, points: rule.points, duration: rule.durationS };
+    limiters.set(
+      name,
+      new RateLimiterRedis({
+        ...options,
+        // Not rejectIfRedisNotReady: a call made while the client still connects must count in Redis. When
+        // Redis is down the client fails the call after its retries and the insurance limiter takes over.
+        storeClient: redis,
+        insuranceLimiter: new RateLimiterMemory(options),
+      }),
+    );
+  }
+  const limiter = (name: LimitName) => limiters.get(name)!;
+  const refuse = (name: LimitName, res: RateLimiterRes) =>
+    new AppError("rate_limited", WORDS[name], Math.max(1, Math.ceil(res.msBeforeNext)));
+
+  return {
+    rules,
+    /** Counts `points` calls against the subject's limit; throws `rate_limited` with a retry hint when over. */
+    async consume(name: LimitName, subject: LimitSubject, points = 1): Promise<void> {
+      try {
+        await limiter(name).consume(limitSubject(subject), points);
+      } catch (err) {
+        if (err instanceof RateLimiterRes) throw refuse(name, err);
+        throw err;
+      }
+    },
+    /** Throws `rate_limited` when the subject is already over the limit, without counting a call. */
+    async check(name: LimitName, subject: LimitSubject): Promise<void> {
+      const res = await limiter(name).get(limitSubject(subject));
+      if (res && res.consumedPoints >= rules[name].points) throw refuse(name, res);
+    },
+    /** Forgets the subject's count (a successful sign-in clears its failures). */
+    async reset(name: LimitName, subject: LimitSubject): Promise<void> {
+      await limiter(name).delete(limitSubject(subject));
+    },
+  };
+}
+
+/**
+ * A RATE_LIMITS value that lifts every limit, for processes that load-test or simulate many users from one
+ * address (benchmarks, the fault model, end-to-end tests). Never for a deployment.
+ */
+export const LIFTED_LIMITS = Object.keys(defaultLimits)
+  .map((name) => `${name}=1000000/1s`)
+  .join(",");

@@ -1,0 +1,442 @@
+/**
+ * The attacker's suite: each finding of the security review (issue 8) as a test that failed before the fix.
+ * Real servers, real sockets, a real database and Redis; two instances wherever "every instance" matters.
+ */
+import { io as connect, type Socket } from "socket.io-client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ClientToServerEvents, ServerToClientEvents } from "./contracts/index.ts";
+import { connectSocket, startHarness, TEST_PASSWORD, type ClientSocket, type Harness } from "./testing/harness.ts";
+
+type Client = Socket<ServerToClientEvents, ClientToServerEvents>;
+
+/** Resolves with the reason once `socket` is disconnected, or rejects after `ms`. */
+function disconnected(socket: ClientSocket, ms = 5000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("still connected")), ms);
+    socket.once("disconnect", (reason) => {
+      clearTimeout(timer);
+      resolve(reason);
+    });
+  });
+}
+
+/** A socket whose handshake carries `origin`, as a browser page on that origin would send. */
+function socketFrom(url: string, origin: string, token: string, track: Client[]): Promise<Client> {
+  const socket: Client = connect(url, {
+    auth: { token },
+    transports: ["websocket"],
+    extraHeaders: { origin },
+    forceNew: true,
+    reconnection: false,
+  });
+  track.push(socket);
+  return new Promise((resolve, reject) => {
+    socket.once("connect", () => resolve(socket));
+    socket.once("connect_error", reject);
+  });
+}
+
+describe("accounts, sessions and the front door", () => {
+  let h: Harness;
+  const clients: Client[] = [];
+  beforeAll(async () => {
+    h = await startHarness(2);
+  });
+  afterAll(async () => {
+    for (const c of clients) c.disconnect();
+    await h.close();
+  });
+
+  it("no longer signs anyone in by name alone", async () => {
+    await h.signUp("sec_victim");
+    const res = await h.http("/api/session", { method: "POST", body: JSON.stringify({ name: "sec_victim" }) });
+    expect(res).toMatchObject({ status: 400, body: { ok: false, error: { code: "invalid" } } });
+    expect(res.body.token).toBeUndefined();
+  });
+
+  it("signs up with a password stored only as an argon2id hash, and refuses a taken name in any case", async () => {
+    const res = await fetch(`${h.instances[0]!.url}/api/users`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "Sec_New", password: "a good password" }),
+    });
+    const body = (await res.json()) as { ok: boolean; user: { name: string }; token: string };
+    expect(res.status).toBe(200);
+    expect(body).toMatchObject({ ok: true, user: { name: "Sec_New" }, token: expect.any(String) });
+    expect(res.headers.get("set-cookie")).toMatch(
+      /^tally_session=[\w-]{43}; Max-Age=2592000; Path=\/; HttpOnly; SameSite=Lax$/,
+    );
+    const row = await h.db.user.findUniqueOrThrow({ where: { name: "Sec_New" } });
+    expect(row.passwordHash).toMatch(/^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
+    expect(row.passwordHash).not.toContain("a good password");
+    // The token itself is not stored either.
+    expect(await h.db.session.count({ where: { id: body.token } })).toBe(0);
+
+    for (const name of ["Sec_New", "sec_new", "SEC_NEW"]) {
+      const again = await h.http("/api/users", {
+        method: "POST",
+        body: JSON.stringify({ name, password: "whatever123" }),
+      });
+      expect(again).toMatchObject({ status: 409, body: { ok: false, error: { code: "conflict" } } });
+    }
+    expect(await h.db.user.count({ where: { name: { equals: "sec_new", mode: "insensitive" } } })).toBe(1);
+  });
+
+  it("answers an unknown name and a wrong password alike", async () => {
+    await h.signUp("sec_known");
+    const wrong = await h.http("/api/session", {
+      method: "POST",
+      body: JSON.stringify({ name: "sec_known", password: "not the password" }),
+    });
+    const unknown = await h.http("/api/session", {
+      method: "POST",
+      body: JSON.stringify({ name: "sec_unknown_name", password: "not the password" }),
+    });
+    expect(wrong).toEqual({
+      status: 401,
+      body: { ok: false, error: { code: "unauthorized", message: "Wrong name or password." } },
+    });
+    expect(unknown).toEqual(wrong);
+    const right = await h.http("/api/session", {
+      method: "POST",
+      body: JSON.stringify({ name: "SEC_KNOWN", password: TEST_PASSWORD }),
+    });
+    expect(right).toMatchObject({ status: 200, body: { ok: true, user: { name: "sec_known" } } });
+  });
+
+  it("revokes the presented session on every instance, as bearer and as cookie; other sessions keep working", async () => {
+    const { token } = await h.signUp("sec_revoke");
+    const second = await h.http("/api/session", {
+      method: "POST",
+      body: JSON.stringify({ name: "sec_revoke", password: TEST_PASSWORD }),
+    });
+    const other = second.body.token as string;
+    for (const instance of [0, 1]) expect((await h.http("/api/session", { token, instance })).status).toBe(200);
+
+    const out = await h.http("/api/session", { method: "DELETE", token });
+    expect(out).toEqual({ status: 200, body: { ok: true } });
+    for (const instance of [0, 1]) {
+      expect((await h.http("/api/session", { token, instance })).body.error.code).toBe("unauthorized");
+      const byCookie = await h.http("/api/conversations", { instance, headers: { cookie: `tally_session=${token}` } });
+      expect(byCookie.status).toBe(401);
+      expect((await h.http("/api/session", { token: other, instance })).status).toBe(200);
+    }
+    await expect(h.connect(token, 1)).rejects.toMatchObject({ message: "unauthorized" });
+  });
+
+  it("disconnects every socket of a revoked session on every instance, and only those", async () => {
+    const { token } = await h.signUp("sec_sockets");
+    const second = await h.http("/api/session", {
+      method: "POST",
+      body: JSON.stringify({ name: "sec_sockets", password: TEST_PASSWORD }),
+    });
+    const other = second.body.token as string;
+    const revokedTabs = [await h.connect(token, 0), await h.connect(token, 1)];
+    const otherTab = await h.connect(other, 1);
+    const gone = revokedTabs.map((s) => disconnected(s));
+
+    await h.http("/api/session", { method: "DELETE", token, instance: 0 });
+    expect(await Promise.all(gone)).toEqual(["io server disconnect", "io server disconnect"]);
+    expect(otherTab.connected).toBe(true);
+    expect(await otherTab.emitWithAck("sync")).toMatchObject({ ok: true });
+
+    // Signing out everywhere ends the rest.
+    const lastGone = disconnected(otherTab);
+    expect(await h.http("/api/sessions", { method: "DELETE", token: other, instance: 0 })).toEqual({
+      status: 200,
+      body: { ok: true, ended: 1 },
+    });
+    expect(await lastGone).toBe("io server disconnect");
+    expect((await h.http("/api/session", { token: other })).status).toBe(401);
+  });
+
+  it("refuses a socket handshake from a foreign Origin, and takes one from its own", async () => {
+    const { token } = await h.signUp("sec_origin");
+    const url = h.instances[0]!.url;
+    await expect(socketFrom(url, "http://127.0.0.1:1", token, clients)).rejects.toThrow();
+    await expect(socketFrom(url, "http://evil.example", token, clients)).rejects.toThrow();
+    await expect(socketFrom(url, "null", token, clients)).rejects.toThrow();
+    const own = await socketFrom(url, url, token, clients);
+    expect(await own.emitWithAck("sync")).toMatchObject({ ok: true });
+  });
+
+  it("refuses a cross-origin form POST (403) and any non-JSON body (415), changing nothing", async () => {
+    const alice = await h.signUp("sec_csrf_a");
+    const bob = await h.signUp("sec_csrf_b");
+    const carol = await h.signUp("sec_csrf_c");
+    const group = await h.http("/api/conversations", {
+      method: "POST",
+      token: alice.token,
+      body: JSON.stringify({ memberNames: [bob.user.name, carol.user.name], title: "csrf" }),
+    });
+    const id = group.body.conversation.id as number;
+    const cookie = `tally_session=${alice.token}`;
+    const formPost = (path: string, origin: string, body = "x=1") =>
+      h.http(path, { method: "POST", headers: { cookie, origin, "content-type": "text/plain" }, body });
+
+    const leave = await formPost(`/api/conversations/${id}/leave`, "http://127.0.0.1:1");
+    expect(leave).toMatchObject({ status: 403, body: { error: { code: "forbidden" } } });
+    const create = await formPost(
+      "/api/conversations",
+      "http://evil.example",
+      JSON.stringify({ memberNames: [bob.user.name] }),
+    );
+    expect(create.status).toBe(403);
+    // Even with a JSON body, another origin may not change state.
+    const jsonFromElsewhere = await h.http(`/api/conversations/${id}/leave`, {
+      method: "POST",
+      headers: { cookie, origin: "http://evil.example", "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(jsonFromElsewhere.status).toBe(403);
+    // Same origin, but not JSON.
+    const own = h.instances[0]!.url;
+    const plain = await formPost(`/api/conversations/${id}/leave`, own);
+    expect(plain).toMatchObject({ status: 415, body: { error: { code: "unsupported_media_type" } } });
+    const urlencoded = await h.http("/api/users", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "name=x&password=yyyyyyyy",
+    });
+    expect(urlencoded.status).toBe(415);
+
+    expect(await h.db.membership.count({ where: { conversationId: id } })).toBe(3);
+    expect(await h.db.membership.count({ where: { userId: alice.user.id } })).toBe(1);
+    // And the same request from its own origin, as JSON, works.
+    const ok = await h.http(`/api/conversations/${id}/leave`, { method: "POST", headers: { cookie, origin: own } });
+    expect(ok.status).toBe(200);
+  });
+
+  it("sends the security headers on API answers", async () => {
+    const res = await fetch(`${h.instances[0]!.url}/api/health`);
+    const csp = res.headers.get("content-security-policy") ?? "";
+    expect(csp).toMatch(/frame-ancestors 'none'/);
+    expect(csp).toMatch(/script-src 'nonce-[A-Za-z0-9+/=]{24}' 'strict-dynamic'/);
+    expect(csp.split(";").find((d) => d.trim().startsWith("script-src"))).not.toMatch(/unsafe-inline/);
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+    expect(res.headers.get("referrer-policy")).toBe("strict-origin-when-cross-origin");
+    expect(res.headers.get("strict-transport-security")).toBeNull();
+    const next = await fetch(`${h.instances[0]!.url}/api/health`);
+    expect(next.headers.get("content-security-policy")).not.toBe(csp);
+  });
+
+  it("ignores a malformed session cookie: a valid bearer still works, without one it is 401, never 503", async () => {
+    const { token } = await h.signUp("sec_cookie");
+    for (const bad of ["%E0%A4%A", "%", '"unterminated', "x".repeat(5000)]) {
+      const cookie = `tally_session=${bad}`;
+      expect((await h.http("/api/session", { token, headers: { cookie } })).status).toBe(200);
+      expect(await h.http("/api/session", { headers: { cookie } })).toMatchObject({
+        status: 401,
+        body: { error: { code: "unauthorized" } },
+      });
+    }
+    const socket = await new Promise<Client>((resolve, reject) => {
+      const s: Client = connect(h.instances[1]!.url, {
+        auth: { token },
+        transports: ["websocket"],
+        extraHeaders: { cookie: "tally_session=%E0%A4%A" },
+        forceNew: true,
+        reconnection: false,
+      });
+      clients.push(s);
+      s.once("connect", () => resolve(s));
+      s.once("connect_error", reject);
+    });
+    expect(socket.connected).toBe(true);
+  });
+
+  it("answers NUL and lone surrogates with `invalid` naming the field, and stores exactly what it acknowledges", async () => {
+    const alice = await h.signUp("sec_text_a");
+    const bob = await h.signUp("sec_text_b");
+    const conv = await h.http("/api/conversations", {
+      method: "POST",
+      token: alice.token,
+      body: JSON.stringify({ memberNames: [bob.user.name] }),
+    });
+    const conversationId = conv.body.conversation.id as number;
+    const s = await h.connect(alice.token);
+    const send = (content: string, clientMsgId: string) =>
+      s.emitWithAck("message:send", { conversationId, clientMsgId, content });
+    const nul = await send("a\u0000b", "nul");
+    expect(nul).toMatchObject({
+      ok: false,
+      error: { code: "invalid", message: expect.stringMatching(/^content: .*NUL/) },
+    });
+    for (const [content, id] of [
+      ["\ud800", "hi"],
+      ["x\udfff", "lo"],
+      ["\udc00\ud800", "swap"],
+    ] as const) {
+      expect(await send(content, id)).toMatchObject({
+        ok: false,
+        error: { code: "invalid", message: expect.stringMatching(/^content: /) },
+      });
+    }
+    const title = await h.http("/api/conversations", {
+      method: "POST",
+      token: alice.token,
+      body: JSON.stringify({ memberNames: [bob.user.name, "sec_text_a"], title: "bad\u0000title" }),
+    });
+    expect(title).toMatchObject({
+      status: 400,
+      body: { error: { code: "invalid", message: expect.stringMatching(/^title: /) } },
+    });
+    expect(await h.db.message.count({ where: { conversationId } })).toBe(0);
+
+    const tricky = "emoji 👍🏽, e\u0301, 中文, \u200b, \ud83d\ude00 and a tab\t";
+    const sent = await send(tricky, "ok");
+    if (!sent.ok) throw new Error(sent.error.message);
+    expect(sent.message.content).toBe(tricky.trim());
+    const stored = await h.db.message.findUniqueOrThrow({ where: { id: sent.message.id } });
+    expect(stored.content).toBe(sent.message.content);
+  });
+});
+
+describe("limits per user and per address, across sockets and instances", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness(2, {
+      maxSocketsPerUser: 10,
+      limits: {
+        send: { points: 60, durationS: 600 },
+        sync: { points: 5, durationS: 600 },
+        read: { points: 5, durationS: 600 },
+        create: { points: 3, durationS: 600 },
+        groupAdd: { points: 4, durationS: 600 },
+        signUp: { points: 12, durationS: 600 },
+        signIn: { points: 8, durationS: 600 },
+        signInFailures: { points: 3, durationS: 600 },
+      },
+    });
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it("holds one user to one send limit over 10 sockets on two instances, and caps their sockets", async () => {
+    const alice = await h.signUp("lim_a");
+    const bob = await h.signUp("lim_b");
+    const conv = await h.http("/api/conversations", {
+      method: "POST",
+      token: alice.token,
+      body: JSON.stringify({ memberNames: [bob.user.name] }),
+    });
+    const conversationId = conv.body.conversation.id as number;
+    const sockets: ClientSocket[] = [];
+    for (let i = 0; i < 10; i++) sockets.push(await h.connect(alice.token, i % 2));
+    await expect(h.connect(alice.token, 1)).rejects.toMatchObject({
+      message: "rate_limited",
+      data: { code: "rate_limited" },
+    });
+
+    const acks = await Promise.all(
+      sockets.flatMap((s, i) =>
+        Array.from({ length: 60 }, (_, j) =>
+          s.emitWithAck("message:send", { conversationId, clientMsgId: `m${i}-${j}`, content: `hello ${i}/${j}` }),
+        ),
+      ),
+    );
+    const accepted = acks.filter((a) => a.ok).length;
+    const refused = acks.filter((a) => !a.ok);
+    expect(accepted).toBe(60);
+    expect(refused).toHaveLength(540);
+    expect(refused[0]).toMatchObject({ ok: false, error: { code: "rate_limited", retryAfterMs: expect.any(Number) } });
+    expect(await h.db.message.count({ where: { conversationId } })).toBe(60);
+
+    // A socket closed frees its place under the cap.
+    sockets[0]!.disconnect();
+    await expect
+      .poll(async () =>
+        h.connect(alice.token, 1).then(
+          () => true,
+          () => false,
+        ),
+      )
+      .toBe(true);
+  });
+
+  it("limits sync, reads and conversation creation per user, with a retry hint", async () => {
+    const u = await h.signUp("lim_sync");
+    const others = [await h.signUp("lim_o1"), await h.signUp("lim_o2"), await h.signUp("lim_o3")];
+    const [s0, s1] = [await h.connect(u.token, 0), await h.connect(u.token, 1)];
+    const syncs = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? s1 : s0).emitWithAck("sync")));
+    expect(syncs.filter((r) => r.ok)).toHaveLength(5);
+    const http = await h.http("/api/conversations", { token: u.token });
+    expect(http.status).toBe(429);
+    expect(Number(http.body.error.retryAfterMs)).toBeGreaterThan(0);
+
+    const reads = await Promise.all(
+      Array.from({ length: 7 }, () => s0.emitWithAck("conversation:read", { conversationId: 1, seq: 1 })),
+    );
+    expect(reads.filter((r) => !r.ok && r.error.code === "rate_limited")).toHaveLength(2);
+
+    const create = (memberNames: string[]) =>
+      h.http("/api/conversations", { method: "POST", token: u.token, body: JSON.stringify({ memberNames }) });
+    // A group of three others uses 3 of the 4 group adds; the next group of two is over.
+    expect((await create(others.map((o) => o.user.name))).status).toBe(200);
+    expect(await create([others[0]!.user.name, others[1]!.user.name])).toMatchObject({
+      status: 429,
+      body: { error: { code: "rate_limited" } },
+    });
+    expect((await create([others[2]!.user.name])).status).toBe(200);
+    const over = await create([others[1]!.user.name]);
+    expect(over).toMatchObject({ status: 429, body: { error: { code: "rate_limited" } } });
+    expect(await h.db.membership.count({ where: { userId: u.user.id } })).toBe(2);
+  });
+
+  it("stops a sign-in flood per name and per address, with Retry-After", async () => {
+    await h.signUp("lim_victim");
+    const attempt = (name: string, password: string) =>
+      fetch(`${h.instances[0]!.url}/api/session`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ name, password }),
+      });
+    for (let i = 0; i < 3; i++) expect((await attempt("lim_victim", `guess number ${i}`)).status).toBe(401);
+    // The name is locked for a while, whatever the password.
+    const locked = await attempt("LIM_VICTIM", TEST_PASSWORD);
+    expect(locked.status).toBe(429);
+    expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(0);
+    // The address has used 4 of its 8 attempts.
+    for (let i = 0; i < 4; i++) expect((await attempt(`lim_guess_${i}`, "some password")).status).toBe(401);
+    const flood = await attempt("lim_guess_x", "some password");
+    expect(flood.status).toBe(429);
+    expect(await flood.json()).toMatchObject({
+      ok: false,
+      error: { code: "rate_limited", message: expect.stringMatching(/address/) },
+    });
+  });
+
+  it("stops a sign-up flood per address", async () => {
+    // Every account in this harness's database was signed up from this address, by the tests above too.
+    const before = await h.db.user.count();
+    const results: number[] = [];
+    for (let i = 0; i < 14 - before; i++) {
+      const res = await h.http("/api/users", {
+        method: "POST",
+        body: JSON.stringify({ name: `lim_flood_${i}`, password: "flood password" }),
+      });
+      results.push(res.status);
+    }
+    expect(results).toEqual([...Array<number>(12 - before).fill(200), 429, 429]);
+    expect(await h.db.user.count()).toBe(12);
+  });
+});
+
+describe("LAB=0", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness(1, { lab: false });
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it("has no lab namespace at all", async () => {
+    const { token } = await h.signUp("nolab");
+    await expect(connectSocket(`${h.instances[0]!.url}/lab`, token, [])).rejects.toMatchObject({
+      message: "Invalid namespace",
+    });
+  });
+});
