@@ -2,6 +2,12 @@ import type { Metadata, Viewport } from "next";
 import type { ReactNode } from "react";
 import "./globals.css";
 
+/**
+ * Rendered per request: the Content-Security-Policy nonce (server/http/headers.ts) is new on every request and
+ * Next.js puts it on its scripts only when it renders the page then.
+ */
+export const dynamic = "force-dynamic";
+
 export const metadata: Metadata = {
   title: "Tally",
   description: "A chat whose unread badges never lie.",

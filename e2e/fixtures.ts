@@ -34,7 +34,7 @@ interface TestFixtures {
    * A Tally instance of the test's own, on a free port and the run's database and Redis, for tests that stop
    * servers; stopped after the test.
    */
-  startServer(name: string): Promise<RestartableServer>;
+  startServer(name: string, env?: Record<string, string>): Promise<RestartableServer>;
 }
 
 export interface RestartableServer {
@@ -76,7 +76,7 @@ export const test = base.extend<TestFixtures, WorkerFixtures>({
 
   startServer: async ({ env }, use, testInfo) => {
     const running = new Set<TallyServer>();
-    await use(async (name) => {
+    await use(async (name, extraEnv) => {
       const port = await freePort();
       const start = async (): Promise<TallyServer> => {
         const server = await startTallyServer({
@@ -85,6 +85,7 @@ export const test = base.extend<TestFixtures, WorkerFixtures>({
           databaseUrl: env.databaseUrl,
           redisUrl: env.redisUrl,
           dataDir: instanceDataDir(env.tmpDir, `${name}-${testInfo.testId}`),
+          ...(extraEnv ? { env: extraEnv } : {}),
         });
         running.add(server);
         return server;
@@ -113,7 +114,7 @@ export const test = base.extend<TestFixtures, WorkerFixtures>({
       const name = uniqueName(prefix);
       const session = await json<SessionResponse>(
         // The answer's cookie lands in the context, so its pages are signed in too (on every port of 127.0.0.1).
-        await context.request.post(`${env.serverA}/api/session`, { data: { name } }),
+        await context.request.post(`${env.serverA}/api/users`, { data: { name, password: E2E_PASSWORD } }),
       );
       const request: APIRequestContext = context.request;
       const headers = { authorization: `Bearer ${session.token}` };
@@ -145,6 +146,9 @@ export const test = base.extend<TestFixtures, WorkerFixtures>({
 });
 
 export { expect };
+
+/** The password of every account `signUp` makes. */
+export const E2E_PASSWORD = "e2e-password-1234";
 
 async function json<T>(response: APIResponse): Promise<T> {
   const text = await response.text();

@@ -1,4 +1,4 @@
-import { expect, test } from "./fixtures.ts";
+import { E2E_PASSWORD, expect, test } from "./fixtures.ts";
 import type { TestWindow } from "./support/browser-scripts.ts";
 import {
   appBadge,
@@ -27,7 +27,9 @@ test("a tab that was offline while others read shows the right counts once back,
   // Bob's tab in context X (his own), and Bob again in context Y: another browser, its own network.
   const offlineTab = await bob.openTab(env.serverA);
   const otherContext = await newContext();
-  const signIn = await otherContext.request.post(`${env.serverA}/api/session`, { data: { name: bob.name } });
+  const signIn = await otherContext.request.post(`${env.serverA}/api/session`, {
+    data: { name: bob.name, password: E2E_PASSWORD },
+  });
   expect(signIn.ok()).toBe(true);
   const otherTab = await otherContext.newPage();
   await otherTab.goto(env.serverB);

@@ -1,10 +1,12 @@
-import { expect, test, uniqueName } from "./fixtures.ts";
+import { E2E_PASSWORD, expect, test, uniqueName } from "./fixtures.ts";
 import { appBadge, conversationItem, expectOpen, expectTotalUnread } from "./support/tally-page.ts";
 
-test("sign-in refuses an invalid name and accepts a valid one", async ({ newContext, env }) => {
+test("creating an account refuses an invalid name and accepts a valid one", async ({ newContext, env }) => {
   const page = await (await newContext()).newPage();
   await page.goto(env.serverA);
+  await page.getByTestId("login-mode-sign-up").click();
   const name = page.getByTestId("login-name");
+  await page.getByTestId("login-password").fill(E2E_PASSWORD);
 
   await name.fill("not a valid name!");
   await page.getByTestId("login-submit").click();

@@ -25,7 +25,14 @@ const ConversationItem = memo(function ConversationItem({ id }: { id: number }) 
         onClick={() => open(id)}
       >
         <span className="conversation-top">
-          <span className="conversation-title">{conversation.title}</span>
+          <span className="conversation-title">
+            {conversation.title}
+            {conversation.kind === "direct" && conversation.members.some((m) => m.bot) && (
+              <span className="bot-tag" data-testid="bot-tag">
+                bot
+              </span>
+            )}
+          </span>
           {last && (
             <time className="conversation-time" dateTime={last.createdAt}>
               {formatTimestamp(last.createdAt)}

@@ -76,7 +76,7 @@ function OpenConversation({ id }: { id: number }) {
             {conversation.title}
           </h2>
           <p className="pane-members" data-testid="conversation-members">
-            {conversation.members.map((m) => m.name).join(", ")}
+            {conversation.members.map((m) => (m.bot ? `${m.name} (bot)` : m.name)).join(", ")}
           </p>
         </div>
         <ConversationActions key={id} conversation={conversation} />

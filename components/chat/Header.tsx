@@ -42,6 +42,15 @@ export function Header() {
         <button type="button" className="button ghost" data-testid="sign-out" onClick={() => void signOut()}>
           Sign out
         </button>
+        <button
+          type="button"
+          className="button ghost sign-out-everywhere"
+          data-testid="sign-out-everywhere"
+          title="End every session of this account, on every device"
+          onClick={() => void signOut(true)}
+        >
+          Sign out everywhere
+        </button>
       </div>
     </header>
   );

@@ -1,14 +1,31 @@
 "use client";
 
-import { useState, type FormEvent } from "react";
+import { useEffect, useState, type FormEvent } from "react";
+import type { DemoAccounts } from "@/server/contracts";
+import { api } from "@/components/lib/api";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { TallyMark } from "./TallyMark";
 
+type Mode = "signIn" | "signUp";
+
 export function LoginScreen() {
   const signIn = useChatStore((s) => s.signIn);
+  const [mode, setMode] = useState<Mode>("signIn");
   const [name, setName] = useState("");
+  const [password, setPassword] = useState("");
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const [demo, setDemo] = useState<DemoAccounts | null>(null);
+
+  useEffect(() => {
+    let live = true;
+    void api.getDemoAccounts().then((res) => {
+      if (live && res.ok && res.accounts.length > 0) setDemo({ accounts: res.accounts, password: res.password });
+    });
+    return () => {
+      live = false;
+    };
+  }, []);
 
   async function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
@@ -16,20 +33,59 @@ export function LoginScreen() {
     setBusy(true);
     setError(null);
     // No client-side checks: the server's rules and wording are the ones to show.
-    const failure = await signIn(name.trim());
+    const failure = await signIn({ name: name.trim(), password }, mode === "signUp");
     setBusy(false);
     if (failure) setError(failure);
   }
 
+  function switchMode(next: Mode) {
+    setMode(next);
+    setError(null);
+  }
+
+  function fillDemo(account: string) {
+    if (!demo?.password) return;
+    setMode("signIn");
+    setName(account);
+    setPassword(demo.password);
+    setError(null);
+  }
+
+  const creating = mode === "signUp";
   return (
     <main className="login">
-      <form className="login-card" onSubmit={submit} noValidate>
+      <form className="login-card" onSubmit={submit} noValidate aria-labelledby="login-title">
         <div className="login-brand">
           <TallyMark size={40} />
           <h1>Tally</h1>
         </div>
         <p className="login-lead">Chat where the unread count is always right.</p>
-        <label htmlFor="login-name">Your name</label>
+        <div className="login-tabs" role="tablist" aria-label="Sign in or create an account">
+          <button
+            type="button"
+            role="tab"
+            aria-selected={!creating}
+            className={!creating ? "active" : undefined}
+            data-testid="login-mode-sign-in"
+            onClick={() => switchMode("signIn")}
+          >
+            Sign in
+          </button>
+          <button
+            type="button"
+            role="tab"
+            aria-selected={creating}
+            className={creating ? "active" : undefined}
+            data-testid="login-mode-sign-up"
+            onClick={() => switchMode("signUp")}
+          >
+            Create account
+          </button>
+        </div>
+        <h2 id="login-title" className="visually-hidden">
+          {creating ? "Create an account" : "Sign in"}
+        </h2>
+        <label htmlFor="login-name">Name</label>
         <input
           id="login-name"
           data-testid="login-name"
@@ -41,16 +97,58 @@ export function LoginScreen() {
           placeholder="e.g. ada_l"
           autoFocus
           aria-invalid={error ? true : undefined}
-          aria-describedby={error ? "login-error" : undefined}
+          aria-describedby={creating ? "login-name-hint" : error ? "login-error" : undefined}
         />
+        {creating && (
+          <p id="login-name-hint" className="login-hint">
+            1–32 letters, digits, _ or -.
+          </p>
+        )}
+        <label htmlFor="login-password">Password</label>
+        <input
+          id="login-password"
+          data-testid="login-password"
+          type="password"
+          value={password}
+          onChange={(e) => setPassword(e.target.value)}
+          autoComplete={creating ? "new-password" : "current-password"}
+          aria-invalid={error ? true : undefined}
+          aria-describedby={creating ? "login-password-hint" : error ? "login-error" : undefined}
+        />
+        {creating && (
+          <p id="login-password-hint" className="login-hint">
+            At least 8 characters.
+          </p>
+        )}
         {error && (
           <p id="login-error" className="form-error" role="alert" data-testid="login-error">
             {error}
           </p>
         )}
         <button type="submit" className="button primary" data-testid="login-submit" disabled={busy}>
-          {busy ? "Signing in…" : "Sign in"}
+          {busy ? (creating ? "Creating…" : "Signing in…") : creating ? "Create account" : "Sign in"}
         </button>
+        {demo && (
+          <aside className="login-demo" data-testid="demo-accounts" aria-label="Demo accounts">
+            <p>
+              <strong>Demo accounts</strong> for trying Tally out, not for real use. Password for all:{" "}
+              <code data-testid="demo-password">{demo.password}</code>
+            </p>
+            <div className="login-demo-names">
+              {demo.accounts.map((account) => (
+                <button
+                  key={account}
+                  type="button"
+                  className="chip"
+                  data-testid={`demo-account-${account}`}
+                  onClick={() => fillDemo(account)}
+                >
+                  {account}
+                </button>
+              ))}
+            </div>
+          </aside>
+        )}
       </form>
     </main>
   );

@@ -10,6 +10,15 @@ import { LabStoryMode } from "./LabStory";
 
 function Body() {
   const connection = useLabStore((s) => s.connection);
+  if (connection === "disabled") {
+    return (
+      <main className="lab-main">
+        <p className="lab-lead" data-testid="lab-disabled">
+          The consistency lab is turned off on this server (LAB=0). <a href="/">Back to the chat</a>
+        </p>
+      </main>
+    );
+  }
   if (connection === "signedOut") {
     return (
       <main className="lab-main">

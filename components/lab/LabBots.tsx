@@ -2,7 +2,7 @@
 
 import { useLabStore } from "./LabProvider";
 
-/** Demo traffic: the other demo users chat in the seeded conversations, so badges move on stage. */
+/** Demo traffic: bot accounts of the signed-in user chat with them, so badges move on stage. */
 export function LabBots() {
   const bots = useLabStore((s) => s.bots);
   const rate = useLabStore((s) => s.botsRate);
@@ -14,8 +14,8 @@ export function LabBots() {
     <section className="lab-section" aria-labelledby="lab-bots-title">
       <h2 id="lab-bots-title">Traffic generator</h2>
       <p className="lab-lead">
-        Bots sign in as the other demo users and chat in the seeded conversations through the normal sockets. Open the
-        chat in another tab to watch the badges move.
+        Your own bot accounts (bot-…, marked as bots) chat with you in direct conversations through the normal sockets.
+        Only you can stop them. Open the chat in another tab to watch your badges move.
       </p>
       <div className="lab-actions">
         <label className="lab-field inline">

@@ -64,7 +64,11 @@ export function LabProvider({ children }: { children: ReactNode }) {
     socket.on("disconnect", () => state().setConnection("offline"));
     socket.on("connect_error", (err) => {
       const code = (err as Error & { data?: { code?: string } }).data?.code;
-      state().setConnection(code === "unauthorized" ? "signedOut" : "offline");
+      if (err.message === "Invalid namespace") {
+        // LAB=0: the server has no /lab namespace; retrying would not change that.
+        socket.disconnect();
+        state().setConnection("disabled");
+      } else state().setConnection(code === "unauthorized" ? "signedOut" : "offline");
     });
     socket.on("lab:sampled", (sample) => state().receiveSample(sample));
     socket.on("lab:finished", (result) => state().receiveFinished(result));

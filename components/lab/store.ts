@@ -35,7 +35,8 @@ export const DEFAULT_FORM: LabForm = formDefaults;
 export type RunStatus = "idle" | "starting" | "running" | "finished" | "failed";
 
 export interface LabState {
-  connection: "connecting" | "connected" | "signedOut" | "offline";
+  /** `disabled`: this server runs without the lab (LAB=0). */
+  connection: "connecting" | "connected" | "signedOut" | "offline" | "disabled";
   form: LabForm;
   strategies: LabStrategyName[];
   status: RunStatus;

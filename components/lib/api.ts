@@ -2,6 +2,8 @@ import type {
   ApiError,
   ConversationDTO,
   CreateConversationInput,
+  Credentials,
+  DemoAccounts,
   ErrorCode,
   MessagesResponse,
   Result,
@@ -16,6 +18,8 @@ const CODE_BY_STATUS: Partial<Record<number, ErrorCode>> = {
   401: "unauthorized",
   403: "forbidden",
   404: "not_found",
+  409: "conflict",
+  415: "unsupported_media_type",
   429: "rate_limited",
   503: "unavailable",
 };
@@ -56,8 +60,11 @@ async function request<T extends object>(method: string, path: string, body?: un
 
 export const api = {
   getSession: () => request<{ user: UserDTO }>("GET", "/api/session"),
-  signIn: (name: string) => request<SessionResponse>("POST", "/api/session", { name }),
+  signIn: (credentials: Credentials) => request<SessionResponse>("POST", "/api/session", credentials),
+  signUp: (credentials: Credentials) => request<SessionResponse>("POST", "/api/users", credentials),
   signOut: () => request("DELETE", "/api/session"),
+  signOutEverywhere: () => request<{ ended: number }>("DELETE", "/api/sessions"),
+  getDemoAccounts: () => request<DemoAccounts>("GET", "/api/demo"),
   getConversations: () => request<Snapshot>("GET", "/api/conversations"),
   createConversation: (input: CreateConversationInput) =>
     request<{ conversation: ConversationDTO }>("POST", "/api/conversations", input),
@@ -76,5 +83,7 @@ export const api = {
 export const sessionApi: SessionTransport = {
   current: api.getSession,
   signIn: api.signIn,
+  signUp: api.signUp,
   signOut: api.signOut,
+  signOutEverywhere: api.signOutEverywhere,
 };

@@ -6,6 +6,7 @@ import type {
   ReadInput,
   Result,
   SendInput,
+  Credentials,
   SessionResponse,
   Snapshot,
   UnreadUpdate,
@@ -85,16 +86,26 @@ export function createFakeSession(user: UserDTO = ME): SessionTransport & { sign
         ? { ok: true, user }
         : { ok: false, error: { code: "unauthorized", message: "Not signed in" } };
     },
-    async signIn(name: string): Promise<Result<SessionResponse>> {
+    async signIn({ name, password }: Credentials): Promise<Result<SessionResponse>> {
       if (!/^[A-Za-z0-9_-]{1,32}$/.test(name)) {
         return { ok: false, error: { code: "invalid", message: "Names are 1-32 letters, digits, _ or -" } };
+      }
+      if (password !== "right password") {
+        return { ok: false, error: { code: "unauthorized", message: "Wrong name or password." } };
       }
       session.signedIn = true;
       return { ok: true, user: { ...user, name }, token: "t" };
     },
+    async signUp(credentials: Credentials): Promise<Result<SessionResponse>> {
+      if (credentials.name === "taken") return { ok: false, error: { code: "conflict", message: "taken" } };
+      return session.signIn(credentials);
+    },
     async signOut(): Promise<Result> {
       session.signedIn = false;
       return { ok: true };
+    },
+    async signOutEverywhere(): Promise<Result> {
+      return session.signOut();
     },
   };
   return session;

@@ -219,10 +219,14 @@ describe("session", () => {
     expect(t.store.getState()).toMatchObject({ sessionStatus: "signedOut", user: null });
   });
 
-  it("returns the server's message for an invalid name", async () => {
+  it("returns the server's message for an invalid name, a wrong password or a taken name", async () => {
     const t = setup();
-    expect(await t.store.getState().signIn("no spaces")).toMatch(/letters/);
-    expect(await t.store.getState().signIn("alice")).toBeNull();
+    const password = "right password";
+    expect(await t.store.getState().signIn({ name: "no spaces", password })).toMatch(/letters/);
+    expect(await t.store.getState().signIn({ name: "alice", password: "wrong" })).toBe("Wrong name or password.");
+    expect(await t.store.getState().signIn({ name: "taken", password }, true)).toBe("taken");
+    expect(t.store.getState().user?.name).toBe("me");
+    expect(await t.store.getState().signIn({ name: "alice", password })).toBeNull();
     expect(t.store.getState().user?.name).toBe("alice");
   });
 

@@ -44,16 +44,16 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
         else set({ sessionStatus: "signedOut" });
       },
 
-      async signIn(name) {
-        const res = await rt.deps.session.signIn(name);
+      async signIn(credentials, create = false) {
+        const res = await (create ? rt.deps.session.signUp(credentials) : rt.deps.session.signIn(credentials));
         if (!res.ok) return res.error.message;
         set({ user: res.user, sessionStatus: "signedIn" });
         return null;
       },
 
-      async signOut() {
+      async signOut(everywhere = false) {
         // Clear the cookie before showing the sign-in form, so a quick new sign-in cannot be undone by it.
-        await rt.deps.session.signOut();
+        await (everywhere ? rt.deps.session.signOutEverywhere() : rt.deps.session.signOut());
         reset();
       },
 

@@ -6,6 +6,7 @@ import type {
   ReadInput,
   Result,
   SendInput,
+  Credentials,
   SessionResponse,
   Snapshot,
   UnreadUpdate,
@@ -38,8 +39,10 @@ export interface ChatTransport {
 /** HTTP session calls; these always resolve (network failures become `unavailable`). */
 export interface SessionTransport {
   current(): Promise<Result<{ user: UserDTO }>>;
-  signIn(name: string): Promise<Result<SessionResponse>>;
+  signIn(credentials: Credentials): Promise<Result<SessionResponse>>;
+  signUp(credentials: Credentials): Promise<Result<SessionResponse>>;
   signOut(): Promise<Result>;
+  signOutEverywhere(): Promise<Result>;
 }
 
 export interface ChatStoreDeps {
@@ -64,8 +67,10 @@ export interface SessionSlice {
   connected: boolean;
   restoreSession(): Promise<void>;
   /** Resolves with the server's error message, or null on success. */
-  signIn(name: string): Promise<string | null>;
-  signOut(): Promise<void>;
+  /** Signs in, or with `create` makes the account first; returns the server's message on failure. */
+  signIn(credentials: Credentials, create?: boolean): Promise<string | null>;
+  /** Ends this session, or with `everywhere` every session of the user (other devices drop at once). */
+  signOut(everywhere?: boolean): Promise<void>;
   /** The socket (re)connected: replace the snapshot and catch up the open conversation. */
   handleConnected(): void;
   handleDisconnected(): void;

@@ -13,6 +13,7 @@ import { createUnreadService } from "../unread/unread.service.ts";
 import { measureCeiling, type CeilingResult } from "./bench/ceiling.ts";
 import { measureEndToEnd, measureFanout, type EndToEndResult, type FanoutResult } from "./bench/e2e.ts";
 import { startBenchServices, startInstance, type Instance } from "./bench/services.ts";
+import { measureSyncAbuse } from "./bench/sync-abuse.ts";
 import { openLabRedis } from "./lab-redis.ts";
 import { describeRun, newRunId, runLab } from "./lab.ts";
 import { resolveWorkload, STRATEGIES } from "./params.ts";
@@ -25,7 +26,7 @@ const { values: args } = parseArgs({
   },
 });
 const quick = args.quick ?? false;
-const only = new Set((args.only ?? "strategies,ceiling,e2e,fanout").split(","));
+const only = new Set((args.only ?? "strategies,ceiling,e2e,fanout,sync-abuse").split(","));
 
 interface Scenario {
   name: string;
@@ -147,7 +148,7 @@ async function main(): Promise<void> {
     );
   }
 
-  const needServices = only.has("ceiling") || only.has("e2e") || only.has("fanout");
+  const needServices = only.has("ceiling") || only.has("e2e") || only.has("fanout") || only.has("sync-abuse");
   if (needServices) {
     log("starting PostgreSQL and redis-server for the ceiling, end-to-end and fan-out measurements…");
     const services = await startBenchServices();
@@ -249,6 +250,35 @@ async function main(): Promise<void> {
             ["members", "apply p50 ms", "apply p99 ms", "µs/member", "send→ack p50 ms", "send→ack p99 ms"],
             fanout.map((f) => [f.members, f.applyP50Ms, f.applyP99Ms, f.applyUsPerMember, f.sendP50Ms, f.sendP99Ms]),
           ),
+          "",
+        );
+      }
+      if (only.has("sync-abuse")) {
+        log("sync abuse: a user in thousands of groups calling sync in a loop, health latency of everyone else…");
+        const limited = await startInstance(services, "limited", { RATE_LIMITS: "" });
+        const lifted = await startInstance(services, "lifted");
+        instances.push(limited, lifted);
+        const abuse = await measureSyncAbuse({
+          db,
+          instances: [
+            { label: "default limits", instance: limited },
+            { label: "limits lifted (as before)", instance: lifted },
+          ],
+          conversations: quick ? 500 : 2000,
+          seconds: quick ? 3 : 8,
+        });
+        report.syncAbuse = abuse;
+        out.push(
+          `## Sync abuse: one user in ${abuse.conversations} groups calls \`sync\` in a loop from one socket; another client's /api/health`,
+          "",
+          `One sync of that user, alone: p50 ${abuse.syncP50Ms} ms. Health idle: p50 ${abuse.idle.healthP50Ms} ms, p99 ${abuse.idle.healthP99Ms} ms.`,
+          "",
+          table(
+            ["instance", "syncs asked", "syncs served", "health p50 ms", "health p99 ms", "p50 vs idle"],
+            abuse.rows.map((r) => [r.label, r.syncs, r.syncsServed, r.healthP50Ms, r.healthP99Ms, `${r.slowdown}×`]),
+          ),
+          "",
+          `Target: with the default limits, health p50 within 2× of idle: ${abuse.rows[0]!.slowdown <= 2 ? "met" : "MISSED"}.`,
           "",
         );
       }

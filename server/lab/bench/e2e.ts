@@ -50,7 +50,7 @@ async function post<T>(url: string, body: unknown, token?: string): Promise<T> {
   return json;
 }
 
-function connect(url: string, token: string): Promise<ClientSocket> {
+export function connect(url: string, token: string): Promise<ClientSocket> {
   const socket: ClientSocket = io(url, {
     auth: { token },
     transports: ["websocket"],

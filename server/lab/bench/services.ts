@@ -59,7 +59,11 @@ export interface Instance {
 }
 
 /** A Tally instance as `npm start` runs it, without the UI (SERVE_UI=0), on a free port. */
-export async function startInstance(services: BenchServices, name: string): Promise<Instance> {
+export async function startInstance(
+  services: BenchServices,
+  name: string,
+  env: Record<string, string> = {},
+): Promise<Instance> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", "server/index.ts"], {
@@ -77,6 +81,7 @@ export async function startInstance(services: BenchServices, name: string): Prom
       LOG_LEVEL: process.env.BENCH_INSTANCE_LOG_LEVEL ?? "warn",
       // The benchmark offers far more than one person types, from one address: limits are not what it measures.
       RATE_LIMITS: LIFTED_LIMITS,
+      ...env,
     },
     stdio: ["ignore", "inherit", "inherit"],
   });

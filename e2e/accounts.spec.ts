@@ -1,0 +1,84 @@
+import { E2E_PASSWORD, expect, test, uniqueName } from "./fixtures.ts";
+import { appBadge } from "./support/tally-page.ts";
+
+test("sign up, sign out and sign in again from the form; a wrong password and a taken name are refused", async ({
+  newContext,
+  env,
+}) => {
+  const page = await (await newContext()).newPage();
+  await page.goto(env.serverA);
+  const name = uniqueName("erin");
+  await page.getByTestId("login-mode-sign-up").click();
+  await page.getByTestId("login-name").fill(name);
+  await page.getByTestId("login-password").fill("erin's own password");
+  await page.getByTestId("login-submit").click();
+  await expect(page.getByTestId("current-user")).toHaveText(name);
+
+  await page.getByTestId("sign-out").click();
+  await expect(page.getByTestId("login-name")).toBeVisible();
+  expect((await page.request.get(`${env.serverA}/api/session`)).status()).toBe(401);
+
+  await page.getByTestId("login-name").fill(name.toUpperCase());
+  await page.getByTestId("login-password").fill("not erin's password");
+  await page.getByTestId("login-submit").click();
+  await expect(page.getByTestId("login-error")).toHaveText("Wrong name or password.");
+
+  await page.getByTestId("login-mode-sign-up").click();
+  await page.getByTestId("login-password").fill("another password");
+  await page.getByTestId("login-submit").click();
+  await expect(page.getByTestId("login-error")).toContainText("taken");
+
+  await page.getByTestId("login-mode-sign-in").click();
+  await page.getByTestId("login-name").fill(name);
+  await page.getByTestId("login-password").fill("erin's own password");
+  await page.getByTestId("login-submit").click();
+  await expect(page.getByTestId("current-user")).toHaveText(name);
+});
+
+test("signing out in one tab ends that session in its other tabs on both instances; another session stays", async ({
+  signUp,
+  newContext,
+  env,
+}) => {
+  const fay = await signUp("fay");
+  const tabA = await fay.openTab(env.serverA);
+  const tabB = await fay.openTab(env.serverB);
+  // The same person on another device: a session of its own.
+  const device = await newContext();
+  const signIn = await device.request.post(`${env.serverA}/api/session`, {
+    data: { name: fay.name, password: E2E_PASSWORD },
+  });
+  expect(signIn.ok()).toBe(true);
+  const otherDevice = await device.newPage();
+  await otherDevice.goto(env.serverB);
+  await expect(appBadge(otherDevice)).toBeVisible();
+
+  await tabA.getByTestId("sign-out").click();
+  await expect(tabA.getByTestId("login-name")).toBeVisible();
+  // No reload: the server dropped the tab's socket and the tab found its session gone.
+  await expect(tabB.getByTestId("login-name")).toBeVisible();
+  await expect(appBadge(otherDevice)).toBeVisible();
+  expect((await device.request.get(`${env.serverA}/api/session`)).status()).toBe(200);
+
+  // Signing out everywhere from the other device ends that one too.
+  await otherDevice.getByTestId("sign-out-everywhere").click();
+  await expect(otherDevice.getByTestId("login-name")).toBeVisible();
+  expect((await device.request.get(`${env.serverB}/api/session`)).status()).toBe(401);
+});
+
+test("the demo accounts are shown with their password and sign in with it", async ({ startServer, newContext }) => {
+  const server = await startServer("demo", { SEED_DEMO: "1" });
+  const page = await (await newContext()).newPage();
+  await page.goto(server.url);
+  const demo = page.getByTestId("demo-accounts");
+  await expect(demo).toContainText("not for real use");
+  const password = (await page.getByTestId("demo-password").textContent()) ?? "";
+  expect(password.length).toBeGreaterThanOrEqual(8);
+
+  await page.getByTestId("demo-account-bob").click();
+  await expect(page.getByTestId("login-name")).toHaveValue("bob");
+  await expect(page.getByTestId("login-password")).toHaveValue(password);
+  await page.getByTestId("login-submit").click();
+  await expect(page.getByTestId("current-user")).toHaveText("bob");
+  await expect(appBadge(page)).toBeVisible();
+});
