@@ -385,6 +385,27 @@ describe("limits per user and per address, across sockets and instances", () => 
     expect(await h.db.membership.count({ where: { userId: u.user.id } })).toBe(2);
   });
 
+  it("charges a sync by its size: a user put into 200 groups by others gets fewer syncs", async () => {
+    const big = await h.signUp("lim_big");
+    const other = await h.db.user.create({ data: { name: "lim_grouper" } });
+    const groups = await h.db.conversation.createManyAndReturn({
+      data: Array.from({ length: 200 }, (_, i) => ({ kind: "group" as const, title: `g${i}`, createdById: other.id })),
+      select: { id: true },
+    });
+    await h.db.membership.createMany({
+      data: groups.flatMap((g) => [
+        { userId: big.user.id, conversationId: g.id },
+        { userId: other.id, conversationId: g.id },
+      ]),
+    });
+    const s = await h.connect(big.token);
+    // 1 point a sync plus 2 for its 200 conversations, against 5 points: the second is served, then over.
+    const first = await s.emitWithAck("sync");
+    expect(first.ok && first.snapshot.conversations.length).toBe(200);
+    expect((await s.emitWithAck("sync")).ok).toBe(true);
+    expect(await s.emitWithAck("sync")).toMatchObject({ ok: false, error: { code: "rate_limited" } });
+  });
+
   it("stops a sign-in flood per name and per address, with Retry-After", async () => {
     await h.signUp("lim_victim");
     const attempt = (name: string, password: string) =>
@@ -409,8 +430,8 @@ describe("limits per user and per address, across sockets and instances", () => 
   });
 
   it("stops a sign-up flood per address", async () => {
-    // Every account in this harness's database was signed up from this address, by the tests above too.
-    const before = await h.db.user.count();
+    // Every person's account in this harness's database was signed up from this address, by the tests above too.
+    const before = await h.db.user.count({ where: { passwordHash: { not: null } } });
     const results: number[] = [];
     for (let i = 0; i < 14 - before; i++) {
       const res = await h.http("/api/users", {
@@ -420,7 +441,7 @@ describe("limits per user and per address, across sockets and instances", () => 
       results.push(res.status);
     }
     expect(results).toEqual([...Array<number>(12 - before).fill(200), 429, 429]);
-    expect(await h.db.user.count()).toBe(12);
+    expect(await h.db.user.count({ where: { passwordHash: { not: null } } })).toBe(12);
   });
 });
 

@@ -1,4 +1,4 @@
-import type { Limits } from "../limits/limits.ts";
+import { syncSurcharge, type Limits } from "../limits/limits.ts";
 import type { Logger } from "../log.ts";
 import type { TallySocket } from "../messages/messages.handlers.ts";
 import { command } from "../realtime/command.ts";
@@ -14,10 +14,18 @@ export function registerConversationHandlers(
   socket.on(
     "sync",
     command(deps.log, "sync", async () => {
-      await deps.limits.consume("sync", { userId: socket.data.user.id });
-      return { snapshot: await deps.conversations.snapshot(socket.data.user) };
+      return { snapshot: await limitedSnapshot(deps, socket.data.user) };
     }),
   );
+}
+
+/** A snapshot under the `sync` limit, charged by its size: big conversation lists cost more of it. */
+export async function limitedSnapshot(deps: { conversations: ConversationService; limits: Limits }, user: UserDTO) {
+  const subject = { userId: user.id };
+  await deps.limits.consume("sync", subject);
+  const snapshot = await deps.conversations.snapshot(user);
+  await deps.limits.charge("sync", subject, syncSurcharge(snapshot.conversations.length));
+  return snapshot;
 }
 
 /** Creates (or finds) a conversation and tells every member's tabs when it is new. */

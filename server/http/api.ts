@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { DemoAccounts, ErrorCode } from "../contracts/index.ts";
-import { createConversation } from "../conversations/conversations.handlers.ts";
+import { createConversation, limitedSnapshot } from "../conversations/conversations.handlers.ts";
 import type { ConversationService } from "../conversations/conversations.service.ts";
 import { AppError, httpStatus, toApiError } from "../errors.ts";
 import type { Limits } from "../limits/limits.ts";
@@ -157,10 +157,7 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       method: "GET",
       path: /^\/api\/conversations$/,
       auth: true,
-      run: async ({ session }) => {
-        await deps.limits.consume("sync", { userId: session!.user.id });
-        return deps.conversations.snapshot(session!.user);
-      },
+      run: ({ session }) => limitedSnapshot(deps, session!.user),
     },
     {
       method: "POST",

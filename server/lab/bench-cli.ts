@@ -274,11 +274,19 @@ async function main(): Promise<void> {
           `One sync of that user, alone: p50 ${abuse.syncP50Ms} ms. Health idle: p50 ${abuse.idle.healthP50Ms} ms, p99 ${abuse.idle.healthP99Ms} ms.`,
           "",
           table(
-            ["instance", "syncs asked", "syncs served", "health p50 ms", "health p99 ms", "p50 vs idle"],
-            abuse.rows.map((r) => [r.label, r.syncs, r.syncsServed, r.healthP50Ms, r.healthP99Ms, `${r.slowdown}×`]),
+            ["instance", "syncs asked", "syncs served", "health p50 ms", "health p99 ms", "p50 vs idle", "p99 vs idle"],
+            abuse.rows.map((r) => [
+              r.label,
+              r.syncs,
+              r.syncsServed,
+              r.healthP50Ms,
+              r.healthP99Ms,
+              `${r.slowdown}×`,
+              `${r.slowdownP99}×`,
+            ]),
           ),
           "",
-          `Target: with the default limits, health p50 within 2× of idle: ${abuse.rows[0]!.slowdown <= 2 ? "met" : "MISSED"}.`,
+          `Target: with the default limits, health within 2× of idle: p50 ${abuse.rows[0]!.slowdown <= 2 ? "met" : "MISSED"}, p99 ${abuse.rows[0]!.slowdownP99 <= 2 ? "met" : "MISSED"}.`,
           "",
         );
       }

@@ -13,7 +13,10 @@ export const defaultLimits = {
   send: { points: 60, durationS: 3 },
   /** `conversation:read` calls by one user. */
   read: { points: 120, durationS: 10 },
-  /** `sync` calls by one user: a sync reads every conversation of the user, so it is the costly one. */
+  /**
+   * `sync` calls by one user. A sync reads every conversation of the user, so it also costs one more point per
+   * SYNC_POINTS_PER conversations: a user in 2000 conversations gets one sync per window, not twenty.
+   */
   sync: { points: 20, durationS: 10 },
   /** Conversations created by one user. */
   create: { points: 30, durationS: 60 },
@@ -28,6 +31,14 @@ export const defaultLimits = {
 } satisfies Record<string, LimitRule>;
 
 export type LimitName = keyof typeof defaultLimits;
+
+/** See `defaultLimits.sync`. */
+export const SYNC_POINTS_PER = 100;
+
+/** The extra points a served sync of `conversations` conversations costs. */
+export function syncSurcharge(conversations: number): number {
+  return Math.floor(conversations / SYNC_POINTS_PER);
+}
 export interface LimitRule {
   points: number;
   durationS: number;
@@ -88,7 +99,14 @@ export type Limits = ReturnType<typeof createLimits>;
 export function createLimits({ redis, rules }: { redis: Redis; rules: LimitRules }) {
   const limiters = new Map<LimitName, RateLimiterRedis>();
   for (const [name, rule] of Object.entries(rules) as [LimitName, LimitRule][]) {
-    const options = { keyPrefix: `rl:${name}`, points: rule.points, duration: rule.durationS };
+    const options = {
+      keyPrefix: `rl:${name}`,
+      points: rule.points,
+      duration: rule.durationS,
+      // Once a subject is over, this instance refuses it from memory until the window ends: a client that keeps
+      // calling costs no Redis round trip per refusal.
+      inMemoryBlockOnConsumed: rule.points + 1,
+    };
     limiters.set(
       name,
       new RateLimiterRedis({
@@ -114,6 +132,13 @@ export function createLimits({ redis, rules }: { redis: Redis; rules: LimitRules
         if (err instanceof RateLimiterRes) throw refuse(name, err);
         throw err;
       }
+    },
+    /**
+     * Charges `points` more for a call already served (its cost showed only once it ran); the next calls pay
+     * for it. Never throws for being over.
+     */
+    async charge(name: LimitName, subject: LimitSubject, points: number): Promise<void> {
+      if (points > 0) await limiter(name).penalty(limitSubject(subject), points);
     },
     /** Throws `rate_limited` when the subject is already over the limit, without counting a call. */
     async check(name: LimitName, subject: LimitSubject): Promise<void> {

@@ -11,8 +11,9 @@ export interface SyncAbuseRow {
   syncsServed: number;
   healthP50Ms: number;
   healthP99Ms: number;
-  /** p50 of health during the abuse over p50 when idle. */
+  /** p50 and p99 of health during the abuse over the same when idle. */
   slowdown: number;
+  slowdownP99: number;
 }
 
 export interface SyncAbuseResult {
@@ -69,7 +70,8 @@ export async function measureSyncAbuse(opts: {
   const { token } = await createSessionService({ db }).createSession(abuser.id);
 
   const first = opts.instances[0]!.instance;
-  const warm = await connect(first.url, token);
+  // Timed where limits are lifted: with them a user this big gets one sync per window.
+  const warm = await connect(opts.instances.at(-1)!.instance.url, token);
   const single: number[] = [];
   for (let i = 0; i < 5; i++) {
     const t = performance.now();
@@ -78,8 +80,8 @@ export async function measureSyncAbuse(opts: {
   }
   warm.disconnect();
   single.sort((a, b) => a - b);
-  // Spend the abuser's sync allowance of the measurement above before the limited run starts.
-  await new Promise((r) => setTimeout(r, 10_000));
+  // Let the lifted limits' short window that the measurement above opened close before the limited run.
+  await new Promise((r) => setTimeout(r, 2000));
 
   const idle = await healthLatencies(first.url, opts.seconds * 1000);
   const rows: SyncAbuseRow[] = [];
@@ -106,6 +108,7 @@ export async function measureSyncAbuse(opts: {
       healthP50Ms: round(percentile(during, 50)),
       healthP99Ms: round(percentile(during, 99)),
       slowdown: round(percentile(during, 50) / percentile(idle, 50)),
+      slowdownP99: round(percentile(during, 99) / percentile(idle, 99)),
     });
   }
   return {
