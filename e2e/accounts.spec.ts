@@ -82,3 +82,44 @@ test("the demo accounts are shown with their password and sign in with it", asyn
   await expect(page.getByTestId("current-user")).toHaveText("bob");
   await expect(appBadge(page)).toBeVisible();
 });
+
+test("the pages run under the strict Content-Security-Policy without a single violation", async ({
+  newContext,
+  env,
+}) => {
+  const context = await newContext();
+  await context.addInitScript(() => {
+    const seen: string[] = [];
+    (window as unknown as { __cspViolations: string[] }).__cspViolations = seen;
+    document.addEventListener("securitypolicyviolation", (e) => seen.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+  const page = await context.newPage();
+  const violations = () => page.evaluate(() => (window as unknown as { __cspViolations: string[] }).__cspViolations);
+
+  const response = await page.goto(env.serverA);
+  const policy = (await response?.headerValue("content-security-policy")) ?? "";
+  expect(policy).toMatch(/script-src 'nonce-[^']+' 'strict-dynamic'/);
+  expect(policy).toContain("frame-ancestors 'none'");
+  // Every script Next.js rendered carries this response's nonce.
+  const nonce = /'nonce-([^']+)'/.exec(policy)![1];
+  const scripts = await page.evaluate(() => Array.from(document.scripts, (s) => s.nonce));
+  expect(scripts.length).toBeGreaterThan(0);
+  expect(new Set(scripts)).toEqual(new Set([nonce]));
+
+  await page.getByTestId("login-mode-sign-up").click();
+  await page.getByTestId("login-name").fill(uniqueName("csp"));
+  await page.getByTestId("login-password").fill(E2E_PASSWORD);
+  await page.getByTestId("login-submit").click();
+  await expect(appBadge(page)).toBeVisible();
+  await page.goto(`${env.serverA}/lab`);
+  await expect(page.getByTestId("lab-run")).toBeVisible();
+  expect(await violations()).toEqual([]);
+
+  // Positive control: the recorder does see a violation when there is one.
+  await page.evaluate(() => {
+    const img = document.createElement("img");
+    img.src = "http://127.0.0.2:9/blocked.png";
+    document.body.append(img);
+  });
+  await expect.poll(violations).toEqual([expect.stringMatching(/^img-src http:\/\/127\.0\.0\.2:9/)]);
+});

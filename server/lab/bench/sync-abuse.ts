@@ -57,7 +57,11 @@ export async function measureSyncAbuse(opts: {
   for (let done = 0; done < opts.conversations; done += 500) {
     const n = Math.min(500, opts.conversations - done);
     const created = await db.conversation.createManyAndReturn({
-      data: Array.from({ length: n }, (_, i) => ({ kind: "group" as const, title: `spam ${done + i}`, createdById: other.id })),
+      data: Array.from({ length: n }, (_, i) => ({
+        kind: "group" as const,
+        title: `spam ${done + i}`,
+        createdById: other.id,
+      })),
       select: { id: true },
     });
     await db.membership.createMany({
