@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { defaultLimits, limitOverrides, type LimitRules } from "./limits/limits.ts";
 import type { CookiePolicy } from "./sessions/cookies.ts";
+import { commaList } from "./validation.ts";
 
 const flag = (fallback: "0" | "1") => z.enum(["0", "1"]).default(fallback);
 const origin = z.url({ protocol: /^https?$/ }).transform((u) => new URL(u).origin);
@@ -20,14 +21,7 @@ const schema = z.object({
   /** The consistency lab (its namespace and routes); 0 leaves it out of the server entirely. */
   LAB: flag("1"),
   /** Comma-separated origins allowed to call the API and open sockets; unset: the origin the server is reached at. */
-  ALLOWED_ORIGINS: z
-    .string()
-    .transform((text) =>
-      text
-        .split(",")
-        .map((s) => s.trim())
-        .filter(Boolean),
-    )
+  ALLOWED_ORIGINS: commaList
     .pipe(z.array(origin).min(1, "name at least one origin, e.g. https://chat.example.com"))
     .optional(),
   /** 1 behind HTTPS: the session cookie gets Secure and responses send HSTS. */

@@ -11,6 +11,14 @@ const storableText = (field: string) =>
     .refine((s) => !s.includes("\u0000"), `${field} cannot contain a NUL character.`)
     .refine((s) => s.isWellFormed(), `${field} contains a broken character (a lone UTF-16 surrogate).`);
 
+/** A comma-separated list (configuration values): trimmed, empty entries dropped. */
+export const commaList = z.string().transform((text) =>
+  text
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean),
+);
+
 export const userName = z
   .string()
   .trim()

@@ -3,6 +3,7 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limite
 import { z } from "zod";
 import { AppError } from "../errors.ts";
 import { limitSubject } from "../redis/keys.ts";
+import { commaList } from "../validation.ts";
 
 /**
  * Every limit Tally enforces, counted in Redis so that it holds per user (or address, or name) whatever the
@@ -68,14 +69,7 @@ const override = z
   });
 
 /** `RATE_LIMITS`: comma-separated overrides such as `signUp=200/1h,sync=10/10s`. */
-export const limitOverrides = z
-  .string()
-  .transform((text) =>
-    text
-      .split(",")
-      .map((s) => s.trim())
-      .filter(Boolean),
-  )
+export const limitOverrides = commaList
   .pipe(z.array(override))
   .transform((entries) => Object.fromEntries(entries) as Partial<LimitRules>);
 
