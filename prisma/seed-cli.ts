@@ -1,7 +1,8 @@
 import { createDb } from "../server/db/prisma.ts";
+import { loadEnv } from "../server/env.ts";
 import { seedDemo } from "./seed.ts";
 
-const url = process.env.DATABASE_URL;
+const url = loadEnv().DATABASE_URL;
 if (!url) {
   console.error("DATABASE_URL is not set. `npm start` seeds its embedded database by itself.");
   process.exit(1);

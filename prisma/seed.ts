@@ -28,7 +28,6 @@ export async function seedDemo(db: Db, now = Date.now()): Promise<boolean> {
           title: c.title ?? null,
           directKey: c.kind === "direct" ? [...memberIds].sort((a, b) => a - b).join(":") : null,
           lastSeq: c.messages.length,
-          lastMessageAt: times.at(-1) ?? null,
           createdById: id(c.members[0]!),
           memberships: {
             create: c.members.map((name) => {

@@ -1,26 +1,33 @@
 import type { IncomingMessage, Server as HttpServer, ServerResponse } from "node:http";
-import { requireSession } from "./realtime/auth.ts";
 import { createAdapter } from "@socket.io/redis-adapter";
 import type { Redis } from "ioredis";
 import { Server } from "socket.io";
-import type { AppConfig } from "./config.ts";
-import { registerConversationHandlers } from "./conversations/conversations.handlers.ts";
-import { createConversationService, type ConversationService } from "./conversations/conversations.service.ts";
+import { conversationActions } from "./conversations/conversations.handlers.ts";
+import { createConversationService } from "./conversations/conversations.service.ts";
+import { createRemoval } from "./conversations/removal.ts";
 import type { Db } from "./db/prisma.ts";
+import type { AppConfig } from "./env.ts";
 import { createApiHandler } from "./http/api.ts";
 import { createSecurityHeaders } from "./http/headers.ts";
 import { originAllowed } from "./http/origin.ts";
 import { createLimits } from "./limits/limits.ts";
 import { logger as defaultLogger, type Logger } from "./log.ts";
-import { createDelivery } from "./messages/delivery.ts";
+import { createMessageFanout } from "./messages/fanout.ts";
 import { registerMessageHandlers } from "./messages/messages.handlers.ts";
 import { createMessageService } from "./messages/messages.service.ts";
+import type { AppModule } from "./modules.ts";
 import { createOutbox } from "./outbox/outbox.ts";
 import { createRelay } from "./outbox/relay.ts";
-import { socketNotifier, type Notifier, type TallyServer } from "./realtime/notifier.ts";
+import { requireSession } from "./realtime/auth.ts";
+import { socketNotifier, type Notifier } from "./realtime/notifier.ts";
+import type { TallyServer } from "./realtime/types.ts";
 import { sessionRoom, userRoom } from "./redis/keys.ts";
-import { createSessionService, type SessionService } from "./sessions/sessions.service.ts";
+import { sessionActions } from "./sessions/sessions.handlers.ts";
+import { createSessionService } from "./sessions/sessions.service.ts";
+import { createReadService } from "./unread/read.service.ts";
 import { reconcile } from "./unread/reconcile.ts";
+import { createSnapshotService } from "./unread/snapshot.service.ts";
+import { registerUnreadHandlers } from "./unread/unread.handlers.ts";
 import { createUnreadService } from "./unread/unread.service.ts";
 
 export interface AppDeps {
@@ -33,25 +40,12 @@ export interface AppDeps {
   adapterClients?: { pub: Redis; sub: Redis };
   /** Everything that is not /api or Socket.IO (the Next.js request handler). */
   fallback?: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
-  /** Optional modules (the consistency lab) that mount themselves on the app; see server/lab/module.ts. */
+  /** Optional modules (the consistency lab) that mount themselves on the app; see server/modules.ts. */
   modules?: AppModule[];
   /** Development mode (Next's dev server needs 'unsafe-eval' in the script policy). */
   dev?: boolean;
   log?: Logger;
 }
-
-/** What an optional module gets to mount itself with, and gives back to be closed with the app. */
-export interface ModuleContext {
-  io: TallyServer;
-  httpServer: HttpServer;
-  redis: Redis;
-  db: Db;
-  sessions: SessionService;
-  conversations: ConversationService;
-  notifier: Notifier;
-  log: Logger;
-}
-export type AppModule = (ctx: ModuleContext) => { close(): Promise<void> };
 
 export interface App {
   io: TallyServer;
@@ -86,8 +80,6 @@ export function createApp({
   });
   const sessions = createSessionService({ db });
   const limits = createLimits({ redis, rules: config.limits });
-  const conversations = createConversationService({ db, unread });
-  const messages = createMessageService({ db });
 
   const io: TallyServer = new Server({
     serveClient: false,
@@ -100,16 +92,26 @@ export function createApp({
   const notifier = socketNotifier(io);
   notifyStale = (userIds) => notifier.unreadStale(userIds);
   const outbox = createOutbox(db);
-  const delivery = createDelivery({ unread, notifier, outbox, log });
-  const relay = createRelay({ db, unread, notifier, log });
+
+  // One story per folder: reading and sync (unread/), sending (messages/), membership (conversations/).
+  const snapshots = createSnapshotService({ db, unread });
+  const reads = createReadService({ db, unread, notifier, outbox });
+  const fanout = createMessageFanout({ db, unread, notifier, outbox, log });
+  const messages = createMessageService({ db });
+  const conversations = createConversationService({ db });
+  const removal = createRemoval({ unread, notifier, outbox, log });
+  const relay = createRelay({
+    db,
+    log,
+    replayers: { message: fanout.replay, read: reads.replay, remove: removal.replay },
+  });
 
   const api = createApiHandler({
     sessions,
-    conversations,
-    messages,
-    notifier,
-    delivery,
-    limits,
+    accounts: sessionActions({ sessions, limits, notifier }),
+    conversations: conversationActions({ conversations, snapshots, removal, notifier, limits }),
+    unread: { snapshots, limits },
+    messages: { messages },
     log,
     cookies: config.cookies,
     trustProxy: config.trustProxy,
@@ -154,11 +156,19 @@ export function createApp({
 
   io.on("connection", (socket) => {
     void socket.join([userRoom(socket.data.user.id), sessionRoom(socket.data.sessionId)]);
-    registerMessageHandlers(socket, { messages, delivery, log, limits, fault: config.fault });
-    registerConversationHandlers(socket, { conversations, limits, log });
+    registerMessageHandlers(socket, {
+      messages,
+      fanout,
+      limits,
+      log,
+      ...(config.fault ? { fault: config.fault } : {}),
+    });
+    registerUnreadHandlers(socket, { reads, snapshots, limits, log });
   });
 
-  const mounted = modules.map((mount) => mount({ io, httpServer, redis, db, sessions, conversations, notifier, log }));
+  const mounted = modules.map((mount) =>
+    mount({ io, httpServer, redis, db, sessions, conversations, snapshots, notifier, log }),
+  );
 
   /** Disconnects local sockets whose session ended while this instance could not hear about it. */
   async function dropRevokedSockets(): Promise<void> {

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { seedDemo } from "../prisma/seed.ts";
-import { loadDotEnv, readEnv } from "./config.ts";
+import { loadEnv } from "./env.ts";
 import { migrate } from "./db/migrate.ts";
 import { createDb } from "./db/prisma.ts";
 import { startEmbeddedPostgres } from "./dev/postgres.ts";
@@ -17,8 +17,7 @@ import { logger } from "./log.ts";
 const root = fileURLToPath(new URL("..", import.meta.url));
 
 async function main(): Promise<void> {
-  loadDotEnv(root);
-  const env = readEnv();
+  const env = loadEnv();
   const dataDir = resolve(root, env.DATA_DIR);
   mkdirSync(dataDir, { recursive: true });
   const cleanups: (() => Promise<void>)[] = [];

@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import type { ApiError, ErrorCode } from "./contracts/index.ts";
 
 /** An error the caller may see: its code is part of the public contract, its message is safe to show. */
@@ -32,4 +33,13 @@ export function toApiError(err: unknown): ApiError {
       : { code: err.code, message: err.message, retryAfterMs: err.retryAfterMs };
   }
   return { code: "unavailable", message: "The service is temporarily unavailable; try again." };
+}
+
+/** Parses untrusted input with one of the contract's schemas, or throws `invalid` naming the first problem. */
+export function parse<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const where = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
+  throw new AppError("invalid", `${where}${issue?.message ?? "invalid input"}`);
 }

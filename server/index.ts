@@ -6,8 +6,9 @@ import { fileURLToPath } from "node:url";
 import next from "next";
 import { DEMO_PASSWORD, demoUsers } from "../prisma/seed-data.ts";
 import { seedDemo } from "../prisma/seed.ts";
-import { createApp, type AppModule } from "./app.ts";
-import { appSecurityConfig, loadDotEnv, readEnv, unreadTtlMs } from "./config.ts";
+import { createApp } from "./app.ts";
+import type { AppModule } from "./modules.ts";
+import { appSecurityConfig, loadEnv, unreadTtlMs } from "./env.ts";
 import { migrate } from "./db/migrate.ts";
 import { createDb } from "./db/prisma.ts";
 import { startEmbeddedPostgres } from "./dev/postgres.ts";
@@ -32,8 +33,7 @@ async function prepareNext(dev: boolean, port: number) {
 }
 
 async function main(): Promise<void> {
-  loadDotEnv(root);
-  const env = readEnv();
+  const env = loadEnv();
   const dataDir = resolve(root, env.DATA_DIR);
   mkdirSync(dataDir, { recursive: true });
   const dev = env.NODE_ENV === "development";

@@ -12,6 +12,7 @@ import type {
   UnreadUpdate,
   UserDTO,
 } from "@/server/contracts";
+import { USER_NAME } from "@/server/contracts/inputs";
 import { createChatStore } from "./index";
 import type { ChatStoreDeps, ChatTransport, MessagesQuery, SessionTransport } from "./types";
 
@@ -87,7 +88,7 @@ export function createFakeSession(user: UserDTO = ME): SessionTransport & { sign
         : { ok: false, error: { code: "unauthorized", message: "Not signed in" } };
     },
     async signIn({ name, password }: Credentials): Promise<Result<SessionResponse>> {
-      if (!/^[A-Za-z0-9_-]{1,32}$/.test(name)) {
+      if (!USER_NAME.test(name)) {
         return { ok: false, error: { code: "invalid", message: "Names are 1-32 letters, digits, _ or -" } };
       }
       if (password !== "right password") {

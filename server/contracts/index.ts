@@ -2,33 +2,8 @@
  * The realtime and HTTP contract shared by the server and the browser. Types only: importing this file never
  * pulls server code into the client bundle. docs/protocol.md describes the same contract in prose.
  */
-
-export type ErrorCode =
-  | "invalid"
-  | "unauthorized"
-  | "forbidden"
-  | "not_found"
-  | "conflict"
-  | "unsupported_media_type"
-  | "rate_limited"
-  | "unavailable";
-
-export interface ApiError {
-  code: ErrorCode;
-  message: string;
-  /** With `rate_limited`: how long to wait before the same call can succeed (HTTP also sends Retry-After). */
-  retryAfterMs?: number;
-}
-
-/** Every acknowledgement and every HTTP error body has this shape. */
-export type Result<T extends object = object> = ({ ok: true } & T) | { ok: false; error: ApiError };
-
-export interface UserDTO {
-  id: number;
-  name: string;
-  /** A lab bot account (shown as a bot); absent for people. */
-  bot?: true;
-}
+import type { Ack, UserDTO } from "./common.ts";
+import type { ReadInput, SendInput } from "./inputs.ts";
 
 export type ConversationKind = "direct" | "group";
 
@@ -76,19 +51,6 @@ export interface Snapshot {
   epoch: string;
 }
 
-export interface SendInput {
-  conversationId: number;
-  clientMsgId: string;
-  content: string;
-}
-
-export interface ReadInput {
-  conversationId: number;
-  seq: number;
-}
-
-export type Ack<T extends object> = (res: Result<T>) => void;
-
 export interface ClientToServerEvents {
   "message:send": (input: SendInput, ack: Ack<{ message: MessageDTO }>) => void;
   /**
@@ -116,34 +78,23 @@ export interface ServerToClientEvents {
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type
 export interface InterServerEvents {}
 
-export interface SocketData {
-  user: UserDTO;
-  /** The server-side session the socket was opened with; revoking it disconnects the socket. */
-  sessionId: string;
-}
-
 // HTTP bodies
 export interface SessionResponse {
   user: UserDTO;
   /** The opaque session token (also set as the httpOnly cookie); send it as `Bearer` or in the socket's `auth`. */
   token: string;
 }
-export interface Credentials {
-  name: string;
-  password: string;
-}
 /** `GET /api/demo`: the seeded demo accounts and their shared password, or none when SEED_DEMO=0. */
 export interface DemoAccounts {
   accounts: string[];
   password: string | null;
 }
-export interface CreateConversationInput {
-  memberNames: string[];
-  title?: string;
-}
 export interface MessagesResponse {
   messages: MessageDTO[];
 }
 
+export type * from "./common.ts";
+/** Validated inputs: each type is inferred from the schema the server checks it with (inputs.ts). */
+export type { CreateConversationInput, Credentials, HistoryQuery, ReadInput, SendInput } from "./inputs.ts";
 /** The consistency lab's namespace (`/lab`): see lab.ts. */
 export type * from "./lab.ts";

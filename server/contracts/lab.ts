@@ -2,7 +2,7 @@
  * The consistency lab's contract (the `/lab` Socket.IO namespace), shared by the server and the /lab page.
  * Types only. docs/benchmarks.md describes what the numbers mean; docs/protocol.md lists the events.
  */
-import type { Ack, SocketData } from "./index.ts";
+import type { Ack } from "./common.ts";
 
 /** The four ways to keep a conversation's unread and the total together (server/lab/strategies). */
 export type LabStrategyName = "naive" | "lock" | "watch" | "lua";
@@ -156,5 +156,3 @@ export interface LabServerToClientEvents {
   "lab:failed": (payload: { runId: string; message: string }) => void;
   "bots:changed": (bots: BotsStatus) => void;
 }
-
-export type LabSocketData = SocketData;

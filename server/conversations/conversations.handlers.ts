@@ -1,52 +1,60 @@
-import { syncSurcharge, type Limits } from "../limits/limits.ts";
-import type { Logger } from "../log.ts";
-import type { TallySocket } from "../messages/messages.handlers.ts";
-import { command } from "../realtime/command.ts";
-import type { Notifier } from "../realtime/notifier.ts";
 import type { UserDTO } from "../contracts/index.ts";
-import { createConversationInput, parse } from "../validation.ts";
+import { conversationIdParam, createConversationInput } from "../contracts/inputs.ts";
+import { parse } from "../errors.ts";
+import type { Limits } from "../limits/limits.ts";
+import type { Notifier } from "../realtime/notifier.ts";
+import type { SnapshotService } from "../unread/snapshot.service.ts";
 import type { ConversationService } from "./conversations.service.ts";
+import type { Removal } from "./removal.ts";
 
-export function registerConversationHandlers(
-  socket: TallySocket,
-  deps: { conversations: ConversationService; limits: Limits; log: Logger },
-): void {
-  socket.on(
-    "sync",
-    command(deps.log, "sync", async () => {
-      return { snapshot: await limitedSnapshot(deps, socket.data.user) };
-    }),
-  );
+export interface ConversationDeps {
+  conversations: ConversationService;
+  snapshots: SnapshotService;
+  removal: Removal;
+  notifier: Notifier;
+  limits: Limits;
 }
 
-/** A snapshot under the `sync` limit, charged by its size: big conversation lists cost more of it. */
-export async function limitedSnapshot(deps: { conversations: ConversationService; limits: Limits }, user: UserDTO) {
-  const subject = { userId: user.id };
-  await deps.limits.consume("sync", subject);
-  const snapshot = await deps.conversations.snapshot(user);
-  await deps.limits.charge("sync", subject, syncSurcharge(snapshot.conversations.length));
-  return snapshot;
-}
+export type ConversationActions = ReturnType<typeof conversationActions>;
 
-/** Creates (or finds) a conversation and tells every member's tabs when it is new. */
-export async function createConversation(
-  deps: { conversations: ConversationService; notifier: Notifier; limits: Limits },
-  user: UserDTO,
-  body: unknown,
-) {
-  const input = parse(createConversationInput, body);
-  await deps.limits.consume("create", { userId: user.id });
-  // Adding people to groups nobody asked to join is the abuse to bound: each member of a new group counts.
-  if (input.memberNames.length > 1 || input.title) {
-    await deps.limits.consume("groupAdd", { userId: user.id }, input.memberNames.length);
-  }
-  const { conversationId, created, memberIds } = await deps.conversations.create(user, input);
-  if (created) {
-    await Promise.all(
+/** Membership changes as the API offers them: validated, limited, stored, then told to every member's tabs. */
+export function conversationActions(deps: ConversationDeps) {
+  const tell = (event: "conversationCreated" | "conversationUpdated", conversationId: number, memberIds: number[]) =>
+    Promise.all(
       memberIds.map(async (memberId) =>
-        deps.notifier.conversationCreated(memberId, await deps.conversations.describe(conversationId, memberId)),
+        deps.notifier[event](memberId, await deps.snapshots.describe(conversationId, memberId)),
       ),
     );
-  }
-  return { conversation: await deps.conversations.describe(conversationId, user.id) };
+
+  return {
+    /** Creates (or finds) a conversation and tells every member's tabs when it is new. */
+    async create(user: UserDTO, body: unknown) {
+      const input = parse(createConversationInput, body);
+      await deps.limits.consume("create", { userId: user.id });
+      // Adding people to groups nobody asked to join is the abuse to bound: each member of a new group counts.
+      if (input.memberNames.length > 1 || input.title) {
+        await deps.limits.consume("groupAdd", { userId: user.id }, input.memberNames.length);
+      }
+      const { conversationId, created, memberIds } = await deps.conversations.create(user, input);
+      if (created) await tell("conversationCreated", conversationId, memberIds);
+      return { conversation: await deps.snapshots.describe(conversationId, user.id) };
+    },
+
+    /** Leaves a group: it leaves the user's counters and tabs; the others see the new member list. */
+    async leave(user: UserDTO, idParam: unknown) {
+      const conversationId = parse(conversationIdParam, idParam);
+      const remaining = await deps.conversations.leave(user, conversationId);
+      await deps.removal.deliver(conversationId, [user.id]);
+      // The others' member lists (and an untitled group's title) change; their counts do not.
+      await tell("conversationUpdated", conversationId, remaining);
+      return {};
+    },
+
+    /** Deletes a conversation for every member. */
+    async remove(user: UserDTO, idParam: unknown) {
+      const conversationId = parse(conversationIdParam, idParam);
+      await deps.removal.deliver(conversationId, await deps.conversations.remove(user, conversationId));
+      return {};
+    },
+  };
 }

@@ -1,6 +1,7 @@
+import { loadEnv } from "../env.ts";
 import { migrate } from "./migrate.ts";
 
-const databaseUrl = process.env.DATABASE_URL;
+const databaseUrl = loadEnv().DATABASE_URL;
 if (!databaseUrl) {
   console.error(
     "DATABASE_URL is not set. Example: DATABASE_URL=postgresql://user:pass@localhost:5432/tally npm run db:migrate",

@@ -1,16 +1,13 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { DemoAccounts, ErrorCode } from "../contracts/index.ts";
-import { createConversation, limitedSnapshot } from "../conversations/conversations.handlers.ts";
-import type { ConversationService } from "../conversations/conversations.service.ts";
+import type { ConversationActions } from "../conversations/conversations.handlers.ts";
 import { AppError, httpStatus, toApiError } from "../errors.ts";
-import type { Limits } from "../limits/limits.ts";
 import type { Logger } from "../log.ts";
-import type { Delivery } from "../messages/delivery.ts";
-import type { MessageService } from "../messages/messages.service.ts";
-import type { Notifier } from "../realtime/notifier.ts";
+import { historyPage, type MessageDeps } from "../messages/messages.handlers.ts";
 import { sessionCookie, type CookiePolicy } from "../sessions/cookies.ts";
+import type { SessionActions } from "../sessions/sessions.handlers.ts";
 import { SESSION_TTL_MS, type Authenticated, type SessionService } from "../sessions/sessions.service.ts";
-import { conversationIdParam, credentialsInput, historyQuery, parse } from "../validation.ts";
+import { limitedSnapshot, type UnreadDeps } from "../unread/unread.handlers.ts";
 import { clientAddress, originAllowed } from "./origin.ts";
 
 const MAX_BODY_BYTES = 64 * 1024;
@@ -18,11 +15,10 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 export interface ApiDeps {
   sessions: SessionService;
-  conversations: ConversationService;
-  messages: MessageService;
-  notifier: Notifier;
-  delivery: Delivery;
-  limits: Limits;
+  accounts: SessionActions;
+  conversations: ConversationActions;
+  unread: Pick<UnreadDeps, "snapshots" | "limits">;
+  messages: Pick<MessageDeps, "messages">;
   health: () => Promise<boolean>;
   log: Logger;
   cookies: CookiePolicy;
@@ -89,15 +85,14 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
     res.setHeader("set-cookie", sessionCookie(session.token, SESSION_TTL_MS / 1000, deps.cookies));
   const signedOut = (res: ServerResponse) => res.setHeader("set-cookie", sessionCookie("", 0, deps.cookies));
 
+  // Each route parses its path and calls one behaviour; validation, limits and orchestration live there.
   const routes: Route[] = [
     {
       method: "POST",
       path: /^\/api\/users$/,
       auth: false,
       run: async ({ req, res, address }) => {
-        const { name, password } = parse(credentialsInput, await readJson(req));
-        await deps.limits.consume("signUp", { address });
-        const session = await deps.sessions.signUp(name, password);
+        const session = await deps.accounts.signUp(await readJson(req), address);
         signedIn(res, session);
         return session;
       },
@@ -107,19 +102,9 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       path: /^\/api\/session$/,
       auth: false,
       run: async ({ req, res, address }) => {
-        const { name, password } = parse(credentialsInput, await readJson(req));
-        await deps.limits.consume("signIn", { address });
-        await deps.limits.check("signInFailures", { name });
-        try {
-          const session = await deps.sessions.signIn(name, password);
-          await deps.limits.reset("signInFailures", { name });
-          signedIn(res, session);
-          return session;
-        } catch (err) {
-          if (err instanceof AppError && err.code === "unauthorized")
-            await deps.limits.consume("signInFailures", { name }, 1).catch(() => {});
-          throw err;
-        }
+        const session = await deps.accounts.signIn(await readJson(req), address);
+        signedIn(res, session);
+        return session;
       },
     },
     { method: "GET", path: /^\/api\/session$/, auth: true, run: async ({ session }) => ({ user: session!.user }) },
@@ -128,10 +113,7 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       path: /^\/api\/session$/,
       auth: "optional",
       run: async ({ res, session }) => {
-        if (session) {
-          await deps.sessions.revoke(session.sessionId);
-          deps.notifier.sessionsEnded([session.sessionId]);
-        }
+        await deps.accounts.signOut(session);
         signedOut(res);
         return {};
       },
@@ -141,10 +123,9 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       path: /^\/api\/sessions$/,
       auth: true,
       run: async ({ res, session }) => {
-        const ended = await deps.sessions.revokeAll(session!.user.id);
-        deps.notifier.sessionsEnded(ended);
+        const result = await deps.accounts.signOutEverywhere(session!);
         signedOut(res);
-        return { ended: ended.length };
+        return result;
       },
     },
     {
@@ -157,54 +138,32 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       method: "GET",
       path: /^\/api\/conversations$/,
       auth: true,
-      run: ({ session }) => limitedSnapshot(deps, session!.user),
+      run: ({ session }) => limitedSnapshot(deps.unread, session!.user),
     },
     {
       method: "POST",
       path: /^\/api\/conversations$/,
       auth: true,
-      run: async ({ req, session }) => createConversation(deps, session!.user, await readJson(req)),
+      run: async ({ req, session }) => deps.conversations.create(session!.user, await readJson(req)),
     },
     {
       method: "POST",
       path: /^\/api\/conversations\/([^/]+)\/leave$/,
       auth: true,
-      run: async ({ params, session }) => {
-        const user = session!.user;
-        const conversationId = parse(conversationIdParam, params[0]);
-        const remaining = await deps.conversations.leave(user, conversationId);
-        await deps.delivery.deliverRemoval(conversationId, [user.id]);
-        // The others' member lists (and an untitled group's title) change; their counts do not.
-        await Promise.all(
-          remaining.map(async (memberId) =>
-            deps.notifier.conversationUpdated(memberId, await deps.conversations.describe(conversationId, memberId)),
-          ),
-        );
-        return {};
-      },
+      run: ({ params, session }) => deps.conversations.leave(session!.user, params[0]),
     },
     {
       method: "DELETE",
       path: /^\/api\/conversations\/([^/]+)$/,
       auth: true,
-      run: async ({ params, session }) => {
-        const conversationId = parse(conversationIdParam, params[0]);
-        await deps.delivery.deliverRemoval(
-          conversationId,
-          await deps.conversations.remove(session!.user, conversationId),
-        );
-        return {};
-      },
+      run: ({ params, session }) => deps.conversations.remove(session!.user, params[0]),
     },
     {
       method: "GET",
       path: /^\/api\/conversations\/([^/]+)\/messages$/,
       auth: true,
-      run: async ({ url, params, session }) => {
-        const conversationId = parse(conversationIdParam, params[0]);
-        const page = parse(historyQuery, Object.fromEntries(url.searchParams));
-        return { messages: await deps.messages.history(session!.user, conversationId, page) };
-      },
+      run: ({ url, params, session }) =>
+        historyPage(deps.messages, session!.user, params[0], Object.fromEntries(url.searchParams)),
     },
   ];
 

@@ -8,6 +8,7 @@ import os from "node:os";
 import { parseArgs } from "node:util";
 import type { LabStrategyName, LabStrategyResult, LabWorkload } from "../contracts/lab.ts";
 import { createDb } from "../db/prisma.ts";
+import { loadEnv } from "../env.ts";
 import { createRedis } from "../redis/client.ts";
 import { createUnreadService } from "../unread/unread.service.ts";
 import { measureCeiling, type CeilingResult } from "./bench/ceiling.ts";
@@ -18,6 +19,7 @@ import { openLabRedis } from "./lab-redis.ts";
 import { describeRun, newRunId, runLab } from "./lab.ts";
 import { resolveWorkload, STRATEGIES } from "./params.ts";
 
+loadEnv();
 const { values: args } = parseArgs({
   options: {
     json: { type: "string" },

@@ -9,11 +9,13 @@ import { io, type Socket } from "socket.io-client";
 import { z } from "zod";
 import { DEMO_PASSWORD } from "../../prisma/seed-data.ts";
 import type { SessionResponse } from "../contracts/index.ts";
+import { userName } from "../contracts/inputs.ts";
+import { loadEnv } from "../env.ts";
 import type { LabClientToServerEvents, LabServerToClientEvents } from "../contracts/lab.ts";
 
 const { values } = parseArgs({
   options: {
-    url: { type: "string", default: `http://localhost:${process.env.PORT ?? 3000}` },
+    url: { type: "string", default: `http://localhost:${loadEnv().PORT}` },
     name: { type: "string", default: "alice" },
     password: { type: "string", default: DEMO_PASSWORD },
     rate: { type: "string", default: "2" },
@@ -25,7 +27,7 @@ const { values } = parseArgs({
 const options = z
   .object({
     url: z.url({ protocol: /^https?$/ }).transform((u) => u.replace(/\/$/, "")),
-    name: z.string().regex(/^[A-Za-z0-9_-]{1,32}$/),
+    name: userName,
     password: z.string().min(8),
     rate: z.coerce.number().min(0.1).max(20),
     count: z.coerce.number().int().min(1).max(5),

@@ -1,13 +1,12 @@
 import type { Server as HttpServer } from "node:http";
 import type { Namespace } from "socket.io";
-import type { ModuleContext } from "../app.ts";
 import type { SocketData, UserDTO } from "../contracts/index.ts";
 import type { LabClientToServerEvents, LabServerToClientEvents } from "../contracts/lab.ts";
-import { AppError } from "../errors.ts";
+import { AppError, parse } from "../errors.ts";
+import type { ModuleContext } from "../modules.ts";
 import { requireSession } from "../realtime/auth.ts";
 import { command } from "../realtime/command.ts";
 import { sessionRoom, userRoom } from "../redis/keys.ts";
-import { parse } from "../validation.ts";
 import { createLabService } from "./lab.service.ts";
 import { botsInputSchema, runInputSchema, stopInputSchema, storyInputSchema } from "./params.ts";
 
@@ -44,7 +43,17 @@ function botName(ownerId: number, k: number): string {
  * redis-server, or `lab:<run>:…` keys), never to anonymous sockets. Runs report to every lab tab of the user
  * who started them; only that user can stop them. Mounted by server/lab/module.ts.
  */
-export function registerLab({ io, httpServer, redis, db, sessions, conversations, notifier, log }: ModuleContext): {
+export function registerLab({
+  io,
+  httpServer,
+  redis,
+  db,
+  sessions,
+  conversations,
+  snapshots,
+  notifier,
+  log,
+}: ModuleContext): {
   close(): Promise<void>;
 } {
   const lab = createLabService({ sharedRedis: redis, log: log.child({ lab: true }) });
@@ -72,7 +81,7 @@ export function registerLab({ io, httpServer, redis, db, sessions, conversations
       );
       if (created) {
         for (const memberId of memberIds) {
-          notifier.conversationCreated(memberId, await conversations.describe(conversationId, memberId));
+          notifier.conversationCreated(memberId, await snapshots.describe(conversationId, memberId));
         }
       }
       const { token, sessionId } = await sessions.createSession(bot.id);

@@ -1,4 +1,4 @@
-import type { AppModule } from "../app.ts";
+import type { AppModule } from "../modules.ts";
 import { registerLab } from "./lab.handlers.ts";
 
 /** The consistency lab as an optional module: the server imports this file only when LAB=1. */

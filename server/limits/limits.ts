@@ -1,16 +1,14 @@
 import type { Redis } from "ioredis";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
-import { z } from "zod";
 import { AppError } from "../errors.ts";
 import { limitSubject } from "../redis/keys.ts";
-import { commaList } from "../validation.ts";
 
 /**
  * Every limit Tally enforces, counted in Redis so that it holds per user (or address, or name) whatever the
  * number of sockets and instances. Fixed windows by rate-limiter-flexible: `points` calls per `durationS`.
  */
 export const defaultLimits = {
-  /** Messages sent by one user (SEND_RATE_PER_SECOND and SEND_RATE_BURST set it too). */
+  /** Messages sent by one user. */
   send: { points: 60, durationS: 3 },
   /** `conversation:read` calls by one user. */
   read: { points: 120, durationS: 10 },
@@ -46,32 +44,6 @@ export interface LimitRule {
 }
 export type LimitRules = Record<LimitName, LimitRule>;
 export type LimitSubject = Parameters<typeof limitSubject>[0];
-
-const UNIT_S = { s: 1, m: 60, h: 3600 } as const;
-const override = z
-  .string()
-  .regex(/^([A-Za-z]+)=(\d+)\/(\d+)([smh])$/, "each entry is name=points/duration, e.g. send=60/3s")
-  .transform((entry, ctx) => {
-    const [, name, points, amount, unit] = /^([A-Za-z]+)=(\d+)\/(\d+)([smh])$/.exec(entry)!;
-    if (!(name! in defaultLimits)) {
-      ctx.addIssue({
-        code: "custom",
-        message: `unknown limit ${name}; known: ${Object.keys(defaultLimits).join(", ")}`,
-      });
-      return z.NEVER;
-    }
-    const rule = { points: Number(points), durationS: Number(amount) * UNIT_S[unit as keyof typeof UNIT_S] };
-    if (rule.points < 1 || rule.durationS < 1) {
-      ctx.addIssue({ code: "custom", message: `${entry}: points and duration must be at least 1` });
-      return z.NEVER;
-    }
-    return [name as LimitName, rule] as const;
-  });
-
-/** `RATE_LIMITS`: comma-separated overrides such as `signUp=200/1h,sync=10/10s`. */
-export const limitOverrides = commaList
-  .pipe(z.array(override))
-  .transform((entries) => Object.fromEntries(entries) as Partial<LimitRules>);
 
 const WORDS: Record<LimitName, string> = {
   send: "Slow down: too many messages at once.",

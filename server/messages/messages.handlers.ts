@@ -1,51 +1,50 @@
-import type { Socket } from "socket.io";
-import type { ClientToServerEvents, InterServerEvents, ServerToClientEvents, SocketData } from "../contracts/index.ts";
+import type { MessagesResponse, UserDTO } from "../contracts/index.ts";
+import { conversationIdParam, historyQuery, sendInput } from "../contracts/inputs.ts";
+import { parse } from "../errors.ts";
 import type { Limits } from "../limits/limits.ts";
 import type { Logger } from "../log.ts";
 import { command } from "../realtime/command.ts";
-import { parse, readInput, sendInput } from "../validation.ts";
-import type { Delivery } from "./delivery.ts";
+import type { TallySocket } from "../realtime/types.ts";
+import type { MessageFanout } from "./fanout.ts";
 import type { MessageService } from "./messages.service.ts";
 
-export type TallySocket = Socket<ClientToServerEvents, ServerToClientEvents, InterServerEvents, SocketData>;
+export interface MessageDeps {
+  messages: MessageService;
+  fanout: MessageFanout;
+  limits: Limits;
+  log: Logger;
+  /** Test-only: kill the process right after a send commits, before Redis sees it. */
+  fault?: "crash-after-commit";
+}
 
-export function registerMessageHandlers(
-  socket: TallySocket,
-  deps: {
-    messages: MessageService;
-    delivery: Delivery;
-    log: Logger;
-    limits: Limits;
-    fault?: "crash-after-commit";
-  },
-): void {
-  const { messages, delivery, log, limits } = deps;
+/** `message:send`: validate, limit, store durably, then fan out (a retried send fans out again, harmlessly). */
+export function registerMessageHandlers(socket: TallySocket, deps: MessageDeps): void {
   const user = socket.data.user;
-
   socket.on(
     "message:send",
-    command(log, "message:send", async (payload) => {
+    command(deps.log, "message:send", async (payload) => {
       const input = parse(sendInput, payload);
-      await limits.consume("send", { userId: user.id });
-      const { message, memberIds } = await messages.send(user, input);
+      await deps.limits.consume("send", { userId: user.id });
+      const { message, memberIds } = await deps.messages.send(user, input);
       if (deps.fault === "crash-after-commit") {
         // Test-only: die between the database commit and Redis, as a crashed process would.
-        log.warn({ messageId: message.id }, "TALLY_FAULT=crash-after-commit: killing this process");
+        deps.log.warn({ messageId: message.id }, "TALLY_FAULT=crash-after-commit: killing this process");
         process.kill(process.pid, "SIGKILL");
       }
       // Also on a retried send: the first attempt may have stopped between the commit and the counters.
-      await delivery.deliverMessage(message, memberIds);
+      await deps.fanout.deliver(message, memberIds);
       return { message };
     }),
   );
+}
 
-  socket.on(
-    "conversation:read",
-    command(log, "conversation:read", async (payload) => {
-      const input = parse(readInput, payload);
-      await limits.consume("read", { userId: user.id });
-      const { cursor, lastSeq } = await messages.markRead(user, input.conversationId, input.seq);
-      return delivery.deliverRead(user.id, input.conversationId, cursor, lastSeq);
-    }),
-  );
+/** `GET /api/conversations/:id/messages`: a page of history, members only. */
+export async function historyPage(
+  deps: Pick<MessageDeps, "messages">,
+  user: UserDTO,
+  idParam: unknown,
+  query: unknown,
+): Promise<MessagesResponse> {
+  const conversationId = parse(conversationIdParam, idParam);
+  return { messages: await deps.messages.history(user, conversationId, parse(historyQuery, query)) };
 }

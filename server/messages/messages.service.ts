@@ -1,9 +1,7 @@
-import type { MessageDTO, SendInput, UserDTO } from "../contracts/index.ts";
+import { messageInclude, toMessageDTO } from "../contracts/dto.ts";
+import type { HistoryQuery, MessageDTO, SendInput, UserDTO } from "../contracts/index.ts";
 import type { Db } from "../db/prisma.ts";
-import { toMessageDTO } from "../conversations/conversations.service.ts";
 import { AppError } from "../errors.ts";
-
-const withSender = { sender: { select: { name: true } } } as const;
 
 export type MessageService = ReturnType<typeof createMessageService>;
 
@@ -29,7 +27,7 @@ export function createMessageService({ db }: { db: Db }) {
   async function findBySender(senderId: number, clientMsgId: string): Promise<MessageDTO | null> {
     const m = await db.message.findUnique({
       where: { senderId_clientMsgId: { senderId, clientMsgId } },
-      include: withSender,
+      include: messageInclude,
     });
     return m ? toMessageDTO(m) : null;
   }
@@ -52,15 +50,12 @@ export function createMessageService({ db }: { db: Db }) {
    * the sender's read cursor to it, records an outbox entry for the counters and reads the member list. A retry
    * with the same (sender, clientMsgId) violates the unique key, changes nothing, and returns the original.
    */
-  async function send(
-    sender: UserDTO,
-    input: SendInput,
-  ): Promise<{ message: MessageDTO; memberIds: number[]; duplicate: boolean }> {
+  async function send(sender: UserDTO, input: SendInput): Promise<{ message: MessageDTO; memberIds: number[] }> {
     const { conversationId, clientMsgId, content } = input;
     try {
       const [row] = await db.$queryRaw<{ id: number; seq: number; createdAt: Date | string; memberIds: number[] }[]>`
         WITH conv AS (
-          UPDATE "Conversation" SET "lastSeq" = "lastSeq" + 1, "lastMessageAt" = now()
+          UPDATE "Conversation" SET "lastSeq" = "lastSeq" + 1
           WHERE "id" = ${conversationId}
             AND EXISTS (SELECT 1 FROM "Membership" WHERE "userId" = ${sender.id} AND "conversationId" = ${conversationId})
           RETURNING "lastSeq"
@@ -89,54 +84,25 @@ export function createMessageService({ db }: { db: Db }) {
         createdAt: new Date(row.createdAt).toISOString(),
         clientMsgId,
       };
-      return { message, memberIds: row.memberIds.map(Number), duplicate: false };
+      return { message, memberIds: row.memberIds.map(Number) };
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
       const original = await findBySender(sender.id, clientMsgId);
       if (!original) throw err;
       await assertMember(sender.id, conversationId);
-      return { message: sameSend(original, input), memberIds: await memberIds(conversationId), duplicate: true };
+      return { message: sameSend(original, input), memberIds: await memberIds(conversationId) };
     }
   }
 
-  /**
-   * Moves the reader's cursor to max(cursor, seq) clamped to the conversation's lastSeq, durably, with an outbox
-   * entry for the counters, in one statement. Returns the cursor and the conversation's lastSeq (both true
-   * observations).
-   */
-  async function markRead(
-    reader: UserDTO,
-    conversationId: number,
-    seq: number,
-  ): Promise<{ cursor: number; lastSeq: number }> {
-    const [row] = await db.$queryRaw<{ lastReadSeq: number; lastSeq: number }[]>`
-      WITH moved AS (
-        UPDATE "Membership" AS m SET "lastReadSeq" = GREATEST(m."lastReadSeq", LEAST(${seq}::int, c."lastSeq"))
-        FROM "Conversation" AS c
-        WHERE c."id" = m."conversationId" AND m."userId" = ${reader.id} AND m."conversationId" = ${conversationId}
-        RETURNING m."lastReadSeq", c."lastSeq"
-      ), outbox AS (
-        INSERT INTO "OutboxEvent" ("kind", "conversationId", "userId", "seq")
-        SELECT 'read'::"OutboxKind", ${conversationId}, ${reader.id}, "lastReadSeq" FROM moved
-      )
-      SELECT "lastReadSeq", "lastSeq" FROM moved`;
-    if (!row) throw new AppError("forbidden", "You are not a member of this conversation.");
-    return { cursor: row.lastReadSeq, lastSeq: row.lastSeq };
-  }
-
   /** A page of history, ascending by seq: the newest `limit` before `before`, or the oldest after `after`. */
-  async function history(
-    reader: UserDTO,
-    conversationId: number,
-    page: { before?: number; after?: number; limit: number },
-  ): Promise<MessageDTO[]> {
+  async function history(reader: UserDTO, conversationId: number, page: HistoryQuery): Promise<MessageDTO[]> {
     await assertMember(reader.id, conversationId);
     if (page.after !== undefined) {
       const rows = await db.message.findMany({
         where: { conversationId, seq: { gt: page.after } },
         orderBy: { seq: "asc" },
         take: page.limit,
-        include: withSender,
+        include: messageInclude,
       });
       return rows.map(toMessageDTO);
     }
@@ -144,10 +110,10 @@ export function createMessageService({ db }: { db: Db }) {
       where: { conversationId, ...(page.before !== undefined ? { seq: { lt: page.before } } : {}) },
       orderBy: { seq: "desc" },
       take: page.limit,
-      include: withSender,
+      include: messageInclude,
     });
     return rows.reverse().map(toMessageDTO);
   }
 
-  return { send, markRead, history, assertMember };
+  return { send, history };
 }

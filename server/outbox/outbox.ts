@@ -24,7 +24,6 @@ export function createOutbox(db: Db) {
         },
       });
     },
-    pendingCount: () => db.outboxEvent.count(),
   };
 }
 export type Outbox = ReturnType<typeof createOutbox>;

@@ -1,18 +1,24 @@
 import type { Db } from "../db/prisma.ts";
-import { toMessageDTO } from "../conversations/conversations.service.ts";
 import type { Logger } from "../log.ts";
-import { messageEvents } from "../messages/delivery.ts";
-import type { Notifier } from "../realtime/notifier.ts";
-import type { UnreadService } from "../unread/unread.service.ts";
+import type { OutboxEntry, OutboxKind } from "./outbox.ts";
 
-const CLAIM_SECONDS = 30;
+/** How each kind of entry is applied again; every behaviour that writes entries supplies its own. */
+export type Replayers = Record<OutboxKind, (entry: OutboxEntry) => Promise<void>>;
 
-interface Row {
+export interface RelayOptions {
+  /** Failed replays after which an entry is parked (deadAt) instead of retried. */
+  maxAttempts?: number;
+  /** After its n-th failure an entry waits retryS × 2^(n-1) seconds, at most `maxBackoffS`, before the next try. */
+  retryS?: number;
+  maxBackoffS?: number;
+}
+
+/** How long a claim lasts while its replay runs; a relay that dies mid-replay frees its entries after this. */
+const CLAIM_S = 30;
+
+interface Row extends OutboxEntry {
   id: number;
-  kind: "message" | "read" | "remove";
-  conversationId: number;
-  userId: number;
-  seq: number;
+  attempts: number;
 }
 
 export type Relay = ReturnType<typeof createRelay>;
@@ -21,82 +27,62 @@ export type Relay = ReturnType<typeof createRelay>;
  * Replays outbox entries that were committed but never applied to Redis (the process died in between, or Redis
  * was down). Every replay goes through the same idempotent scripts, so replaying an entry that was in fact
  * applied changes nothing. Instances share the work with FOR UPDATE SKIP LOCKED.
+ *
+ * A failing entry backs off (1 s, 2 s, 4 s … up to 5 minutes between tries) and after `maxAttempts` tries (50 by
+ * default: about three and a half hours of failing) it is parked with its last error, so a poisoned entry cannot
+ * be retried forever. Parking loses nothing durable: the change is in the database, reconciliation reports
+ * parked entries, and it repairs the counters they would have fixed.
  */
-export function createRelay(deps: { db: Db; unread: UnreadService; notifier: Notifier; log: Logger }) {
-  const { db, unread, notifier, log } = deps;
-
-  async function replay(row: Row): Promise<void> {
-    if (row.kind === "remove") {
-      const applied = await unread.remove(row.userId, row.conversationId);
-      if (applied?.changed) notifier.unreadChanged(row.userId, applied.update);
-      notifier.conversationRemoved(row.userId, row.conversationId);
-      return;
-    }
-    const conversation = await db.conversation.findUnique({
-      where: { id: row.conversationId },
-      select: { lastSeq: true, memberships: { select: { userId: true } } },
-    });
-    if (!conversation) return; // deleted since: its removal entries take the counters out
-    if (row.kind === "read") {
-      const applied = await unread.applyOne({
-        userId: row.userId,
-        conversationId: row.conversationId,
-        seenSeq: conversation.lastSeq,
-        readSeq: row.seq,
-      });
-      if (applied.changed) notifier.unreadChanged(row.userId, applied.update);
-      return;
-    }
-    const memberIds = conversation.memberships.map((m) => m.userId);
-    const message = await db.message.findUnique({
-      where: { conversationId_seq: { conversationId: row.conversationId, seq: row.seq } },
-      include: { sender: { select: { name: true } } },
-    });
-    // Tabs connected to the instance that died never heard of it; clients drop duplicates by id.
-    if (message) notifier.messageNew(memberIds, toMessageDTO(message));
-    const applied = await unread.applyMany(
-      messageEvents(
-        {
-          conversationId: row.conversationId,
-          seq: row.seq,
-          senderId: row.userId,
-          ...(message ? { createdAtMs: message.createdAt.getTime() } : {}),
-        },
-        memberIds,
-      ),
-    );
-    for (const a of applied) if (a.changed) notifier.unreadChanged(a.userId, a.update);
-  }
+export function createRelay(deps: { db: Db; replayers: Replayers; log: Logger; options?: RelayOptions }) {
+  const { db, replayers, log } = deps;
+  const maxAttempts = deps.options?.maxAttempts ?? 50;
+  const retryS = deps.options?.retryS ?? 1;
+  const maxBackoffS = deps.options?.maxBackoffS ?? 300;
+  const backoffS = (attempts: number) => Math.min(retryS * 2 ** (attempts - 1), maxBackoffS);
 
   /**
    * Replays pending entries older than `minAgeMs` (fresh ones are still being applied by their request).
    * Entries are claimed in one short statement, not held in a transaction while Redis is called: a claim
-   * expires after CLAIM_SECONDS, so the entries of a relay that died are taken by another.
+   * expires, so the entries of a relay that died are taken by another.
    */
-  async function runOnce(minAgeMs = 0, limit = 200): Promise<{ replayed: number; failed: number }> {
+  async function runOnce(minAgeMs = 0, limit = 200): Promise<{ replayed: number; failed: number; parked: number }> {
     const rows = await db.$queryRaw<Row[]>`
-      UPDATE "OutboxEvent" SET "claimedUntil" = now() + make_interval(secs => ${CLAIM_SECONDS}), "attempts" = "attempts" + 1
+      UPDATE "OutboxEvent"
+      SET "attempts" = "attempts" + 1, "claimedUntil" = now() + make_interval(secs => ${CLAIM_S})
       WHERE "id" IN (
         SELECT "id" FROM "OutboxEvent"
-        WHERE "createdAt" <= now() - make_interval(secs => ${minAgeMs / 1000}::float8)
+        WHERE "deadAt" IS NULL
+          AND "createdAt" <= now() - make_interval(secs => ${minAgeMs / 1000}::float8)
           AND ("claimedUntil" IS NULL OR "claimedUntil" < now())
         ORDER BY "id" LIMIT ${limit} FOR UPDATE SKIP LOCKED)
-      RETURNING "id", "kind"::text AS "kind", "conversationId", "userId", "seq"`;
+      RETURNING "id", "kind"::text AS "kind", "conversationId", "userId", "seq", "attempts"`;
     let replayed = 0;
     let failed = 0;
+    let parked = 0;
     for (const row of rows.sort((a, b) => a.id - b.id)) {
+      const { id, attempts, ...entry } = row;
       try {
-        await replay(row);
-        await db.outboxEvent.deleteMany({ where: { id: row.id } });
+        await replayers[entry.kind](entry);
+        await db.outboxEvent.deleteMany({ where: { id } });
         replayed++;
       } catch (err) {
         failed++;
-        log.warn({ err, entry: row }, "outbox replay failed; the next pass retries it");
-        await db.outboxEvent.updateMany({ where: { id: row.id }, data: { claimedUntil: null } }).catch(() => undefined);
+        const lastError = err instanceof Error ? err.message.slice(0, 500) : String(err);
+        if (attempts >= maxAttempts) {
+          parked++;
+          log.error({ err, entry, attempts }, "outbox entry failed too often; parked for reconciliation to report");
+          await db.$executeRaw`UPDATE "OutboxEvent" SET "deadAt" = now(), "lastError" = ${lastError} WHERE "id" = ${id}`;
+        } else {
+          log.warn({ err, entry, attempts }, "outbox replay failed; it is retried after a back-off");
+          await db.$executeRaw`
+            UPDATE "OutboxEvent" SET "lastError" = ${lastError},
+              "claimedUntil" = now() + make_interval(secs => ${backoffS(attempts)}::float8)
+            WHERE "id" = ${id}`.catch(() => undefined);
+        }
       }
     }
     if (replayed > 0) log.info({ replayed, failed }, "replayed outbox entries");
-    return { replayed, failed };
+    return { replayed, failed, parked };
   }
 
   let timer: NodeJS.Timeout | undefined;

@@ -1,16 +1,6 @@
-import type { Server } from "socket.io";
-import type {
-  ClientToServerEvents,
-  ConversationDTO,
-  InterServerEvents,
-  MessageDTO,
-  ServerToClientEvents,
-  SocketData,
-  UnreadUpdate,
-} from "../contracts/index.ts";
+import type { ConversationDTO, MessageDTO, UnreadUpdate } from "../contracts/index.ts";
 import { sessionRoom, userRoom } from "../redis/keys.ts";
-
-export type TallyServer = Server<ClientToServerEvents, ServerToClientEvents, InterServerEvents, SocketData>;
+import type { TallyServer } from "./types.ts";
 
 /** What the services announce; the Socket.IO implementation reaches every tab on every instance. */
 export interface Notifier {

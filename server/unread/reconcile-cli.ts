@@ -1,8 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { Emitter } from "@socket.io/redis-emitter";
-import { loadDotEnv, readEnv, unreadTtlMs } from "../config.ts";
+import { loadEnv, projectRoot, unreadTtlMs } from "../env.ts";
 import { createDb } from "../db/prisma.ts";
 import { createRedis } from "../redis/client.ts";
 import { userRoom } from "../redis/keys.ts";
@@ -13,10 +12,8 @@ import { createUnreadService } from "./unread.service.ts";
  * `npm run reconcile`: one reconciliation pass over every user, then a report. Connects to DATABASE_URL and
  * REDIS_URL, or to the embedded services a running `npm start` recorded in DATA_DIR/services.json.
  */
-const root = fileURLToPath(new URL("../..", import.meta.url));
-loadDotEnv(root);
-const env = readEnv();
-const servicesFile = join(resolve(root, env.DATA_DIR), "services.json");
+const env = loadEnv();
+const servicesFile = join(resolve(projectRoot, env.DATA_DIR), "services.json");
 const recorded =
   existsSync(servicesFile) && (!env.DATABASE_URL || !env.REDIS_URL)
     ? (JSON.parse(readFileSync(servicesFile, "utf8")) as { databaseUrl?: string; redisUrl?: string })
@@ -54,6 +51,9 @@ try {
   console.log(`repaired:             ${report.repaired}`);
   console.log(`script self-repairs:  ${report.scriptRepairs} (totals the scripts recomputed, all time)`);
   for (const example of report.examples) console.log(`  user ${example.userId}: ${example.problems.join("; ")}`);
+  console.log(`parked outbox entries: ${report.parkedOutbox} (failed too often; see lastError, then delete them)`);
+  for (const e of report.parkedExamples)
+    console.log(`  #${e.id} ${e.kind} conversation ${e.conversationId} user ${e.userId}: ${e.lastError ?? "?"}`);
   console.log(`took ${Date.now() - started} ms`);
   process.exitCode = report.drifted === report.repaired ? 0 : 1;
 } finally {

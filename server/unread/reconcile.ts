@@ -11,6 +11,10 @@ export interface ReconcileReport {
   scriptRepairs: number;
   /** The first few drifted users, for the report. */
   examples: { userId: number; problems: string[] }[];
+  /** Outbox entries the relay parked after failing too often (their counters are repaired here like any drift). */
+  parkedOutbox: number;
+  /** The first few parked entries with their last error. */
+  parkedExamples: { id: number; kind: string; conversationId: number; userId: number; lastError: string | null }[];
 }
 
 type Truth = Map<number, { lastSeq: number; lastReadSeq: number; agedSeq: number }>;
@@ -91,6 +95,13 @@ export async function reconcile(
     repaired: 0,
     scriptRepairs: 0,
     examples: [],
+    parkedOutbox: await db.outboxEvent.count({ where: { deadAt: { not: null } } }),
+    parkedExamples: await db.outboxEvent.findMany({
+      where: { deadAt: { not: null } },
+      orderBy: { id: "asc" },
+      take: maxExamples,
+      select: { id: true, kind: true, conversationId: true, userId: true, lastError: true },
+    }),
   };
   const truthOf = async (userId: number, nowMs: number): Promise<Truth> =>
     new Map((await unread.truth(userId, nowMs)).map((t) => [t.conversationId, t]));

@@ -1,5 +1,9 @@
 import { z } from "zod";
-import { AppError } from "./errors.ts";
+
+/**
+ * Every input Tally accepts from a client, as the zod schema the server validates it with; the contract's input
+ * types are inferred from these (z.infer), so the type and the check cannot disagree.
+ */
 
 /**
  * Text that is stored exactly as acknowledged: no NUL (PostgreSQL text cannot hold it) and no lone UTF-16
@@ -11,18 +15,9 @@ const storableText = (field: string) =>
     .refine((s) => !s.includes("\u0000"), `${field} cannot contain a NUL character.`)
     .refine((s) => s.isWellFormed(), `${field} contains a broken character (a lone UTF-16 surrogate).`);
 
-/** A comma-separated list (configuration values): trimmed, empty entries dropped. */
-export const commaList = z.string().transform((text) =>
-  text
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean),
-);
-
-export const userName = z
-  .string()
-  .trim()
-  .regex(/^[A-Za-z0-9_-]{1,32}$/, "A name is 1–32 letters, digits, '_' or '-'.");
+/** An account name: 1–32 of [A-Za-z0-9_-], unique case-insensitively (the database enforces that part). */
+export const USER_NAME = /^[A-Za-z0-9_-]{1,32}$/;
+export const userName = z.string().trim().regex(USER_NAME, "A name is 1–32 letters, digits, '_' or '-'.");
 
 const id = z.number().int().positive().max(2_147_483_647);
 const seq = z.number().int().min(0).max(2_147_483_647);
@@ -35,8 +30,10 @@ export const sendInput = z.strictObject({
     .min(1, "A message needs some text.")
     .max(4000, "A message is at most 4000 characters."),
 });
+export type SendInput = z.infer<typeof sendInput>;
 
 export const readInput = z.strictObject({ conversationId: id, seq });
+export type ReadInput = z.infer<typeof readInput>;
 
 export const credentialsInput = z.strictObject({
   name: userName,
@@ -44,11 +41,13 @@ export const credentialsInput = z.strictObject({
     .min(8, "A password is at least 8 characters.")
     .max(128, "A password is at most 128 characters."),
 });
+export type Credentials = z.infer<typeof credentialsInput>;
 
 export const createConversationInput = z.strictObject({
   memberNames: z.array(userName).min(1, "Name at least one other member.").max(50),
   title: storableText("The title").trim().max(64, "A title is at most 64 characters.").optional(),
 });
+export type CreateConversationInput = z.input<typeof createConversationInput>;
 
 const queryInt = (min: number) => z.coerce.number().int().min(min).max(2_147_483_647);
 export const historyQuery = z
@@ -58,14 +57,6 @@ export const historyQuery = z
     limit: queryInt(1).max(200).default(50),
   })
   .refine((q) => q.before === undefined || q.after === undefined, "Use either before or after, not both.");
+export type HistoryQuery = z.infer<typeof historyQuery>;
 
 export const conversationIdParam = z.coerce.number().int().positive().max(2_147_483_647);
-
-/** Parses untrusted input or throws `invalid` naming the first problem. */
-export function parse<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
-  const result = schema.safeParse(input);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const where = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
-  throw new AppError("invalid", `${where}${issue?.message ?? "invalid input"}`);
-}

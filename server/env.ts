@@ -1,9 +1,53 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { defaultLimits, limitOverrides, type LimitRules } from "./limits/limits.ts";
+import { defaultLimits, type LimitName, type LimitRules } from "./limits/limits.ts";
+import { logger } from "./log.ts";
 import type { CookiePolicy } from "./sessions/cookies.ts";
-import { commaList } from "./validation.ts";
+
+/*
+ * The one environment module: every entry point (the server, the cluster script, the CLIs, prisma.config.ts)
+ * calls loadEnv() first, which reads .env, validates every variable, and fails naming each bad one.
+ */
+
+/** The project root (where .env lives). */
+export const projectRoot = fileURLToPath(new URL("..", import.meta.url));
+
+/** A comma-separated list: trimmed, empty entries dropped. */
+export const commaList = z.string().transform((text) =>
+  text
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean),
+);
+
+const UNIT_S = { s: 1, m: 60, h: 3600 } as const;
+const LIMIT_OVERRIDE = /^([A-Za-z]+)=(\d+)\/(\d+)([smh])$/;
+const limitOverride = z
+  .string()
+  .regex(LIMIT_OVERRIDE, "each entry is name=points/duration, e.g. send=60/3s")
+  .transform((entry, ctx) => {
+    const [, name, points, amount, unit] = LIMIT_OVERRIDE.exec(entry)!;
+    if (!(name! in defaultLimits)) {
+      ctx.addIssue({
+        code: "custom",
+        message: `unknown limit ${name}; known: ${Object.keys(defaultLimits).join(", ")}`,
+      });
+      return z.NEVER;
+    }
+    const rule = { points: Number(points), durationS: Number(amount) * UNIT_S[unit as keyof typeof UNIT_S] };
+    if (rule.points < 1 || rule.durationS < 1) {
+      ctx.addIssue({ code: "custom", message: `${entry}: points and duration must be at least 1` });
+      return z.NEVER;
+    }
+    return [name as LimitName, rule] as const;
+  });
+
+/** `RATE_LIMITS`: comma-separated overrides such as `signUp=200/1h,sync=10/10s`. */
+export const limitOverrides = commaList
+  .pipe(z.array(limitOverride))
+  .transform((entries) => Object.fromEntries(entries) as Partial<LimitRules>);
 
 const flag = (fallback: "0" | "1") => z.enum(["0", "1"]).default(fallback);
 const origin = z.url({ protocol: /^https?$/ }).transform((u) => new URL(u).origin);
@@ -101,7 +145,15 @@ export function unreadTtlMs(env: Env): number {
 }
 
 /** Loads `<root>/.env` when present; variables already set in the environment win. */
-export function loadDotEnv(root: string): void {
+export function loadDotEnv(root: string = projectRoot): void {
   const file = join(root, ".env");
   if (existsSync(file)) process.loadEnvFile(file);
+}
+
+/** What every entry point calls first: .env, then validation (throws naming each bad variable), then the log level. */
+export function loadEnv(): Env {
+  loadDotEnv();
+  const env = readEnv();
+  logger.level = env.LOG_LEVEL;
+  return env;
 }

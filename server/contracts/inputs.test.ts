@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { AppError } from "./errors.ts";
-import { createConversationInput, credentialsInput, historyQuery, parse, readInput, sendInput } from "./validation.ts";
+import { AppError, parse } from "../errors.ts";
+import { createConversationInput, credentialsInput, historyQuery, readInput, sendInput } from "./inputs.ts";
 
 function code(fn: () => unknown): string | undefined {
   try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { readEnv as read, unreadTtlMs } from "./config.ts";
+import { readEnv as read, unreadTtlMs } from "./env.ts";
 
 const readEnv = (vars: Record<string, string>) => read({ NODE_ENV: "test", ...vars });
 

@@ -1,0 +1,79 @@
+import type { ConversationDTO, MessageDTO, UserDTO } from "./index.ts";
+
+/*
+ * Database rows to the DTOs of the contract: the one place a row's shape becomes what a client sees. Each query
+ * that feeds a mapper selects with the shape declared here.
+ */
+
+/** Select a message's sender name with it, for `toMessageDTO`. */
+export const messageInclude = { sender: { select: { name: true } } } as const;
+
+/** Select a conversation's members (and the viewer's cursor) with it, for `toConversationDTO`. */
+export const conversationInclude = {
+  memberships: {
+    select: { userId: true, lastReadSeq: true, user: { select: { id: true, name: true, isBot: true } } },
+  },
+} as const;
+
+export interface MessageRow {
+  id: number;
+  conversationId: number;
+  seq: number;
+  senderId: number;
+  content: string;
+  createdAt: Date;
+  clientMsgId: string;
+  sender: { name: string };
+}
+
+export interface ConversationRow {
+  id: number;
+  kind: "direct" | "group";
+  title: string | null;
+  lastSeq: number;
+  memberships: { userId: number; lastReadSeq: number; user: { id: number; name: string; isBot: boolean } }[];
+}
+
+export function toMessageDTO(m: MessageRow): MessageDTO {
+  return {
+    id: m.id,
+    conversationId: m.conversationId,
+    seq: m.seq,
+    senderId: m.senderId,
+    senderName: m.sender.name,
+    content: m.content,
+    createdAt: m.createdAt.toISOString(),
+    clientMsgId: m.clientMsgId,
+  };
+}
+
+/** A direct conversation is titled by the other member; an untitled group by its other members. */
+function titleFor(row: ConversationRow, viewerId: number): string {
+  if (row.kind === "group" && row.title) return row.title;
+  const others = row.memberships.filter((m) => m.userId !== viewerId).map((m) => m.user.name);
+  return others.length > 0 ? others.join(", ") : "Just you";
+}
+
+/** One conversation as `viewerId` sees it, with the unread count Redis holds for them. */
+export function toConversationDTO(
+  row: ConversationRow,
+  viewerId: number,
+  unreadCount: number,
+  lastMessage: MessageDTO | null,
+): ConversationDTO {
+  const me = row.memberships.find((m) => m.userId === viewerId);
+  return {
+    id: row.id,
+    kind: row.kind,
+    title: titleFor(row, viewerId),
+    members: row.memberships
+      .map(({ user }): UserDTO =>
+        user.isBot ? { id: user.id, name: user.name, bot: true } : { id: user.id, name: user.name },
+      )
+      .sort((a, b) => a.id - b.id),
+    lastSeq: row.lastSeq,
+    lastReadSeq: me?.lastReadSeq ?? 0,
+    unreadCount,
+    lastMessage,
+  };
+}

@@ -1,0 +1,43 @@
+import type { Logger } from "../log.ts";
+import type { Outbox, OutboxEntry } from "../outbox/outbox.ts";
+import type { Notifier } from "../realtime/notifier.ts";
+import type { UnreadService } from "../unread/unread.service.ts";
+
+export type Removal = ReturnType<typeof createRemoval>;
+
+/**
+ * A conversation leaving former members' counters and lists, after the membership change committed with one
+ * outbox entry per member; completed here, or replayed by the relay (`replay`).
+ */
+export function createRemoval(deps: { unread: UnreadService; notifier: Notifier; outbox: Outbox; log: Logger }) {
+  const { unread, notifier, outbox, log } = deps;
+
+  async function apply(userId: number, conversationId: number): Promise<void> {
+    const applied = await unread.remove(userId, conversationId);
+    if (applied?.changed) notifier.unreadChanged(userId, applied.update);
+  }
+
+  /** Takes the conversation out of each user's counters, then tells their tabs to drop it. */
+  async function deliver(conversationId: number, userIds: number[]): Promise<void> {
+    for (const userId of userIds) {
+      try {
+        await apply(userId, conversationId);
+        await outbox.complete([{ kind: "remove", conversationId, userId, seq: 0 }]);
+      } catch (err) {
+        log.error(
+          { err, userId, conversationId },
+          "removing a conversation from counters failed; the relay will replay it",
+        );
+      }
+      notifier.conversationRemoved(userId, conversationId);
+    }
+  }
+
+  /** The relay's replay of a `remove` entry. */
+  async function replay(entry: OutboxEntry): Promise<void> {
+    await apply(entry.userId, entry.conversationId);
+    notifier.conversationRemoved(entry.userId, entry.conversationId);
+  }
+
+  return { deliver, replay };
+}

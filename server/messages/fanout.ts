@@ -1,0 +1,87 @@
+import { messageInclude, toMessageDTO } from "../contracts/dto.ts";
+import type { MessageDTO } from "../contracts/index.ts";
+import type { Db } from "../db/prisma.ts";
+import type { Logger } from "../log.ts";
+import type { Outbox, OutboxEntry } from "../outbox/outbox.ts";
+import type { Notifier } from "../realtime/notifier.ts";
+import type { UnreadEvent, UnreadService } from "../unread/unread.service.ts";
+
+/** One message as counter events, one per member: the sender's also moves their own cursor to it. */
+export function messageEvents(
+  message: { conversationId: number; seq: number; senderId: number; createdAtMs?: number },
+  memberIds: number[],
+): UnreadEvent[] {
+  return memberIds.map((userId) => ({
+    userId,
+    conversationId: message.conversationId,
+    seenSeq: message.seq,
+    readSeq: userId === message.senderId ? message.seq : 0,
+    ...(message.createdAtMs !== undefined ? { createdAtMs: message.createdAtMs } : {}),
+  }));
+}
+
+export type MessageFanout = ReturnType<typeof createMessageFanout>;
+
+/**
+ * A stored message reaching its members: a `message:new` push to every tab and one counter event per member.
+ * Always runs after the commit, whose outbox entry is completed here once Redis has the counters, or replayed
+ * by the relay (`replay`) if the process dies first.
+ */
+export function createMessageFanout(deps: {
+  db: Db;
+  unread: UnreadService;
+  notifier: Notifier;
+  outbox: Outbox;
+  log: Logger;
+}) {
+  const { db, unread, notifier, outbox, log } = deps;
+
+  async function applyCounters(event: Parameters<typeof messageEvents>[0], memberIds: number[]): Promise<void> {
+    const applied = await unread.applyMany(messageEvents(event, memberIds));
+    for (const a of applied) if (a.changed) notifier.unreadChanged(a.userId, a.update);
+  }
+
+  /**
+   * Announces a stored message and applies it to every member's counters (one script call each, in one
+   * pipeline). The sender's call also moves their own cursor, so their unread never counts it.
+   * A failure here loses nothing: the message is in the database and its outbox entry stays for the relay.
+   */
+  async function deliver(message: MessageDTO, memberIds: number[]): Promise<void> {
+    notifier.messageNew(memberIds, message);
+    try {
+      await applyCounters({ ...message, createdAtMs: Date.parse(message.createdAt) }, memberIds);
+      await outbox.complete([
+        { kind: "message", conversationId: message.conversationId, userId: message.senderId, seq: message.seq },
+      ]);
+    } catch (err) {
+      log.error({ err, messageId: message.id }, "unread fan-out failed; the outbox relay will replay it");
+    }
+  }
+
+  /** The relay's replay of a `message` entry: the same pushes and counter events, from the database. */
+  async function replay(entry: OutboxEntry): Promise<void> {
+    const conversation = await db.conversation.findUnique({
+      where: { id: entry.conversationId },
+      select: { memberships: { select: { userId: true } } },
+    });
+    if (!conversation) return; // deleted since: its removal entries take the counters out
+    const memberIds = conversation.memberships.map((m) => m.userId);
+    const message = await db.message.findUnique({
+      where: { conversationId_seq: { conversationId: entry.conversationId, seq: entry.seq } },
+      include: messageInclude,
+    });
+    // Tabs connected to the instance that died never heard of it; clients drop duplicates by id.
+    if (message) notifier.messageNew(memberIds, toMessageDTO(message));
+    await applyCounters(
+      {
+        conversationId: entry.conversationId,
+        seq: entry.seq,
+        senderId: entry.userId,
+        ...(message ? { createdAtMs: message.createdAt.getTime() } : {}),
+      },
+      memberIds,
+    );
+  }
+
+  return { deliver, replay };
+}

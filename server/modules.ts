@@ -1,0 +1,25 @@
+import type { Server as HttpServer } from "node:http";
+import type { Redis } from "ioredis";
+import type { ConversationService } from "./conversations/conversations.service.ts";
+import type { Db } from "./db/prisma.ts";
+import type { Logger } from "./log.ts";
+import type { Notifier } from "./realtime/notifier.ts";
+import type { TallyServer } from "./realtime/types.ts";
+import type { SessionService } from "./sessions/sessions.service.ts";
+import type { SnapshotService } from "./unread/snapshot.service.ts";
+
+/** What an optional module (the consistency lab) gets to mount itself with. */
+export interface ModuleContext {
+  io: TallyServer;
+  httpServer: HttpServer;
+  redis: Redis;
+  db: Db;
+  sessions: SessionService;
+  conversations: ConversationService;
+  snapshots: SnapshotService;
+  notifier: Notifier;
+  log: Logger;
+}
+
+/** An optional module: one function that mounts it and gives back how to close it with the app. */
+export type AppModule = (ctx: ModuleContext) => { close(): Promise<void> };

@@ -1,0 +1,48 @@
+import { credentialsInput } from "../contracts/inputs.ts";
+import { AppError, parse } from "../errors.ts";
+import type { Limits } from "../limits/limits.ts";
+import type { Notifier } from "../realtime/notifier.ts";
+import type { Authenticated, SessionService } from "./sessions.service.ts";
+
+export type SessionActions = ReturnType<typeof sessionActions>;
+
+/** Accounts and sessions as the API offers them: limited per address and per name, revocations pushed. */
+export function sessionActions(deps: { sessions: SessionService; limits: Limits; notifier: Notifier }) {
+  return {
+    async signUp(body: unknown, address: string) {
+      const { name, password } = parse(credentialsInput, body);
+      await deps.limits.consume("signUp", { address });
+      return deps.sessions.signUp(name, password);
+    },
+
+    /** Unknown name and wrong password fail alike; failures per name are limited wherever they come from. */
+    async signIn(body: unknown, address: string) {
+      const { name, password } = parse(credentialsInput, body);
+      await deps.limits.consume("signIn", { address });
+      await deps.limits.check("signInFailures", { name });
+      try {
+        const session = await deps.sessions.signIn(name, password);
+        await deps.limits.reset("signInFailures", { name });
+        return session;
+      } catch (err) {
+        if (err instanceof AppError && err.code === "unauthorized")
+          await deps.limits.consume("signInFailures", { name }, 1).catch(() => {});
+        throw err;
+      }
+    },
+
+    /** Ends the presented session; its sockets on every instance are disconnected. */
+    async signOut(session: Authenticated | null) {
+      if (!session) return;
+      await deps.sessions.revoke(session.sessionId);
+      deps.notifier.sessionsEnded([session.sessionId]);
+    },
+
+    /** Ends every session of the user. */
+    async signOutEverywhere(session: Authenticated) {
+      const ended = await deps.sessions.revokeAll(session.user.id);
+      deps.notifier.sessionsEnded(ended);
+      return { ended: ended.length };
+    },
+  };
+}

@@ -1,0 +1,60 @@
+import { conversationInclude, messageInclude, toConversationDTO, toMessageDTO } from "../contracts/dto.ts";
+import type { ConversationDTO, MessageDTO, Snapshot, UserDTO } from "../contracts/index.ts";
+import type { Db } from "../db/prisma.ts";
+import type { UnreadService } from "./unread.service.ts";
+
+export type SnapshotService = ReturnType<typeof createSnapshotService>;
+
+/** What a tab syncs from: the user's conversations with their unread counts, whole or one at a time. */
+export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadService }) {
+  async function lastMessages(rows: { id: number; lastSeq: number }[]): Promise<Map<number, MessageDTO>> {
+    const wanted = rows.filter((r) => r.lastSeq > 0).map((r) => ({ conversationId: r.id, seq: r.lastSeq }));
+    if (wanted.length === 0) return new Map();
+    const messages = await db.message.findMany({ where: { OR: wanted }, include: messageInclude });
+    return new Map(messages.map((m) => [m.conversationId, toMessageDTO(m)]));
+  }
+
+  /**
+   * The conversation list with unread counts, total, version and epoch. Counts and total come from one
+   * atomic script call, so they always agree with each other, and every count belongs to a listed conversation.
+   */
+  async function snapshot(user: UserDTO): Promise<Snapshot> {
+    // Redis first, then the database: a conversation created in between has no count yet, so every count
+    // belongs to a listed conversation, unless the user left it and Redis has not heard yet.
+    for (let attempt = 0; ; attempt++) {
+      const counts = await unread.snapshot(user.id);
+      const rows = await db.conversation.findMany({
+        where: { memberships: { some: { userId: user.id } } },
+        include: conversationInclude,
+      });
+      const listed = new Set(rows.map((r) => r.id));
+      const orphans = [...counts.counts.keys()].filter((id) => !listed.has(id));
+      if (orphans.length > 0 && attempt < 3) {
+        // The removal committed but its Redis step has not run (or failed): run it now; it is idempotent.
+        for (const conversationId of orphans) await unread.remove(user.id, conversationId);
+        continue;
+      }
+      const last = await lastMessages(rows);
+      const conversations = rows
+        .map((row) => toConversationDTO(row, user.id, counts.counts.get(row.id) ?? 0, last.get(row.id) ?? null))
+        .sort((a, b) => activity(b) - activity(a) || b.id - a.id);
+      return { conversations, totalUnread: counts.totalUnread, version: counts.version, epoch: counts.epoch };
+    }
+  }
+
+  /** One conversation as `viewerId` sees it (for `conversation:created` and `conversation:updated`). */
+  async function describe(conversationId: number, viewerId: number): Promise<ConversationDTO> {
+    const row = await db.conversation.findUniqueOrThrow({
+      where: { id: conversationId },
+      include: conversationInclude,
+    });
+    const [last, counts] = await Promise.all([lastMessages([row]), unread.snapshot(viewerId)]);
+    return toConversationDTO(row, viewerId, counts.counts.get(row.id) ?? 0, last.get(row.id) ?? null);
+  }
+
+  return { snapshot, describe };
+}
+
+function activity(c: ConversationDTO): number {
+  return c.lastMessage ? Date.parse(c.lastMessage.createdAt) : 0;
+}
