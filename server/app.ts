@@ -18,7 +18,7 @@ import { createMessageService } from "./messages/messages.service.ts";
 import type { AppModule } from "./modules.ts";
 import { createOutbox } from "./outbox/outbox.ts";
 import { createRelay } from "./outbox/relay.ts";
-import { requireSession } from "./realtime/auth.ts";
+import { requireSession } from "./sessions/socket-gate.ts";
 import { socketNotifier, type Notifier } from "./realtime/notifier.ts";
 import type { TallyServer } from "./realtime/types.ts";
 import { sessionRoom, userRoom } from "./redis/keys.ts";

@@ -1,5 +1,5 @@
 /**
- * The attacker's suite: each finding of the security review (issue 8) as a test that failed before the fix.
+ * The attacker's suite: each finding of the security review (docs/security.md) as a test that failed before the fix.
  * Real servers, real sockets, a real database and Redis; two instances wherever "every instance" matters.
  */
 import { io as connect, type Socket } from "socket.io-client";

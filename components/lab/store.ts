@@ -13,7 +13,7 @@ import type {
   LabWorkload,
   Result,
 } from "@/server/contracts";
-import { DEFAULT_WORKLOAD, STRATEGIES } from "@/server/lab/defaults";
+import { DEFAULT_WORKLOAD, STRATEGIES } from "@/server/contracts/lab-defaults";
 
 /** What the lab page needs from the server; the provider implements it over the `/lab` socket. */
 export interface LabTransport {

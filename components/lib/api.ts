@@ -8,7 +8,6 @@ import type {
   MessagesResponse,
   Result,
   SessionResponse,
-  Snapshot,
   UserDTO,
 } from "@/server/contracts";
 import type { MessagesQuery, SessionTransport } from "@/components/store";
@@ -65,7 +64,6 @@ export const api = {
   signOut: () => request("DELETE", "/api/session"),
   signOutEverywhere: () => request<{ ended: number }>("DELETE", "/api/sessions"),
   getDemoAccounts: () => request<DemoAccounts>("GET", "/api/demo"),
-  getConversations: () => request<Snapshot>("GET", "/api/conversations"),
   createConversation: (input: CreateConversationInput) =>
     request<{ conversation: ConversationDTO }>("POST", "/api/conversations", input),
   leaveConversation: (conversationId: number) => request("POST", `/api/conversations/${conversationId}/leave`),

@@ -1,4 +1,3 @@
-import type { MessageDTO } from "@/server/contracts";
 import { EMPTY_LIST } from "./messages";
 import { isBeingRead } from "./runtime";
 import type { ChatState, MessageList, PendingMessage } from "./types";
@@ -23,7 +22,6 @@ export const selectShownTotal = (s: ChatState): number => {
 };
 
 /** The server's counts, unmasked. */
-export const selectTotalUnread = (s: ChatState): number => s.totalUnread;
 export const selectConversationOrder = (s: ChatState): number[] => s.conversationOrder;
 export const selectActiveConversationId = (s: ChatState): number | null => s.activeConversationId;
 export const selectUser = (s: ChatState) => s.user;
@@ -31,18 +29,10 @@ export const selectSessionStatus = (s: ChatState) => s.sessionStatus;
 export const selectConnected = (s: ChatState): boolean => s.connected;
 
 export const selectConversation = (id: number) => (s: ChatState) => s.conversations[id];
-export const selectServerUnread =
-  (id: number) =>
-  (s: ChatState): number =>
-    s.unreadCounts[id] ?? 0;
 export const selectMessageList =
   (id: number) =>
   (s: ChatState): MessageList =>
     s.messages[id] ?? EMPTY_LIST;
-export const selectMessages =
-  (id: number) =>
-  (s: ChatState): MessageDTO[] =>
-    (s.messages[id] ?? EMPTY_LIST).items;
 export const selectPending =
   (id: number) =>
   (s: ChatState): PendingMessage[] =>

@@ -4,7 +4,7 @@ import type { SocketData, UserDTO } from "../contracts/index.ts";
 import type { LabClientToServerEvents, LabServerToClientEvents } from "../contracts/lab.ts";
 import { AppError, parse } from "../errors.ts";
 import type { ModuleContext } from "../modules.ts";
-import { requireSession } from "../realtime/auth.ts";
+import { requireSession } from "../sessions/socket-gate.ts";
 import { command } from "../realtime/command.ts";
 import { sessionRoom, userRoom } from "../redis/keys.ts";
 import { createLabService } from "./lab.service.ts";

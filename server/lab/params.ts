@@ -1,8 +1,8 @@
 import { z } from "zod";
 import type { LabRunInput, LabWorkload } from "../contracts/lab.ts";
-import { DEFAULT_WORKLOAD } from "./defaults.ts";
+import { DEFAULT_WORKLOAD } from "../contracts/lab-defaults.ts";
 
-export { DEFAULT_WORKLOAD, STRATEGIES } from "./defaults.ts";
+export { DEFAULT_WORKLOAD, STRATEGIES } from "../contracts/lab-defaults.ts";
 
 const share = z.number().min(0).max(1);
 const int = (min: number, max: number) => z.number().int().min(min).max(max);

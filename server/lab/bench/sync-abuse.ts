@@ -39,7 +39,7 @@ async function healthLatencies(url: string, ms: number): Promise<number[]> {
 }
 
 /**
- * The finding of issue 8: a user put into thousands of groups by others, calling `sync` in a loop from one
+ * The abuse this measures: a user put into thousands of groups by others, calling `sync` in a loop from one
  * socket, slowed every other user down. Measures another client's /api/health latency idle and during such a
  * loop, against each given instance (one with the default limits, one with the limits lifted).
  */

@@ -1,4 +1,4 @@
-import type { LabStrategyName, LabWorkload } from "../contracts/lab.ts";
+import type { LabStrategyName, LabWorkload } from "./lab.ts";
 
 // No runtime imports: the /lab page reads these too, so its form starts where the server's defaults are.
 

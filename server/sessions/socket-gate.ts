@@ -1,6 +1,6 @@
 import type { Socket } from "socket.io";
 import type { Logger } from "../log.ts";
-import type { SessionService } from "../sessions/sessions.service.ts";
+import type { SessionService } from "./sessions.service.ts";
 
 type Next = (err?: Error) => void;
 
