@@ -1,5 +1,9 @@
-import { describe, expect, it } from "vitest";
-import { readEnv as read, unreadTtlMs } from "./env.ts";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { loadEnv, readEnv as read, unreadTtlMs } from "./env.ts";
+import { logger } from "./log.ts";
 
 const readEnv = (vars: Record<string, string>) => read({ NODE_ENV: "test", ...vars });
 
@@ -32,5 +36,44 @@ describe("security settings", () => {
     expect(() => readEnv({ ALLOWED_ORIGINS: "chat.example.com" })).toThrow(/ALLOWED_ORIGINS/);
     expect(() => readEnv({ RATE_LIMITS: "sendz=1/1s" })).toThrow(/RATE_LIMITS.*unknown limit sendz/s);
     expect(() => readEnv({ RATE_LIMITS: "send=ten" })).toThrow(/RATE_LIMITS/);
+  });
+});
+
+describe("loadEnv", () => {
+  const saved = process.env.LOG_LEVEL;
+  const before = logger.level;
+  afterEach(() => {
+    // process.env itself must stay (loadEnvFile writes through it); only the variable is put back.
+    if (saved === undefined) delete process.env.LOG_LEVEL;
+    else process.env.LOG_LEVEL = saved;
+    logger.level = before;
+  });
+
+  function withDotEnv(text: string): string {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "tally-env-"));
+    writeFileSync(path.join(dir, ".env"), text);
+    return dir;
+  }
+
+  it("takes LOG_LEVEL from .env and sets the logger's level after validating it", () => {
+    delete process.env.LOG_LEVEL;
+    const dir = withDotEnv("LOG_LEVEL=debug\n");
+    try {
+      expect(loadEnv(dir).LOG_LEVEL).toBe("debug");
+      expect(logger.level).toBe("debug");
+    } finally {
+      rmSync(dir, { recursive: true });
+    }
+  });
+
+  it("names a bad LOG_LEVEL instead of crashing the logger", () => {
+    delete process.env.LOG_LEVEL;
+    const dir = withDotEnv("LOG_LEVEL=loud\n");
+    try {
+      expect(() => loadEnv(dir)).toThrow(/LOG_LEVEL/);
+      expect(logger.level).toBe(before);
+    } finally {
+      rmSync(dir, { recursive: true });
+    }
   });
 });

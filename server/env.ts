@@ -151,8 +151,8 @@ export function loadDotEnv(root: string = projectRoot): void {
 }
 
 /** What every entry point calls first: .env, then validation (throws naming each bad variable), then the log level. */
-export function loadEnv(): Env {
-  loadDotEnv();
+export function loadEnv(root: string = projectRoot): Env {
+  loadDotEnv(root);
   const env = readEnv();
   logger.level = env.LOG_LEVEL;
   return env;

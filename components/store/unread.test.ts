@@ -175,7 +175,7 @@ class UnreadServer {
 }
 
 describe("unread protocol under reordering, loss, duplication, epoch changes and slow syncs", () => {
-  const fixedSeed = process.env.TALLY_SEED === undefined ? undefined : Number(process.env.TALLY_SEED);
+  const fixedSeed = process.env.TEST_SEED === undefined ? undefined : Number(process.env.TEST_SEED);
   const seeds = fixedSeed === undefined ? Array.from({ length: 300 }, (_, i) => 1000 + i) : [fixedSeed];
 
   it.each(seeds)("seed %i converges and never breaks total = Σ counts", async (seed) => {
@@ -256,7 +256,7 @@ describe("unread protocol under reordering, loss, duplication, epoch changes and
       });
       for (const [id, count] of server.counts) expect(s.unreadCounts[id] ?? 0).toBe(count);
     } catch (error) {
-      console.error(`unread protocol failed; replay with TALLY_SEED=${seed}`);
+      console.error(`unread protocol failed; replay with TEST_SEED=${seed}`);
       throw error;
     }
   });

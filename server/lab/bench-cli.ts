@@ -12,7 +12,7 @@ import { loadEnv } from "../env.ts";
 import { createRedis } from "../redis/client.ts";
 import { createUnreadService } from "../unread/unread.service.ts";
 import { measureCeiling, type CeilingResult } from "./bench/ceiling.ts";
-import { measureEndToEnd, measureFanout, type EndToEndResult, type FanoutResult } from "./bench/e2e.ts";
+import { measureEndToEnd, measureFanout, type EndToEndResult, type FanoutResult } from "./bench/send-to-badge.ts";
 import { startBenchServices, startInstance, type Instance } from "./bench/services.ts";
 import { measureSyncAbuse } from "./bench/sync-abuse.ts";
 import { openLabRedis } from "./lab-redis.ts";

@@ -1,7 +1,7 @@
 import type { Db } from "../../db/prisma.ts";
 import { createSessionService } from "../../sessions/sessions.service.ts";
 import { percentile, round } from "../measure.ts";
-import { connect } from "./e2e.ts";
+import { connect } from "./send-to-badge.ts";
 import type { Instance } from "./services.ts";
 
 export interface SyncAbuseRow {
