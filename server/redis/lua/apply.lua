@@ -24,6 +24,7 @@
   counting; a push describes one conversation, so when expiry changes another one the call starts a new epoch.
 ]]
 local rcall = redis.call
+--- @include "unread"
 --- @include "ttl"
 
 local conv = ARGV[1]
@@ -72,15 +73,15 @@ if read ~= read_old then rcall('HSET', KEYS[4], conv, read) end
 
 local cutoff = 0
 if ttl > 0 then
-  cutoff = ttl_now_ms() - ttl
-  if read ~= read_old then ttl_forget(conv, read) end
-  if seen_in > 0 and created_in > 0 then ttl_track(conv, seen_in, created_in, cutoff) end
+  cutoff = expiry_now() - ttl
+  if read ~= read_old then forget_times(conv, read) end
+  if seen_in > 0 and created_in > 0 then track_message(conv, seen_in, created_in, cutoff) end
 end
-local _, unread = ttl_recompute(conv)
+local _, unread = recompute_unread(conv)
 local delta = unread - unread_old
 
 if ttl > 0 then
-  local changed, d = ttl_expire(cutoff)
+  local changed, d = expire_before(cutoff)
   delta = delta + d
   for _, c in ipairs(changed) do
     if c == conv then

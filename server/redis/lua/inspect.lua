@@ -9,6 +9,7 @@
   database's truth is computed for that instant) and 1 when expiry started a new epoch; { -1 } when missing.
 ]]
 local rcall = redis.call
+--- @include "unread"
 --- @include "ttl"
 
 local ttl = tonumber(ARGV[1] or '0')
@@ -20,7 +21,7 @@ if not meta[1] then
   return { -1 }
 end
 
-local now = ttl_now_ms()
+local now = expiry_now()
 local expired = 0
 if ttl > 0 then
   local sum = 0
@@ -29,7 +30,7 @@ if ttl > 0 then
   end
   local total = tonumber(meta[2]) or 0
   if sum == total then
-    local changed, delta = ttl_expire(now - ttl)
+    local changed, delta = expire_before(now - ttl)
     if #changed > 0 then
       expired = 1
       rcall('HSET', KEYS[1], 'total', total + delta, 'version', 1, 'epoch', next_epoch(meta[1]))

@@ -18,21 +18,25 @@
   Returns { epoch, version, total, status } with status 'created', 'merged', 'replaced' or 'unchanged'.
 ]]
 local rcall = redis.call
+--- @include "unread"
 --- @include "ttl"
 
 local epoch_new = ARGV[1]
 local mode = ARGV[2]
+-- ARGV[3..last]: membership triples; ARGV[first..]: message triples (none when there is no 'ttl' section).
 local last = #ARGV
+local first = #ARGV + 1
 local ttl = 0
 for i = 3, #ARGV, 3 do
   if ARGV[i] == 'ttl' then
     last = i - 1
     ttl = tonumber(ARGV[i + 1])
+    first = i + 2
     break
   end
 end
 if epoch_new == nil or epoch_new == '' or (mode ~= 'merge' and mode ~= 'replace') or (last - 2) % 3 ~= 0
-  or ttl == nil or ttl < 0 or (last < #ARGV and (#ARGV - last - 2) % 3 ~= 0) then
+  or ttl == nil or ttl < 0 or (#ARGV - first + 1) % 3 ~= 0 then
   return redis.error_reply('ERR tally rebuild: expected an epoch, merge|replace, (conversation, lastSeq, lastReadSeq) triples and optionally ttl, ms, (conversation, seq, createdAt) triples')
 end
 for i = 3, last, 3 do
@@ -41,7 +45,7 @@ for i = 3, last, 3 do
     return redis.error_reply('ERR tally rebuild: bad triple at argument ' .. i)
   end
 end
-for i = last + 3, #ARGV, 3 do
+for i = first, #ARGV, 3 do
   local s, t = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   if tostring(tonumber(ARGV[i])) ~= ARGV[i] or s == nil or t == nil or s < 1 or t < 0 then
     return redis.error_reply('ERR tally rebuild: bad message triple at argument ' .. i)
@@ -65,18 +69,18 @@ for i = 3, last, 3 do
   if seen ~= seen_old then rcall('HSET', KEYS[3], conv, seen) end
   if read ~= read_old then
     rcall('HSET', KEYS[4], conv, read)
-    if ttl > 0 then ttl_forget(conv, read) end
+    if ttl > 0 then forget_times(conv, read) end
   end
 end
 if ttl > 0 then
-  local cutoff = ttl_now_ms() - ttl
-  for i = last + 3, #ARGV, 3 do
-    ttl_track(ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), cutoff)
+  local cutoff = expiry_now() - ttl
+  for i = first, #ARGV, 3 do
+    track_message(ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), cutoff)
   end
-  for i = 3, last, 3 do ttl_recompute(ARGV[i]) end
-  ttl_expire(cutoff)
+  for i = 3, last, 3 do recompute_unread(ARGV[i]) end
+  expire_before(cutoff)
 else
-  for i = 3, last, 3 do ttl_recompute(ARGV[i]) end
+  for i = 3, last, 3 do recompute_unread(ARGV[i]) end
 end
 
 local after = rcall('HGETALL', KEYS[2])

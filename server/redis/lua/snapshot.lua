@@ -12,6 +12,7 @@
   { -2 } when the stored total differs from the sum of the unreads and must be repaired (rebuild.lua) first.
 ]]
 local rcall = redis.call
+--- @include "unread"
 --- @include "ttl"
 
 local full = #KEYS >= 7
@@ -37,7 +38,7 @@ end
 
 local expired = 0
 if full and ttl > 0 then
-  local changed, delta = ttl_expire(ttl_now_ms() - ttl)
+  local changed, delta = expire_before(expiry_now() - ttl)
   if #changed > 0 then
     expired = 1
     epoch = next_epoch(epoch)
