@@ -38,6 +38,8 @@ export interface AppDeps {
   /** Development mode (Next's dev server needs 'unsafe-eval' in the script policy). */
   dev?: boolean;
   log?: Logger;
+  /** Tests only: the instant (ms) unread expiry is judged at; unset in production, where Redis' TIME is. */
+  clock?: () => number;
 }
 
 /** What an optional module gets to mount itself with, and gives back to be closed with the app. */
@@ -75,6 +77,7 @@ export function createApp({
   modules = [],
   dev = false,
   log = defaultLogger,
+  clock,
 }: AppDeps): App {
   // Late-bound: the notifier needs the Socket.IO server, built below.
   let notifyStale: (userIds: number[]) => void = () => {};
@@ -82,6 +85,7 @@ export function createApp({
     redis,
     db,
     ttlMs: config.unreadTtlMs ?? 0,
+    clock,
     onResync: (userId) => notifyStale([userId]),
   });
   const sessions = createSessionService({ db });

@@ -5,9 +5,10 @@
   ARGV[1] a new epoch (unique string)
   ARGV[2] 'merge' or 'replace'
   ARGV[3..] triples: conversation id, conversation lastSeq, the user's lastReadSeq (every current membership)
-  then, with unread expiry on only: 'ttl', the expiry in ms, and triples conversation id, seq, createdAt ms of
+  then, with unread expiry on only: 'ttl', the expiry in ms, optionally 'now' and the instant (ms) expiry is
+  judged at (tests pass it; without it, the server's TIME), and triples conversation id, seq, createdAt ms of
   the user's unread messages (seq above lastReadSeq; of those already expired, the highest seq per conversation
-  is enough). They are tracked as apply.lua tracks them, then expired against the server's TIME.
+  is enough). They are tracked as apply.lua tracks them, then expired at "now".
   Missing state, or 'replace': written from the triples alone, total = sum of unreads, version 1, epoch ARGV[1].
   'merge' into existing state: each triple merges into the max-registers as apply.lua would (a rebuild that read
   the database before a later event was applied must not undo it) and clears a stale "gone" mark; if any unread
@@ -27,17 +28,24 @@ local mode = ARGV[2]
 local last = #ARGV
 local first = #ARGV + 1
 local ttl = 0
+local now_in = nil
+local now_ok = true
 for i = 3, #ARGV, 3 do
   if ARGV[i] == 'ttl' then
     last = i - 1
     ttl = tonumber(ARGV[i + 1])
     first = i + 2
+    if ARGV[first] == 'now' then
+      now_in = tonumber(ARGV[first + 1])
+      now_ok = now_in ~= nil and now_in >= 0
+      first = first + 2
+    end
     break
   end
 end
 if epoch_new == nil or epoch_new == '' or (mode ~= 'merge' and mode ~= 'replace') or (last - 2) % 3 ~= 0
-  or ttl == nil or ttl < 0 or (#ARGV - first + 1) % 3 ~= 0 then
-  return redis.error_reply('ERR tally rebuild: expected an epoch, merge|replace, (conversation, lastSeq, lastReadSeq) triples and optionally ttl, ms, (conversation, seq, createdAt) triples')
+  or ttl == nil or ttl < 0 or not now_ok or (#ARGV - first + 1) % 3 ~= 0 then
+  return redis.error_reply('ERR tally rebuild: expected an epoch, merge|replace, (conversation, lastSeq, lastReadSeq) triples and optionally ttl, ms, [now, ms,] (conversation, seq, createdAt) triples')
 end
 for i = 3, last, 3 do
   local s, r = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
@@ -73,7 +81,7 @@ for i = 3, last, 3 do
   end
 end
 if ttl > 0 then
-  local cutoff = expiry_now() - ttl
+  local cutoff = expiry_now(now_in) - ttl
   for i = first, #ARGV, 3 do
     track_message(ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), cutoff)
   end

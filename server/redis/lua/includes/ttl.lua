@@ -6,14 +6,16 @@
   times: ZSET of the user's unread messages that may still expire, member '<conversation %010d>:<seq %010d>',
          score = the message's createdAt in ms (zero-padded members sort by conversation, then seq, in lex order).
   aged:  hash conversation -> highest expired seq, a max-register kept only while above the read cursor.
+  "now": the instant expiry is judged at, the caller's when it passed one (tests), else the server's TIME.
 ]]
 
 local function times_member(conv, seq)
   return string.format('%010d:%010d', tonumber(conv), seq)
 end
 
--- The instant expiry is judged at: the server's TIME in ms.
-local function expiry_now()
+-- The caller's "now" (a number already validated) or, when it passed none, the server's TIME in ms.
+local function expiry_now(now)
+  if now then return now end
   local t = rcall('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
