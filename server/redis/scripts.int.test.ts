@@ -358,6 +358,26 @@ describe("unread expiry (UNREAD_TTL_DAYS)", () => {
     expect((await snapshot(1, SHORT)).slice(0, 4)).toEqual(["e1", 7, 1, 0]);
   });
 
+  it("forgets only the timestamps of the conversation read or removed, whatever their order in time", async () => {
+    await create(1, "e1");
+    const now = Date.now();
+    // By time: 12:1, then 10:1, 11:1 (below 12 in member order), then 13:1.
+    const messages: [number, number][] = [
+      [12, now],
+      [10, now + 60_000],
+      [11, now + 120_000],
+      [13, now + 180_000],
+      [14, now + 240_000],
+    ];
+    for (const [c, t] of messages) await applyAt(1, c, 1, 0, t, HOUR);
+    const others = (gone: number[]) =>
+      messages.filter(([c]) => !gone.includes(c)).flatMap(([c, t]) => [`00000000${c}:0000000001`, String(t)]);
+    await applyAt(1, 12, 0, 1, 0, HOUR);
+    expect((await full(1)).times).toEqual(others([12]));
+    await redis.tallyRemove(...keysOf(1), 13);
+    expect((await full(1)).times).toEqual(others([12, 13]));
+  });
+
   it("is idempotent and order-insensitive with expiry on", async () => {
     await create(1, "e1");
     await create(2, "e1");

@@ -78,7 +78,10 @@ if read ~= read_old then rcall('HSET', KEYS[4], conv, read) end
 local cutoff = 0
 if ttl > 0 then
   cutoff = expiry_now(now_in) - ttl
-  if read ~= read_old then forget_times(conv, read) end
+  if read ~= read_old then
+    local aged = tonumber(rcall('HGET', KEYS[7], conv)) or 0
+    forget_times(conv, math.max(read_old, aged), math.min(read, seen))
+  end
   if seen_in > 0 and created_in > 0 then track_message(conv, seen_in, created_in, cutoff) end
 end
 local _, unread = recompute_unread(conv)

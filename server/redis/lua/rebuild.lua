@@ -77,7 +77,10 @@ for i = 3, last, 3 do
   if seen ~= seen_old then rcall('HSET', KEYS[3], conv, seen) end
   if read ~= read_old then
     rcall('HSET', KEYS[4], conv, read)
-    if ttl > 0 then forget_times(conv, read) end
+    if ttl > 0 then
+      local aged = tonumber(rcall('HGET', KEYS[7], conv)) or 0
+      forget_times(conv, math.max(read_old, aged), math.min(read, seen))
+    end
   end
 end
 if ttl > 0 then

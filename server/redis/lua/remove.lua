@@ -25,10 +25,10 @@ local total = tonumber(meta[1]) or 0
 local version = tonumber(meta[2]) or 0
 local unread_old = tonumber(rcall('HGET', KEYS[2], conv)) or 0
 
+drop_expiry(conv)
 rcall('HDEL', KEYS[2], conv)
 rcall('HDEL', KEYS[3], conv)
 rcall('HDEL', KEYS[4], conv)
-drop_expiry(conv)
 rcall('HSET', KEYS[5], conv, 1)
 if unread_old == 0 then
   return { 0, total, version, meta[3], 0 }

@@ -4,7 +4,10 @@
   drop_expiry, which cleans up after expiry whatever the TTL is now.
   Expects the unread scripts' KEYS order: KEYS[2] unread, KEYS[3] seen, KEYS[4] read, KEYS[6] times, KEYS[7] aged.
   times: ZSET of the user's unread messages that may still expire, member '<conversation %010d>:<seq %010d>',
-         score = the message's createdAt in ms (zero-padded members sort by conversation, then seq, in lex order).
+         score = the message's createdAt in ms. Scores differ, so lex ranges over it are unspecified in Redis
+         (ZREMRANGEBYLEX may remove other conversations' members): members are removed by name.
+         A conversation's members lie at or below seen and, once expiry has been on since the cursor last moved,
+         above max(read, aged) (one below says nothing: it would only raise aged under the cursor).
   aged:  hash conversation -> highest expired seq, a max-register kept only while above the read cursor.
   "now": the instant expiry is judged at, the caller's when it passed one (tests), else the server's TIME.
 ]]
@@ -20,15 +23,32 @@ local function expiry_now(now)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- Forgets the timestamps of one conversation's messages up to seq (read, or covered by an expired later one).
-local function forget_times(conv, seq)
-  rcall('ZREMRANGEBYLEX', KEYS[6], '[' .. times_member(conv, 0), '[' .. times_member(conv, seq))
+-- Forgets the timestamps of conv's messages up to seq `to` (read, or covered by an expired later one); those at
+-- or below `from` (the old max(read, aged)) are gone already. The work is the smaller of the range and the set.
+local function forget_times(conv, from, to)
+  if to <= from then return end
+  local size = rcall('ZCARD', KEYS[6])
+  if size == 0 then return end
+  local doomed = {}
+  if to - from <= size then
+    for seq = from + 1, to do doomed[#doomed + 1] = times_member(conv, seq) end
+  else
+    local prefix = times_member(conv, 0):sub(1, 11)
+    for _, m in ipairs(rcall('ZRANGE', KEYS[6], 0, -1)) do
+      if m:sub(1, 11) == prefix and tonumber(m:sub(12)) <= to then doomed[#doomed + 1] = m end
+    end
+  end
+  for i = 1, #doomed, 1000 do
+    rcall('ZREM', KEYS[6], unpack(doomed, i, math.min(i + 999, #doomed)))
+  end
 end
 
 -- Counts every message of conv up to seq as expired.
 local function raise_aged(conv, seq)
-  if seq > (tonumber(rcall('HGET', KEYS[7], conv)) or 0) then rcall('HSET', KEYS[7], conv, seq) end
-  forget_times(conv, seq)
+  local read = tonumber(rcall('HGET', KEYS[4], conv)) or 0
+  local aged = tonumber(rcall('HGET', KEYS[7], conv)) or 0
+  if seq > aged then rcall('HSET', KEYS[7], conv, seq) end
+  forget_times(conv, math.max(read, aged), seq)
 end
 
 -- Message seq of conv, created at created_ms, is unread unless at or below max(read, aged): remember when it
@@ -70,7 +90,13 @@ local function expire_before(cutoff)
 end
 
 -- Drops one conversation's expiry state (timestamps and aged mark), which may exist from when expiry was on.
+-- Runs before its seen and read registers go: they bound the timestamps it may hold.
 local function drop_expiry(conv)
+  if tostring(tonumber(conv)) == conv then
+    local seen = tonumber(rcall('HGET', KEYS[3], conv)) or 0
+    local read = tonumber(rcall('HGET', KEYS[4], conv)) or 0
+    local aged = tonumber(rcall('HGET', KEYS[7], conv)) or 0
+    forget_times(conv, math.max(read, aged), seen)
+  end
   rcall('HDEL', KEYS[7], conv)
-  if tostring(tonumber(conv)) == conv then forget_times(conv, 9999999999) end
 end
