@@ -1,7 +1,7 @@
 --[[
   Unread expiry (UNREAD_TTL_DAYS), pasted by scripts.ts into every script that says `--- @include "ttl"` (after
   `--- @include "unread"`, whose recompute_unread it uses). Only called while the script's TTL is on, except
-  drop_expiry, which cleans up after expiry whatever the TTL is now.
+  expiry_now (inspect.lua reports its instant either way) and drop_expiry (old expiry state goes on removal).
   Expects the unread scripts' KEYS order: KEYS[2] unread, KEYS[3] seen, KEYS[4] read, KEYS[6] times, KEYS[7] aged.
   times: ZSET of the user's unread messages that may still expire, member '<conversation %010d>:<seq %010d>',
          score = the message's createdAt in ms. Scores differ, so lex ranges over it are unspecified in Redis
