@@ -45,6 +45,8 @@ export interface AppDeps {
   /** Development mode (Next's dev server needs 'unsafe-eval' in the script policy). */
   dev?: boolean;
   log?: Logger;
+  /** Tests only: the instant (ms) unread expiry is judged at; unset in production, where Redis' TIME is. */
+  clock?: () => number;
 }
 
 export interface App {
@@ -69,6 +71,7 @@ export function createApp({
   modules = [],
   dev = false,
   log = defaultLogger,
+  clock,
 }: AppDeps): App {
   // Late-bound: the notifier needs the Socket.IO server, built below.
   let notifyStale: (userIds: number[]) => void = () => {};
@@ -76,6 +79,7 @@ export function createApp({
     redis,
     db,
     ttlMs: config.unreadTtlMs ?? 0,
+    clock,
     onResync: (userId) => notifyStale([userId]),
   });
   const sessions = createSessionService({ db });

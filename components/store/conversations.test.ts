@@ -1,9 +1,17 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ConversationDTO } from "@/server/contracts";
 import { compareConversations } from "./conversations";
 import { BOB, conversation, flush, message, ME, setup, snapshot, update } from "./fake-transport";
 import { selectShownTotal, selectShownUnread } from "./selectors";
 import type { ChatStoreDeps } from "./types";
+
+// Fake timers: a test moves time itself (flush() by a few ms), so no outcome depends on the machine's speed.
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 async function synced(conversations: ConversationDTO[], version = 1, options: Partial<ChatStoreDeps> = {}) {
   const t = setup(options);
@@ -195,6 +203,8 @@ describe("reading the active conversation", () => {
 });
 
 describe("what the badges show", () => {
+  const STALE_MS = 2000;
+
   it("shows no count for the conversation being read, so a push and its read never flash a badge", async () => {
     const t = await synced([conversation(1, { lastSeq: 1 }), conversation(2, { unreadCount: 2, lastReadSeq: 0 })], 3);
     attend(t);
@@ -216,7 +226,7 @@ describe("what the badges show", () => {
   });
 
   it("fetches a message whose push was lost when the conversation being read keeps a count", async () => {
-    const t = await synced([conversation(1, { lastSeq: 2 })], 3, { staleUnreadMs: 10 });
+    const t = await synced([conversation(1, { lastSeq: 2 })], 3, { staleUnreadMs: STALE_MS });
     t.transport.auto.fetchMessages = () => ({ ok: true, messages: [message(1, 1), message(1, 2)] });
     attend(t);
     t.store.getState().openConversation(1);
@@ -225,8 +235,9 @@ describe("what the badges show", () => {
     t.transport.auto.fetchMessages = undefined;
 
     t.store.getState().applyUnread(update(1, 1, 1, 4));
+    await vi.advanceTimersByTimeAsync(STALE_MS - 1);
     expect(t.transport.fetches).toHaveLength(0);
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    await vi.advanceTimersByTimeAsync(1);
     expect(t.transport.fetches.map((f) => f.input)).toEqual([{ conversationId: 1, query: { after: 2, limit: 200 } }]);
     t.transport.fetches[0]?.resolve({ ok: true, messages: [message(1, 3)] });
     await flush();
@@ -234,7 +245,8 @@ describe("what the badges show", () => {
   });
 
   it("does not fetch when the message arrives as usual", async () => {
-    const t = await synced([conversation(1, { lastSeq: 2 })], 3, { staleUnreadMs: 10 });
+    // The same steps as above, with the message and its read arriving: past the check's delay, nothing fetched.
+    const t = await synced([conversation(1, { lastSeq: 2 })], 3, { staleUnreadMs: STALE_MS });
     t.transport.auto.fetchMessages = () => ({ ok: true, messages: [message(1, 1), message(1, 2)] });
     attend(t);
     t.store.getState().openConversation(1);
@@ -244,7 +256,7 @@ describe("what the badges show", () => {
     t.store.getState().applyUnread(update(1, 1, 1, 4));
     t.store.getState().receiveMessage(message(1, 3));
     t.transport.reads[0]?.resolve({ ok: true, unread: update(1, 0, 0, 5), changed: true });
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    await vi.advanceTimersByTimeAsync(10 * STALE_MS);
     expect(t.transport.fetches).toHaveLength(0);
     expect(t.store.getState().totalUnread).toBe(0);
   });

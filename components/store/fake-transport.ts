@@ -12,6 +12,7 @@ import type {
   UnreadUpdate,
   UserDTO,
 } from "@/server/contracts";
+import { vi } from "vitest";
 import { USER_NAME } from "@/server/contracts/inputs";
 import { createChatStore } from "./index";
 import type { ChatStoreDeps, ChatTransport, MessagesQuery, SessionTransport } from "./types";
@@ -128,9 +129,12 @@ export function setup(options: Partial<ChatStoreDeps> = {}) {
   return { store, transport, session };
 }
 
-/** Lets every promise continuation and zero-delay timer run. */
+/**
+ * Lets every promise continuation and zero-delay timer run. The store tests run on vitest's fake timers, so
+ * this moves the fake clock by a few milliseconds, and only timers due by then run, however slow the machine.
+ */
 export async function flush(): Promise<void> {
-  for (let i = 0; i < 5; i++) await new Promise((resolve) => setTimeout(resolve, 0));
+  for (let i = 0; i < 5; i++) await vi.advanceTimersByTimeAsync(1);
 }
 
 /** Lets promise continuations run, for loops that must stay fast and use no timers. */

@@ -1,7 +1,15 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ConversationDTO, MessageDTO } from "@/server/contracts";
 import { conversation, flush, message, ME, setup, snapshot } from "./fake-transport";
 import { extendTail, mergeMessages, NO_ANSWER_MESSAGE, PAGE_SIZE } from "./messages";
+
+// Fake timers: a test moves time itself (flush() by a few ms), so no outcome depends on the machine's speed.
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 const range = (conversationId: number, from: number, to: number): MessageDTO[] =>
   Array.from({ length: to - from + 1 }, (_, i) => message(conversationId, from + i));

@@ -1,8 +1,16 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ConversationDTO } from "@/server/contracts";
 import { conversation, flush, message, setup, snapshot, update } from "./fake-transport";
 import { selectShownTotal, selectShownUnread } from "./selectors";
 import type { ChatState } from "./types";
+
+// Fake timers: a test moves time itself (flush() by a few ms), so no outcome depends on the machine's speed.
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 /** What the header badge shows against what the shown rows add up to. */
 function shown(s: ChatState) {

@@ -1,9 +1,17 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ConversationDTO, Snapshot, UnreadUpdate } from "@/server/contracts";
 import { conversation, flush, flushMicrotasks, setup, snapshot, update } from "./fake-transport";
 import type { ChatState } from "./types";
 import { judgeUpdate } from "./unread";
 import { rng as mulberry32 } from "@/server/lab/rng";
+
+// Fake timers: a test moves time itself (flush() by a few ms), so no outcome depends on the machine's speed.
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 const sum = (s: ChatState) => Object.values(s.unreadCounts).reduce((a, b) => a + b, 0);
 

@@ -5,7 +5,7 @@ import path from "node:path";
 import pg from "pg";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../testing/db.ts";
-import { defaultMigrationsDir, migrate, MigrateError } from "./migrate.ts";
+import { defaultMigrationsDir, migrate, MigrateError, PRISMA_ADVISORY_LOCK_KEY } from "./migrate.ts";
 
 const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex");
 
@@ -194,12 +194,28 @@ describe("migrate", () => {
   });
 
   it("lets only one of two concurrent runners apply each migration", async () => {
-    await writeMigration("20250101000000_a", `CREATE TABLE a (id int); SELECT pg_sleep(0.3);`);
+    await writeMigration("20250101000000_a", `CREATE TABLE a (id int);`);
     await writeMigration("20250102000000_b", `CREATE TABLE b (id int);`);
-    const results = await Promise.all([
+    // The test holds the migration lock until both runners are seen waiting for it: they do run at once.
+    const holder = new pg.Client({ connectionString: database.url });
+    await holder.connect();
+    clients.push(holder);
+    await holder.query("SELECT pg_advisory_lock($1)", [PRISMA_ADVISORY_LOCK_KEY]);
+    const runs = Promise.all([
       migrate(database.url, { migrationsDir: workDir }),
       migrate(database.url, { migrationsDir: workDir }),
     ]);
+    const waiting = async () =>
+      (
+        await query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+           WHERE l.locktype = 'advisory' AND NOT l.granted AND d.datname = current_database()`,
+        )
+      )[0]?.n;
+    await expect.poll(waiting, { timeout: 30_000 }).toBe(2);
+    await holder.query("SELECT pg_advisory_unlock($1)", [PRISMA_ADVISORY_LOCK_KEY]);
+    const results = await runs;
+    expect(results.map((r) => r.applied.length).sort()).toEqual([0, 2]);
     expect(results.flatMap((r) => r.applied).sort()).toEqual(["20250101000000_a", "20250102000000_b"]);
     expect(await records()).toHaveLength(2);
   });

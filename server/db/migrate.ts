@@ -6,7 +6,7 @@ import pg from "pg";
 
 // The runner mirrors `prisma migrate deploy` (same lock, same bookkeeping table, same row life cycle) so the
 // Prisma CLI can take over wherever its schema engine is available.
-const PRISMA_ADVISORY_LOCK_KEY = 72707369;
+export const PRISMA_ADVISORY_LOCK_KEY = 72707369;
 const DEFAULT_LOCK_TIMEOUT_MS = 60_000;
 
 export const defaultMigrationsDir = fileURLToPath(new URL("../../prisma/migrations", import.meta.url));

@@ -57,28 +57,43 @@ export interface Watchdog {
   readonly renewals: number;
 }
 
-/** Renews the lease every ttl/3 while the work runs, so slow work keeps its lock and a dead worker loses it. */
-export function startWatchdog(redis: Redis, key: string, token: string, ttlMs: number): Watchdog {
+/** Calls `tick` every `ms` until the returned function is called. */
+export type Every = (ms: number, tick: () => Promise<void>) => () => void;
+
+/** setInterval, not keeping the process alive. */
+export const every: Every = (ms, tick) => {
+  const timer = setInterval(() => void tick(), ms);
+  timer.unref();
+  return () => clearInterval(timer);
+};
+
+/**
+ * Renews the lease every ttl/3 while the work runs, so slow work keeps its lock and a dead worker loses it.
+ * `schedule` is the timer (tests tick it by hand).
+ */
+export function startWatchdog(
+  redis: Redis,
+  key: string,
+  token: string,
+  ttlMs: number,
+  schedule: Every = every,
+): Watchdog {
   let lost = false;
   let renewals = 0;
-  const timer = setInterval(
-    () => {
-      renewLock(redis, key, token, ttlMs).then(
-        (ok) => {
-          if (ok) renewals++;
-          else {
-            lost = true;
-            clearInterval(timer);
-          }
-        },
-        () => undefined,
-      );
-    },
-    Math.max(1, Math.floor(ttlMs / 3)),
+  const stop = schedule(Math.max(1, Math.floor(ttlMs / 3)), () =>
+    renewLock(redis, key, token, ttlMs).then(
+      (ok) => {
+        if (ok) renewals++;
+        else {
+          lost = true;
+          stop();
+        }
+      },
+      () => undefined,
+    ),
   );
-  timer.unref();
   return {
-    stop: () => clearInterval(timer),
+    stop,
     get lost() {
       return lost;
     },

@@ -12,7 +12,10 @@ function lua(name: string): string {
   return read(name).replace(/^--- @include "([\w-]+)"$/gm, (_, include: string) => read(`includes/${include}`));
 }
 
-/** The registry of Lua scripts, loaded with `defineCommand` (EVALSHA with a NOSCRIPT fallback, pipelinable). */
+/**
+ * The registry of Lua scripts, loaded with `defineCommand` (EVALSHA with a NOSCRIPT fallback, pipelinable).
+ * Those that expire take an optional "now" (ms) that tests pass; production omits it and they read Redis' TIME.
+ */
 export const scripts = {
   tallyApply: { numberOfKeys: 7, lua: lua("apply") },
   /** snapshot.lua with its first two keys: a pure read that never expires anything (the lab, raw checks). */
@@ -39,7 +42,7 @@ export type ExpiringSnapshotReply = [string, number, number, 0 | 1, ...string[]]
 /** Raw reply of rebuild.lua. */
 export type RebuildReply = [string, number, number, "created" | "merged" | "replaced" | "unchanged"];
 /**
- * Raw reply of inspect.lua: HGETALL lists of meta, unread, seen, read, gone and aged, the server's time in ms,
+ * Raw reply of inspect.lua: HGETALL lists of meta, unread, seen, read, gone and aged, the "now" it used in ms,
  * and 1 when expiry started a new epoch; or [-1].
  */
 export type InspectReply = [string[], string[], string[], string[], string[], string[], number, 0 | 1] | [-1];
@@ -54,15 +57,21 @@ declare module "ioredis" {
         readSeq: number,
         createdAtMs?: number,
         ttlMs?: number,
+        nowMs?: number,
       ]
     ): Result<ApplyReply, Context>;
     tallySnapshot(meta: Key, unread: Key): Result<SnapshotReply, Context>;
-    tallySnapshotExpiring(...args: [...UnreadScriptKeys, ttlMs: number]): Result<ExpiringSnapshotReply, Context>;
-    /** `rest`: (conversation, lastSeq, lastReadSeq) triples, then optionally "ttl", ms, (conversation, seq, createdAt). */
+    tallySnapshotExpiring(
+      ...args: [...UnreadScriptKeys, ttlMs: number, nowMs?: number]
+    ): Result<ExpiringSnapshotReply, Context>;
+    /**
+     * `rest`: (conversation, lastSeq, lastReadSeq) triples, then optionally "ttl", ms, ["now", ms,]
+     * (conversation, seq, createdAt) triples.
+     */
     tallyRebuild(
       ...args: [...UnreadScriptKeys, epoch: string, mode: "merge" | "replace", ...rest: (number | string)[]]
     ): Result<RebuildReply, Context>;
     tallyRemove(...args: [...UnreadScriptKeys, conversationId: number]): Result<ApplyReply, Context>;
-    tallyInspect(...args: [...UnreadScriptKeys, ttlMs?: number]): Result<InspectReply, Context>;
+    tallyInspect(...args: [...UnreadScriptKeys, ttlMs?: number, nowMs?: number]): Result<InspectReply, Context>;
   }
 }

@@ -44,6 +44,8 @@ export const GENEROUS_LIMITS: LimitRules = Object.fromEntries(
 
 export interface HarnessOptions {
   unreadTtlMs?: number;
+  /** The instant (ms) unread expiry is judged at, on every instance (default: Redis' TIME). */
+  clock?: () => number;
   /** Limits for this harness (default: GENEROUS_LIMITS); name only the ones under test. */
   limits?: Partial<LimitRules>;
   maxSocketsPerUser?: number;
@@ -76,6 +78,7 @@ export async function startHarness(count = 2, options: HarnessOptions = {}): Pro
       db,
       adapterClients,
       log,
+      clock: options.clock,
       modules: options.lab === false ? [] : [labModule],
       config: {
         cookies: { secure: false, sameSite: "lax" },

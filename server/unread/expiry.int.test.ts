@@ -1,18 +1,32 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { ConversationDTO } from "../contracts/index.ts";
 import { userKeys } from "../redis/keys.ts";
 import { nextEvent, startHarness, type ClientSocket, type Harness } from "../testing/harness.ts";
 import { reconcile } from "./reconcile.ts";
 import { createUnreadService } from "./unread.service.ts";
 
-// Long enough for a few sends and a list to finish before it runs out on a busy machine.
-const TTL = 1500;
-const pastTtl = () => new Promise((r) => setTimeout(r, TTL + 300));
+const TTL = 3_600_000;
+// The instant both instances (and reconciliation) judge expiry at. A test moves it past a message's TTL when it
+// wants that message expired: nothing waits, however slow the machine. It never goes back (reconciliation checks
+// the earlier tests' users too), and never lags the wall clock at a test's start.
+let clockMs = Date.now();
+const clock = () => clockMs;
+beforeEach(() => {
+  clockMs = Math.max(clockMs, Date.now());
+});
+/** Moves the clock to the first instant at which messages created at or before `createdAtMs` have expired. */
+const expireUpTo = (createdAtMs: number) => {
+  clockMs = createdAtMs + TTL + 1;
+};
+/** Messages created from now on (the database's clock is the machine's) are strictly newer than `ms`. */
+async function clockPassed(ms: number): Promise<void> {
+  while (Date.now() <= ms) await new Promise((r) => setTimeout(r, 1));
+}
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness(2, { unreadTtlMs: TTL });
+  h = await startHarness(2, { unreadTtlMs: TTL, clock });
 });
 afterAll(() => h.close());
 
@@ -25,8 +39,12 @@ async function create(token: string, memberNames: string[]): Promise<Conversatio
   return res.body.conversation as ConversationDTO;
 }
 
-const send = (s: ClientSocket, conversationId: number) =>
-  s.emitWithAck("message:send", { conversationId, clientMsgId: randomUUID(), content: "hi" });
+/** Sends a message and returns its createdAt (ms), as the counters saw it. */
+async function send(s: ClientSocket, conversationId: number): Promise<number> {
+  const ack = await s.emitWithAck("message:send", { conversationId, clientMsgId: randomUUID(), content: "hi" });
+  if (!ack.ok) throw new Error(ack.error.message);
+  return Date.parse(ack.message.createdAt);
+}
 
 async function list(token: string) {
   const res = await h.http("/api/conversations", { token });
@@ -37,7 +55,10 @@ async function list(token: string) {
 }
 
 const reconcileNow = () =>
-  reconcile({ db: h.db, unread: createUnreadService({ redis: h.redis, db: h.db, ttlMs: TTL }) }, { settleMs: 20 });
+  reconcile(
+    { db: h.db, unread: createUnreadService({ redis: h.redis, db: h.db, ttlMs: TTL, clock }) },
+    { settleMs: 20 },
+  );
 
 describe("unread expiry (UNREAD_TTL_DAYS)", () => {
   it("stops counting messages older than the TTL, starts a new epoch, and reconciliation agrees", async () => {
@@ -47,12 +68,12 @@ describe("unread expiry (UNREAD_TTL_DAYS)", () => {
     const annSocket = await h.connect(ann.token, 0);
     await send(annSocket, c1.id);
     await send(annSocket, c1.id);
-    await send(annSocket, c2.id);
+    const last = await send(annSocket, c2.id);
     const before = await list(ben.token);
     expect(before.totalUnread).toBe(3);
     expect(await reconcileNow()).toMatchObject({ drifted: 0 });
 
-    await pastTtl();
+    expireUpTo(last);
     const benTab = await h.connect(ben.token, 1);
     const stale = nextEvent(benTab, "unread:stale");
     const after = await list(ben.token);
@@ -62,7 +83,8 @@ describe("unread expiry (UNREAD_TTL_DAYS)", () => {
 
     // A new message counts; the expired ones stay expired.
     const changed = nextEvent(benTab, "unread:changed");
-    await send(annSocket, c1.id);
+    await clockPassed(last);
+    const fresh = await send(annSocket, c1.id);
     expect(await changed).toMatchObject({ conversationId: c1.id, unreadCount: 1, totalUnread: 1 });
     expect(await reconcileNow()).toMatchObject({ drifted: 0 });
 
@@ -73,8 +95,9 @@ describe("unread expiry (UNREAD_TTL_DAYS)", () => {
     expect(await reconcileNow()).toMatchObject({ drifted: 0 });
 
     // At the next apply, the expiry of c1's message in another conversation's event starts a new epoch.
-    await pastTtl();
+    expireUpTo(fresh);
     const pushed = nextEvent(benTab, "unread:changed");
+    await clockPassed(fresh);
     await send(annSocket, c2.id);
     const update = await pushed;
     expect(update).toMatchObject({ conversationId: c2.id, unreadCount: 1, totalUnread: 1, version: 1 });

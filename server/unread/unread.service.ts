@@ -47,6 +47,11 @@ export interface UnreadServiceDeps {
   /** Unread messages older than this stop counting (UNREAD_TTL_DAYS); 0 or unset: never. */
   ttlMs?: number;
   /**
+   * Tests only: the instant (ms) expiry is judged at, passed to the scripts as their "now". Unset in production,
+   * where the scripts read Redis' TIME, so every instance judges by the same clock.
+   */
+  clock?: () => number;
+  /**
    * Expiry at read time (a snapshot or an inspection) started a new epoch: the user's open tabs should resync.
    * An apply needs no call: its push carries the new epoch.
    */
@@ -71,7 +76,7 @@ export type UnreadService = ReturnType<typeof createUnreadService>;
  * conversation's unread, the total and the version always move together. Missing state is rebuilt from the
  * database, which is always written before Redis.
  */
-export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, onResync }: UnreadServiceDeps) {
+export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, onResync }: UnreadServiceDeps) {
   async function memberships(userId: number): Promise<Omit<MembershipTruth, "agedSeq">[]> {
     const rows = await db.membership.findMany({
       where: { userId },
@@ -99,20 +104,21 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, onResyn
       .map((r) => ({ conversationId: r.conversationId, seq: r.seq, createdAtMs: r.createdAt.getTime() }));
   }
 
-  /** Redis' clock: the scripts expire against it, so the database's truth is computed for the same instant. */
-  async function redisNowMs(): Promise<number> {
+  /** The scripts' clock (the injected one, else Redis' TIME): the database's truth is computed for its instant. */
+  async function expiryNowMs(): Promise<number> {
+    if (clock) return clock();
     const [seconds, micros] = await redis.time();
     return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
   }
 
   /**
    * The database's truth for one user: every membership's conversation lastSeq and read cursor and, with unread
-   * expiry, the highest unread seq that expired by `nowMs` (Redis' clock; read from Redis when omitted).
+   * expiry, the highest unread seq that expired by `nowMs` (the scripts' clock, read when omitted).
    */
   async function truth(userId: number, nowMs?: number): Promise<MembershipTruth[]> {
     const rows = await memberships(userId);
     if (ttlMs <= 0) return rows.map((r) => ({ ...r, agedSeq: 0 }));
-    const cutoff = (nowMs ?? (await redisNowMs())) - ttlMs;
+    const cutoff = (nowMs ?? (await expiryNowMs())) - ttlMs;
     const aged = new Map<number, number>();
     for (const m of await unreadMessages(userId, rows))
       if (m.createdAtMs < cutoff) aged.set(m.conversationId, Math.max(aged.get(m.conversationId) ?? 0, m.seq));
@@ -126,21 +132,25 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, onResyn
       // Every unread message with its createdAt, except that of those already expired the highest seq per
       // conversation says as much as all of them (aged is a max-register): the rebuild stays bounded by the
       // messages still inside the TTL.
-      const cutoff = (await redisNowMs()) - ttlMs;
+      const nowMs = await expiryNowMs();
+      const cutoff = nowMs - ttlMs;
       const expired = new Map<number, [number, number]>();
       const live: number[] = [];
       for (const m of await unreadMessages(userId, rows)) {
         if (m.createdAtMs < cutoff) expired.set(m.conversationId, [m.seq, m.createdAtMs]);
         else live.push(m.conversationId, m.seq, m.createdAtMs);
       }
-      args.push("ttl", ttlMs, ...[...expired].flatMap(([conversationId, [seq, at]]) => [conversationId, seq, at]));
+      args.push("ttl", ttlMs, ...(clock ? ["now", nowMs] : []));
+      args.push(...[...expired].flatMap(([conversationId, [seq, at]]) => [conversationId, seq, at]));
       args.push(...live);
     }
     return redis.tallyRebuild(...unreadScriptKeys(userId, prefix), newEpoch(), mode, ...args);
   }
 
-  const applyArgs = (e: UnreadEvent) =>
-    [...unreadScriptKeys(e.userId, prefix), e.conversationId, e.seenSeq, e.readSeq, e.createdAtMs ?? 0, ttlMs] as const;
+  function applyArgs(e: UnreadEvent): Parameters<Redis["tallyApply"]> {
+    const args = [...unreadScriptKeys(e.userId, prefix), e.conversationId, e.seenSeq, e.readSeq] as const;
+    return clock ? [...args, e.createdAtMs ?? 0, ttlMs, clock()] : [...args, e.createdAtMs ?? 0, ttlMs];
+  }
 
   async function applyOne(event: UnreadEvent): Promise<AppliedEvent> {
     const { userId, conversationId } = event;
@@ -171,11 +181,13 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, onResyn
 
   async function snapshot(userId: number): Promise<UnreadCounts> {
     const keys = unreadScriptKeys(userId, prefix);
-    let reply = await redis.tallySnapshotExpiring(...keys, ttlMs);
+    const read = () =>
+      clock ? redis.tallySnapshotExpiring(...keys, ttlMs, clock()) : redis.tallySnapshotExpiring(...keys, ttlMs);
+    let reply = await read();
     if (reply.length === 1) {
       // Missing (-1) or a stored total that drifted from the sum (-2): both are fixed from the database.
       await rebuild(userId);
-      reply = await redis.tallySnapshotExpiring(...keys, ttlMs);
+      reply = await read();
     }
     if (reply.length === 1) throw new Error(`unread state of user ${userId} could not be rebuilt (${reply[0]})`);
     const [epoch, version, totalUnread, expired, ...flat] = reply as [string, number, number, 0 | 1, ...string[]];
@@ -197,7 +209,8 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, onResyn
 
   /** Everything Redis holds for the user, after expiring what the TTL says (reconciliation). */
   async function inspect(userId: number): Promise<InspectReply> {
-    const reply = await redis.tallyInspect(...unreadScriptKeys(userId, prefix), ttlMs);
+    const keys = unreadScriptKeys(userId, prefix);
+    const reply = await (clock ? redis.tallyInspect(...keys, ttlMs, clock()) : redis.tallyInspect(...keys, ttlMs));
     if (reply.length > 1 && reply[7] === 1) onResync?.(userId);
     return reply;
   }

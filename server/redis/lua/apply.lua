@@ -11,7 +11,8 @@
   ARGV[2] a message seq seen in the conversation, 0 for none
   ARGV[3] a read cursor of the user in the conversation, 0 for none
   ARGV[4] the createdAt (ms) of the message ARGV[2], 0 when unknown (optional)
-  ARGV[5] unread expiry in ms, 0 = off (optional); "now" is the server's TIME
+  ARGV[5] unread expiry in ms, 0 = off (optional)
+  ARGV[6] "now" in ms, the instant expiry is judged at (optional: tests pass it; without it, the server's TIME)
   Returns { unread, total, version, epoch, changed } where changed is 1 when the user's state changed
   (version then grew by exactly 1, or a repair or an expiry in other conversations started a new epoch at
   version 1) and 0 otherwise; returns { -1 } and writes nothing when the user's state is missing: the caller
@@ -22,8 +23,11 @@
   cannot through these scripts; a manual write or a bug can), the total is recomputed, `repairs` counts it,
   and a new epoch makes every client resync. With expiry on, messages created before now - ARGV[5] stop
   counting; a push describes one conversation, so when expiry changes another one the call starts a new epoch.
+  Replaying an event at a later "now" may expire more, as any call at that instant would; at the same "now" it
+  changes nothing.
 ]]
 local rcall = redis.call
+--- @include "unread"
 --- @include "ttl"
 
 local conv = ARGV[1]
@@ -31,10 +35,11 @@ local seen_in = tonumber(ARGV[2])
 local read_in = tonumber(ARGV[3])
 local created_in = tonumber(ARGV[4] or '0')
 local ttl = tonumber(ARGV[5] or '0')
+local now_in = ARGV[6] and tonumber(ARGV[6])
 if conv == nil or conv == '' or seen_in == nil or read_in == nil or seen_in < 0 or read_in < 0
   or created_in == nil or created_in < 0 or ttl == nil or ttl < 0
-  or (ttl > 0 and tostring(tonumber(conv)) ~= conv) then
-  return redis.error_reply('ERR tally apply: expected conversation id, seen seq >= 0, read seq >= 0, createdAt ms >= 0, ttl ms >= 0')
+  or (ttl > 0 and tostring(tonumber(conv)) ~= conv) or (ARGV[6] and (now_in == nil or now_in < 0)) then
+  return redis.error_reply('ERR tally apply: expected conversation id, seen seq >= 0, read seq >= 0, createdAt ms >= 0, ttl ms >= 0, now ms >= 0')
 end
 
 local meta = rcall('HMGET', KEYS[1], 'total', 'version', 'epoch')
@@ -72,15 +77,18 @@ if read ~= read_old then rcall('HSET', KEYS[4], conv, read) end
 
 local cutoff = 0
 if ttl > 0 then
-  cutoff = ttl_now_ms() - ttl
-  if read ~= read_old then ttl_forget(conv, read) end
-  if seen_in > 0 and created_in > 0 then ttl_track(conv, seen_in, created_in, cutoff) end
+  cutoff = expiry_now(now_in) - ttl
+  if read ~= read_old then
+    local aged = tonumber(rcall('HGET', KEYS[7], conv)) or 0
+    forget_times(conv, math.max(read_old, aged), math.min(read, seen))
+  end
+  if seen_in > 0 and created_in > 0 then track_message(conv, seen_in, created_in, cutoff) end
 end
-local _, unread = ttl_recompute(conv)
+local _, unread = recompute_unread(conv)
 local delta = unread - unread_old
 
 if ttl > 0 then
-  local changed, d = ttl_expire(cutoff)
+  local changed, d = expire_before(cutoff)
   delta = delta + d
   for _, c in ipairs(changed) do
     if c == conv then

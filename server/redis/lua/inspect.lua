@@ -3,24 +3,27 @@
   KEYS[1] {u:<id>}:meta   KEYS[2] {u:<id>}:unread   KEYS[3] {u:<id>}:seen   KEYS[4] {u:<id>}:read
   KEYS[5] {u:<id>}:gone   KEYS[6] {u:<id>}:times    KEYS[7] {u:<id>}:aged
   ARGV[1] unread expiry in ms, 0 = off (optional)
+  ARGV[2] "now" in ms, the instant expiry is judged at (optional: tests pass it; without it, the server's TIME)
   With expiry on, messages created before now - ARGV[1] first stop counting, as snapshot.lua does (a new epoch
   when that changed a count), unless the stored total already disagrees with the sum (left for the caller to see).
-  Returns { meta, unread, seen, read, gone, aged, now, expired }: HGETALL lists, the server's TIME in ms (the
+  Returns { meta, unread, seen, read, gone, aged, now, expired }: HGETALL lists, the "now" it used in ms (the
   database's truth is computed for that instant) and 1 when expiry started a new epoch; { -1 } when missing.
 ]]
 local rcall = redis.call
+--- @include "unread"
 --- @include "ttl"
 
 local ttl = tonumber(ARGV[1] or '0')
-if ttl == nil or ttl < 0 then
-  return redis.error_reply('ERR tally inspect: expected ttl ms >= 0')
+local now_in = ARGV[2] and tonumber(ARGV[2])
+if ttl == nil or ttl < 0 or (ARGV[2] and (now_in == nil or now_in < 0)) then
+  return redis.error_reply('ERR tally inspect: expected ttl ms >= 0, now ms >= 0')
 end
 local meta = rcall('HMGET', KEYS[1], 'epoch', 'total')
 if not meta[1] then
   return { -1 }
 end
 
-local now = ttl_now_ms()
+local now = expiry_now(now_in)
 local expired = 0
 if ttl > 0 then
   local sum = 0
@@ -29,7 +32,7 @@ if ttl > 0 then
   end
   local total = tonumber(meta[2]) or 0
   if sum == total then
-    local changed, delta = ttl_expire(now - ttl)
+    local changed, delta = expire_before(now - ttl)
     if #changed > 0 then
       expired = 1
       rcall('HSET', KEYS[1], 'total', total + delta, 'version', 1, 'epoch', next_epoch(meta[1]))

@@ -5,9 +5,10 @@
   ARGV[1] a new epoch (unique string)
   ARGV[2] 'merge' or 'replace'
   ARGV[3..] triples: conversation id, conversation lastSeq, the user's lastReadSeq (every current membership)
-  then, with unread expiry on only: 'ttl', the expiry in ms, and triples conversation id, seq, createdAt ms of
+  then, with unread expiry on only: 'ttl', the expiry in ms, optionally 'now' and the instant (ms) expiry is
+  judged at (tests pass it; without it, the server's TIME), and triples conversation id, seq, createdAt ms of
   the user's unread messages (seq above lastReadSeq; of those already expired, the highest seq per conversation
-  is enough). They are tracked as apply.lua tracks them, then expired against the server's TIME.
+  is enough). They are tracked as apply.lua tracks them, then expired at "now".
   Missing state, or 'replace': written from the triples alone, total = sum of unreads, version 1, epoch ARGV[1].
   'merge' into existing state: each triple merges into the max-registers as apply.lua would (a rebuild that read
   the database before a later event was applied must not undo it) and clears a stale "gone" mark; if any unread
@@ -18,22 +19,33 @@
   Returns { epoch, version, total, status } with status 'created', 'merged', 'replaced' or 'unchanged'.
 ]]
 local rcall = redis.call
+--- @include "unread"
 --- @include "ttl"
 
 local epoch_new = ARGV[1]
 local mode = ARGV[2]
+-- ARGV[3..last]: membership triples; ARGV[first..]: message triples (none when there is no 'ttl' section).
 local last = #ARGV
+local first = #ARGV + 1
 local ttl = 0
+local now_in = nil
+local now_ok = true
 for i = 3, #ARGV, 3 do
   if ARGV[i] == 'ttl' then
     last = i - 1
     ttl = tonumber(ARGV[i + 1])
+    first = i + 2
+    if ARGV[first] == 'now' then
+      now_in = tonumber(ARGV[first + 1])
+      now_ok = now_in ~= nil and now_in >= 0
+      first = first + 2
+    end
     break
   end
 end
 if epoch_new == nil or epoch_new == '' or (mode ~= 'merge' and mode ~= 'replace') or (last - 2) % 3 ~= 0
-  or ttl == nil or ttl < 0 or (last < #ARGV and (#ARGV - last - 2) % 3 ~= 0) then
-  return redis.error_reply('ERR tally rebuild: expected an epoch, merge|replace, (conversation, lastSeq, lastReadSeq) triples and optionally ttl, ms, (conversation, seq, createdAt) triples')
+  or ttl == nil or ttl < 0 or not now_ok or (#ARGV - first + 1) % 3 ~= 0 then
+  return redis.error_reply('ERR tally rebuild: expected an epoch, merge|replace, (conversation, lastSeq, lastReadSeq) triples and optionally ttl, ms, [now, ms,] (conversation, seq, createdAt) triples')
 end
 for i = 3, last, 3 do
   local s, r = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
@@ -41,7 +53,7 @@ for i = 3, last, 3 do
     return redis.error_reply('ERR tally rebuild: bad triple at argument ' .. i)
   end
 end
-for i = last + 3, #ARGV, 3 do
+for i = first, #ARGV, 3 do
   local s, t = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   if tostring(tonumber(ARGV[i])) ~= ARGV[i] or s == nil or t == nil or s < 1 or t < 0 then
     return redis.error_reply('ERR tally rebuild: bad message triple at argument ' .. i)
@@ -65,18 +77,21 @@ for i = 3, last, 3 do
   if seen ~= seen_old then rcall('HSET', KEYS[3], conv, seen) end
   if read ~= read_old then
     rcall('HSET', KEYS[4], conv, read)
-    if ttl > 0 then ttl_forget(conv, read) end
+    if ttl > 0 then
+      local aged = tonumber(rcall('HGET', KEYS[7], conv)) or 0
+      forget_times(conv, math.max(read_old, aged), math.min(read, seen))
+    end
   end
 end
 if ttl > 0 then
-  local cutoff = ttl_now_ms() - ttl
-  for i = last + 3, #ARGV, 3 do
-    ttl_track(ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), cutoff)
+  local cutoff = expiry_now(now_in) - ttl
+  for i = first, #ARGV, 3 do
+    track_message(ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), cutoff)
   end
-  for i = 3, last, 3 do ttl_recompute(ARGV[i]) end
-  ttl_expire(cutoff)
+  for i = 3, last, 3 do recompute_unread(ARGV[i]) end
+  expire_before(cutoff)
 else
-  for i = 3, last, 3 do ttl_recompute(ARGV[i]) end
+  for i = 3, last, 3 do recompute_unread(ARGV[i]) end
 end
 
 local after = rcall('HGETALL', KEYS[2])

@@ -10,6 +10,7 @@
   Idempotent: removing twice changes nothing the second time.
 ]]
 local rcall = redis.call
+--- @include "unread"
 --- @include "ttl"
 
 local conv = ARGV[1]
@@ -24,11 +25,10 @@ local total = tonumber(meta[1]) or 0
 local version = tonumber(meta[2]) or 0
 local unread_old = tonumber(rcall('HGET', KEYS[2], conv)) or 0
 
+drop_expiry(conv)
 rcall('HDEL', KEYS[2], conv)
 rcall('HDEL', KEYS[3], conv)
 rcall('HDEL', KEYS[4], conv)
-rcall('HDEL', KEYS[7], conv)
-if tostring(tonumber(conv)) == conv then ttl_forget(conv, 9999999999) end
 rcall('HSET', KEYS[5], conv, 1)
 if unread_old == 0 then
   return { 0, total, version, meta[3], 0 }

@@ -2,7 +2,8 @@
   Read one user's whole unread state in one atomic step, so a snapshot is never torn.
   KEYS[1] {u:<id>}:meta   KEYS[2] {u:<id>}:unread
   KEYS[3..7] seen, read, gone, times, aged (optional: only to expire, in the unread scripts' order)
-  ARGV[1] unread expiry in ms, 0 = off (optional; needs all seven keys); "now" is the server's TIME
+  ARGV[1] unread expiry in ms, 0 = off (optional; needs all seven keys)
+  ARGV[2] "now" in ms, the instant expiry is judged at (optional: tests pass it; without it, the server's TIME)
   With two keys it only reads. With seven, messages created before now - ARGV[1] first stop counting (expiry is
   evaluated at read time); if that changed any count, the total is adjusted and a new epoch starts at version 1,
   so clients holding older state resync.
@@ -12,12 +13,14 @@
   { -2 } when the stored total differs from the sum of the unreads and must be repaired (rebuild.lua) first.
 ]]
 local rcall = redis.call
+--- @include "unread"
 --- @include "ttl"
 
 local full = #KEYS >= 7
 local ttl = tonumber(ARGV[1] or '0')
-if ttl == nil or ttl < 0 then
-  return redis.error_reply('ERR tally snapshot: expected ttl ms >= 0')
+local now_in = ARGV[2] and tonumber(ARGV[2])
+if ttl == nil or ttl < 0 or (ARGV[2] and (now_in == nil or now_in < 0)) then
+  return redis.error_reply('ERR tally snapshot: expected ttl ms >= 0, now ms >= 0')
 end
 
 local meta = rcall('HMGET', KEYS[1], 'epoch', 'version', 'total')
@@ -37,7 +40,7 @@ end
 
 local expired = 0
 if full and ttl > 0 then
-  local changed, delta = ttl_expire(ttl_now_ms() - ttl)
+  local changed, delta = expire_before(expiry_now(now_in) - ttl)
   if #changed > 0 then
     expired = 1
     epoch = next_epoch(epoch)

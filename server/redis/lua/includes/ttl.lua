@@ -1,69 +1,72 @@
 --[[
-  Unread expiry (UNREAD_TTL_DAYS), pasted by scripts.ts into every script that says `--- @include "ttl"`.
+  Unread expiry (UNREAD_TTL_DAYS), pasted by scripts.ts into every script that says `--- @include "ttl"` (after
+  `--- @include "unread"`, whose recompute_unread it uses). Only called while the script's TTL is on, except
+  expiry_now (inspect.lua reports its instant either way) and drop_expiry (old expiry state goes on removal).
   Expects the unread scripts' KEYS order: KEYS[2] unread, KEYS[3] seen, KEYS[4] read, KEYS[6] times, KEYS[7] aged.
   times: ZSET of the user's unread messages that may still expire, member '<conversation %010d>:<seq %010d>',
-         score = the message's createdAt in ms (zero-padded members sort by conversation, then seq, in lex order).
+         score = the message's createdAt in ms. Scores differ, so lex ranges over it are unspecified in Redis
+         (ZREMRANGEBYLEX may remove other conversations' members): members are removed by name.
+         A conversation's members lie at or below seen and, once expiry has been on since the cursor last moved,
+         above max(read, aged) (one below says nothing: it would only raise aged under the cursor).
   aged:  hash conversation -> highest expired seq, a max-register kept only while above the read cursor.
-  A conversation's unread is max(0, seen - max(read, aged)); with expiry off aged stays empty.
+  "now": the instant expiry is judged at, the caller's when it passed one (tests), else the server's TIME.
 ]]
-local function ttl_member(conv, seq)
+
+local function times_member(conv, seq)
   return string.format('%010d:%010d', tonumber(conv), seq)
 end
 
-local function ttl_now_ms()
+-- The caller's "now" (a number already validated) or, when it passed none, the server's TIME in ms.
+local function expiry_now(now)
+  if now then return now end
   local t = rcall('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- Clients that see a new epoch resync instead of patching one conversation.
-local function next_epoch(epoch)
-  local t = rcall('TIME')
-  return string.gsub(epoch, '~.*$', '') .. '~' .. t[1] .. string.format('%06d', tonumber(t[2]))
+-- Forgets the timestamps of conv's messages up to seq `to` (read, or covered by an expired later one); those at
+-- or below `from` (the old max(read, aged)) are gone already. The work is the smaller of the range and the set.
+local function forget_times(conv, from, to)
+  if to <= from then return end
+  local size = rcall('ZCARD', KEYS[6])
+  if size == 0 then return end
+  local doomed = {}
+  if to - from <= size then
+    for seq = from + 1, to do doomed[#doomed + 1] = times_member(conv, seq) end
+  else
+    local prefix = times_member(conv, 0):sub(1, 11)
+    for _, m in ipairs(rcall('ZRANGE', KEYS[6], 0, -1)) do
+      if m:sub(1, 11) == prefix and tonumber(m:sub(12)) <= to then doomed[#doomed + 1] = m end
+    end
+  end
+  for i = 1, #doomed, 1000 do
+    rcall('ZREM', KEYS[6], unpack(doomed, i, math.min(i + 999, #doomed)))
+  end
 end
 
--- Forgets the timestamps of one conversation's messages up to seq (read, or covered by an expired later one).
-local function ttl_forget(conv, seq)
-  rcall('ZREMRANGEBYLEX', KEYS[6], '[' .. ttl_member(conv, 0), '[' .. ttl_member(conv, seq))
-end
-
-local function ttl_raise_aged(conv, seq)
-  if seq > (tonumber(rcall('HGET', KEYS[7], conv)) or 0) then rcall('HSET', KEYS[7], conv, seq) end
-  ttl_forget(conv, seq)
-end
-
--- Derives one conversation's unread from its registers and stores it. Returns old, new.
-local function ttl_recompute(conv)
-  local seen = tonumber(rcall('HGET', KEYS[3], conv)) or 0
+-- Counts every message of conv up to seq as expired.
+local function raise_aged(conv, seq)
   local read = tonumber(rcall('HGET', KEYS[4], conv)) or 0
   local aged = tonumber(rcall('HGET', KEYS[7], conv)) or 0
-  if aged > 0 and aged <= read then
-    rcall('HDEL', KEYS[7], conv)
-    aged = 0
-  end
-  local old = tonumber(rcall('HGET', KEYS[2], conv)) or 0
-  local new = math.max(0, seen - math.max(read, aged))
-  if new ~= old then
-    if new == 0 then rcall('HDEL', KEYS[2], conv) else rcall('HSET', KEYS[2], conv, new) end
-  end
-  return old, new
+  if seq > aged then rcall('HSET', KEYS[7], conv, seq) end
+  forget_times(conv, math.max(read, aged), seq)
 end
 
 -- Message seq of conv, created at created_ms, is unread unless at or below max(read, aged): remember when it
--- expires, or if it already has, count it as aged at once.
-local function ttl_track(conv, seq, created_ms, cutoff)
+-- expires, or if it already has (created before cutoff), count it as aged at once.
+local function track_message(conv, seq, created_ms, cutoff)
   local read = tonumber(rcall('HGET', KEYS[4], conv)) or 0
   local aged = tonumber(rcall('HGET', KEYS[7], conv)) or 0
   if seq <= math.max(read, aged) then return end
   if created_ms < cutoff then
-    ttl_raise_aged(conv, seq)
+    raise_aged(conv, seq)
   else
-    rcall('ZADD', KEYS[6], created_ms, ttl_member(conv, seq))
+    rcall('ZADD', KEYS[6], created_ms, times_member(conv, seq))
   end
 end
 
 -- Expires every tracked message created before cutoff (ms). Returns the conversations whose unread changed
 -- and the change of their sum.
-local function ttl_expire(cutoff)
+local function expire_before(cutoff)
   local upto = '(' .. string.format('%d', cutoff)
   local expired = rcall('ZRANGEBYSCORE', KEYS[6], '-inf', upto)
   if #expired == 0 then return {}, 0 end
@@ -76,12 +79,24 @@ local function ttl_expire(cutoff)
   end
   local changed, delta = {}, 0
   for conv, seq in pairs(top) do
-    ttl_raise_aged(conv, seq)
-    local old, new = ttl_recompute(conv)
+    raise_aged(conv, seq)
+    local old, new = recompute_unread(conv)
     if new ~= old then
       changed[#changed + 1] = conv
       delta = delta + new - old
     end
   end
   return changed, delta
+end
+
+-- Drops one conversation's expiry state (timestamps and aged mark), which may exist from when expiry was on.
+-- Runs before its seen and read registers go: they bound the timestamps it may hold.
+local function drop_expiry(conv)
+  if tostring(tonumber(conv)) == conv then
+    local seen = tonumber(rcall('HGET', KEYS[3], conv)) or 0
+    local read = tonumber(rcall('HGET', KEYS[4], conv)) or 0
+    local aged = tonumber(rcall('HGET', KEYS[7], conv)) or 0
+    forget_times(conv, math.max(read, aged), seen)
+  end
+  rcall('HDEL', KEYS[7], conv)
 end
