@@ -37,33 +37,27 @@ test("sign up, sign out and sign in again from the form; a wrong password and a 
 
 test("signing out in one tab ends that session in its other tabs on both instances; another session stays", async ({
   signUp,
-  newContext,
+  signIn,
   env,
 }) => {
   const fay = await signUp("fay");
   const tabA = await fay.openTab(env.serverA);
   const tabB = await fay.openTab(env.serverB);
   // The same person on another device: a session of its own.
-  const device = await newContext();
-  const signIn = await device.request.post(`${env.serverA}/api/session`, {
-    data: { name: fay.name, password: E2E_PASSWORD },
-  });
-  expect(signIn.ok()).toBe(true);
-  const otherDevice = await device.newPage();
-  await otherDevice.goto(env.serverB);
-  await expect(appBadge(otherDevice)).toBeVisible();
+  const device = await signIn(fay);
+  const otherDevice = await device.openTab(env.serverB);
 
   await tabA.getByTestId("sign-out").click();
   await expect(tabA.getByTestId("login-name")).toBeVisible();
   // No reload: the server dropped the tab's socket and the tab found its session gone.
   await expect(tabB.getByTestId("login-name")).toBeVisible();
   await expect(appBadge(otherDevice)).toBeVisible();
-  expect((await device.request.get(`${env.serverA}/api/session`)).status()).toBe(200);
+  expect((await device.context.request.get(`${env.serverA}/api/session`)).status()).toBe(200);
 
   // Signing out everywhere from the other device ends that one too.
   await otherDevice.getByTestId("sign-out-everywhere").click();
   await expect(otherDevice.getByTestId("login-name")).toBeVisible();
-  expect((await device.request.get(`${env.serverB}/api/session`)).status()).toBe(401);
+  expect((await device.context.request.get(`${env.serverB}/api/session`)).status()).toBe(401);
 });
 
 test("the demo accounts are shown with their password and sign in with it", async ({ startServer, newContext }) => {

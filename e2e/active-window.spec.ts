@@ -5,12 +5,11 @@ import {
   badgeLog,
   blur,
   clearBadgeLog,
-  expectConversationUnread,
   expectMessageSeqs,
   expectTotalUnread,
+  expectUnread,
   hide,
   lookAt,
-  openConversation,
   sendMessage,
 } from "./support/tally-page.ts";
 
@@ -27,16 +26,15 @@ async function shownValues(
   return { app: values("app"), conversation: values("conversation"), title: values("title") };
 }
 
-test("messages in the open conversation count only while its tab is hidden or unfocused", async ({ signUp, env }) => {
-  const alice = await signUp("alice");
-  const bob = await signUp("bob");
+test("messages in the open conversation count only while its tab is hidden or unfocused", async ({
+  alice,
+  bob,
+  env,
+}) => {
   const conversation = await bob.createConversation([alice.name]);
 
-  const alicePage = await alice.openTab(env.serverA);
-  await lookAt(alicePage);
-  await openConversation(alicePage, conversation.id);
-  const bobPage = await bob.openTab(env.serverB);
-  await openConversation(bobPage, conversation.id);
+  const alicePage = await alice.openTab(env.serverA, { window: "looking", open: conversation.id });
+  const bobPage = await bob.openTab(env.serverB, { open: conversation.id });
   await expectTotalUnread(alicePage, 0);
 
   // Looking: not even for one frame may a badge or the title show a count.
@@ -68,8 +66,7 @@ test("messages in the open conversation count only while its tab is hidden or un
   await clearBadgeLog(alicePage);
   await sendMessage(bobPage, "four");
   await sendMessage(bobPage, "five");
-  await expectConversationUnread(alicePage, conversation.id, 2);
-  await expectTotalUnread(alicePage, 2);
+  await expectUnread(alicePage, conversation.id, 2);
   await expectMessageSeqs(alicePage, [1, 2, 3, 4, 5]);
   expect((await alice.snapshot()).totalUnread).toBe(2);
   // The recorder works: it saw the count rise.
@@ -77,17 +74,14 @@ test("messages in the open conversation count only while its tab is hidden or un
 
   // Back in front: read up to the latest message.
   await lookAt(alicePage);
-  await expectConversationUnread(alicePage, conversation.id, 0);
-  await expectTotalUnread(alicePage, 0);
+  await expectUnread(alicePage, conversation.id, 0);
   await expect.poll(lastReadSeq).toBe(5);
 
   // Visible but another window has the focus: counts too, until the focus comes back.
   await blur(alicePage);
   await sendMessage(bobPage, "six");
-  await expectConversationUnread(alicePage, conversation.id, 1);
-  await expectTotalUnread(alicePage, 1);
+  await expectUnread(alicePage, conversation.id, 1);
   await lookAt(alicePage);
-  await expectConversationUnread(alicePage, conversation.id, 0);
-  await expectTotalUnread(alicePage, 0);
+  await expectUnread(alicePage, conversation.id, 0);
   expect((await alice.snapshot()).totalUnread).toBe(0);
 });

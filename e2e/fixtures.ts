@@ -10,15 +10,21 @@ import { freePort } from "../server/dev/ports.ts";
 import type { ConversationDTO, SessionResponse, Snapshot, UserDTO } from "../server/contracts/index.ts";
 import { installBadgeRecorder, installWindowControl } from "./support/browser-scripts.ts";
 import { readEnvironment, type E2eEnvironment } from "./support/environment.ts";
-import { appBadge } from "./support/tally-page.ts";
+import { appBadge, blur, hide, lookAt, openConversation } from "./support/tally-page.ts";
 import { instanceDataDir, startTallyServer, type TallyServer } from "./support/tally-server.ts";
+
+/** Where a new tab stands: looked at (and brought to the front), hidden behind another tab, or on screen unfocused. */
+export type TabWindow = "looking" | "hidden" | "blurred";
 
 /** One person: a browser context of their own (their own cookie jar), signed in. */
 export interface TestUser extends UserDTO {
   token: string;
   context: BrowserContext;
-  /** A new tab on `server` (a base URL), signed in and showing the app. */
-  openTab(server: string): Promise<Page>;
+  /**
+   * A new tab on `server` (a base URL), signed in and showing the app; then, when asked, put in that `window`
+   * state and with the conversation `open` opened, in that order.
+   */
+  openTab(server: string, options?: { window?: TabWindow; open?: number }): Promise<Page>;
   /** The user's unread state as the server has it, read through `server`. */
   snapshot(server?: string): Promise<Snapshot>;
   /** Creates a conversation through the API (direct with one member, group with more). */
@@ -28,6 +34,12 @@ export interface TestUser extends UserDTO {
 interface TestFixtures {
   /** Signs in a new user named uniqueName(prefix) in a fresh browser context; contexts close after the test. */
   signUp(prefix: string): Promise<TestUser>;
+  /** Signs `user` in again in a fresh browser context: another device, with a session of its own. */
+  signIn(user: Pick<UserDTO, "name">): Promise<TestUser>;
+  /** New users signed up as signUp("alice") and so on, for the tests that ask for them. */
+  alice: TestUser;
+  bob: TestUser;
+  carol: TestUser;
   /** A new browser context with the window control and the badge recorder, signed in as nobody. */
   newContext(): Promise<BrowserContext>;
   /**
@@ -109,41 +121,64 @@ export const test = base.extend<TestFixtures, WorkerFixtures>({
   },
 
   signUp: async ({ env, newContext }, use) => {
-    await use(async (prefix) => {
-      const context = await newContext();
-      const name = uniqueName(prefix);
-      const session = await json<SessionResponse>(
-        // The answer's cookie lands in the context, so its pages are signed in too (on every port of 127.0.0.1).
-        await context.request.post(`${env.serverA}/api/users`, { data: { name, password: E2E_PASSWORD } }),
-      );
-      const request: APIRequestContext = context.request;
-      const headers = { authorization: `Bearer ${session.token}` };
-      return {
-        ...session.user,
-        token: session.token,
-        context,
-        async openTab(server) {
-          const page = await context.newPage();
-          await page.goto(server);
-          await expect(appBadge(page)).toBeVisible();
-          return page;
-        },
-        async snapshot(server = env.serverA) {
-          return json<Snapshot>(await request.get(`${server}/api/conversations`, { headers }));
-        },
-        async createConversation(memberNames, title) {
-          const body = await json<{ conversation: ConversationDTO }>(
-            await request.post(`${env.serverA}/api/conversations`, {
-              headers,
-              data: title === undefined ? { memberNames } : { memberNames, title },
-            }),
-          );
-          return body.conversation;
-        },
-      };
-    });
+    await use(async (prefix) => signedIn(env, await newContext(), "/api/users", uniqueName(prefix)));
+  },
+
+  signIn: async ({ env, newContext }, use) => {
+    await use(async (user) => signedIn(env, await newContext(), "/api/session", user.name));
+  },
+
+  alice: async ({ signUp }, use) => {
+    await use(await signUp("alice"));
+  },
+  bob: async ({ signUp }, use) => {
+    await use(await signUp("bob"));
+  },
+  carol: async ({ signUp }, use) => {
+    await use(await signUp("carol"));
   },
 });
+
+/** Signs `name` up or in (`path`) through `context`, whose pages are then signed in too. */
+async function signedIn(
+  env: E2eEnvironment,
+  context: BrowserContext,
+  path: "/api/users" | "/api/session",
+  name: string,
+): Promise<TestUser> {
+  const session = await json<SessionResponse>(
+    // The answer's cookie lands in the context, so its pages are signed in too (on every port of 127.0.0.1).
+    await context.request.post(`${env.serverA}${path}`, { data: { name, password: E2E_PASSWORD } }),
+  );
+  const request: APIRequestContext = context.request;
+  const headers = { authorization: `Bearer ${session.token}` };
+  const placements: Record<TabWindow, (page: Page) => Promise<void>> = { looking: lookAt, hidden: hide, blurred: blur };
+  return {
+    ...session.user,
+    token: session.token,
+    context,
+    async openTab(server, options = {}) {
+      const page = await context.newPage();
+      await page.goto(server);
+      await expect(appBadge(page)).toBeVisible();
+      if (options.window !== undefined) await placements[options.window](page);
+      if (options.open !== undefined) await openConversation(page, options.open);
+      return page;
+    },
+    async snapshot(server = env.serverA) {
+      return json<Snapshot>(await request.get(`${server}/api/conversations`, { headers }));
+    },
+    async createConversation(memberNames, title) {
+      const body = await json<{ conversation: ConversationDTO }>(
+        await request.post(`${env.serverA}/api/conversations`, {
+          headers,
+          data: title === undefined ? { memberNames } : { memberNames, title },
+        }),
+      );
+      return body.conversation;
+    },
+  };
+}
 
 export { expect };
 

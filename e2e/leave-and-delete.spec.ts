@@ -6,8 +6,7 @@ import {
   expectBadgeSums,
   expectConversationUnread,
   expectTotalUnread,
-  hide,
-  lookAt,
+  expectUnread,
   openConversation,
   sendMessage,
   watchBadgeSums,
@@ -20,24 +19,21 @@ async function confirmAction(page: Page, testId: "leave-conversation" | "delete-
 }
 
 test("leaving a group with unread messages drops its row and its count together in every tab", async ({
-  signUp,
+  alice,
+  bob,
+  carol,
   env,
 }) => {
-  const alice = await signUp("alice");
-  const bob = await signUp("bob");
-  const carol = await signUp("carol");
   const group = await alice.createConversation([bob.name, carol.name], "trio");
   const direct = await alice.createConversation([bob.name]);
 
   // Two tabs of Bob's on two instances: one on screen but unfocused (so opening the group does not read it),
   // the other behind it.
   const front = await bob.openTab(env.serverA);
-  const behind = await bob.openTab(env.serverB);
-  await hide(behind);
+  const behind = await bob.openTab(env.serverB, { window: "hidden" });
   await blur(front);
 
-  const alicePage = await alice.openTab(env.serverA);
-  await openConversation(alicePage, group.id);
+  const alicePage = await alice.openTab(env.serverA, { open: group.id });
   await sendMessage(alicePage, "one");
   await sendMessage(alicePage, "two");
   await openConversation(alicePage, direct.id);
@@ -60,8 +56,7 @@ test("leaving a group with unread messages drops its row and its count together 
   await confirmAction(front, "leave-conversation");
   for (const tab of [front, behind]) {
     await expect(conversationItem(tab, group.id)).toHaveCount(0);
-    await expectConversationUnread(tab, direct.id, 1);
-    await expectTotalUnread(tab, 1);
+    await expectUnread(tab, direct.id, 1);
     await expectBadgeSums(tab, [3, 1]);
   }
   await expect(front.getByTestId("empty-state")).toBeVisible();
@@ -74,20 +69,18 @@ test("leaving a group with unread messages drops its row and its count together 
   expect(carolsGroup?.members.map((m) => m.name).sort()).toEqual([alice.name, carol.name].sort());
 });
 
-test("deleting a direct conversation removes it for both members and their counts with it", async ({ signUp, env }) => {
-  const alice = await signUp("alice");
-  const bob = await signUp("bob");
-  const carol = await signUp("carol");
+test("deleting a direct conversation removes it for both members and their counts with it", async ({
+  alice,
+  bob,
+  carol,
+  env,
+}) => {
   const group = await carol.createConversation([alice.name, bob.name], "trio");
   const direct = await bob.createConversation([alice.name]);
 
-  const alicePage = await alice.openTab(env.serverA);
-  await blur(alicePage);
-  const bobPage = await bob.openTab(env.serverB);
-  await lookAt(bobPage);
-  const carolPage = await carol.openTab(env.serverA);
-
-  await openConversation(carolPage, group.id);
+  const alicePage = await alice.openTab(env.serverA, { window: "blurred" });
+  const bobPage = await bob.openTab(env.serverB, { window: "looking" });
+  const carolPage = await carol.openTab(env.serverA, { open: group.id });
   await sendMessage(carolPage, "hello both");
   await openConversation(bobPage, direct.id);
   await sendMessage(bobPage, "first");
@@ -95,18 +88,15 @@ test("deleting a direct conversation removes it for both members and their count
 
   // Opened on screen but unfocused: its count stays until Alice deletes it.
   await openConversation(alicePage, direct.id);
-  await expectConversationUnread(alicePage, direct.id, 2);
-  await expectTotalUnread(alicePage, 3);
-  await expectConversationUnread(bobPage, group.id, 1);
-  await expectTotalUnread(bobPage, 1);
+  await expectUnread(alicePage, direct.id, 2, 3);
+  await expectUnread(bobPage, group.id, 1);
   for (const page of [alicePage, bobPage]) await watchBadgeSums(page);
 
   await confirmAction(alicePage, "delete-conversation");
   for (const page of [alicePage, bobPage]) {
     await expect(conversationItem(page, direct.id)).toHaveCount(0);
     await expect(page.getByTestId("empty-state")).toBeVisible();
-    await expectConversationUnread(page, group.id, 1);
-    await expectTotalUnread(page, 1);
+    await expectUnread(page, group.id, 1);
   }
   await expectBadgeSums(alicePage, [3, 1]);
   await expectBadgeSums(bobPage, [1]);

@@ -1,7 +1,6 @@
-import { E2E_PASSWORD, expect, test } from "./fixtures.ts";
+import { expect, test } from "./fixtures.ts";
 import type { TestWindow } from "./support/browser-scripts.ts";
 import {
-  appBadge,
   expectBadgeSums,
   expectConversationUnread,
   expectMessageSeqs,
@@ -12,28 +11,21 @@ import {
 } from "./support/tally-page.ts";
 
 test("a tab that was offline while others read shows the right counts once back, without a reload", async ({
-  signUp,
-  newContext,
+  alice,
+  bob,
+  carol,
+  signIn,
   env,
 }) => {
   // Socket.IO waits up to its maximum reconnection delay before trying again.
   test.setTimeout(90_000);
-  const alice = await signUp("alice");
-  const bob = await signUp("bob");
-  const carol = await signUp("carol");
   const direct = await alice.createConversation([bob.name]);
   const group = await alice.createConversation([bob.name, carol.name], "trio");
 
   // Bob's tab in context X (his own), and Bob again in context Y: another browser, its own network.
   const offlineTab = await bob.openTab(env.serverA);
-  const otherContext = await newContext();
-  const signIn = await otherContext.request.post(`${env.serverA}/api/session`, {
-    data: { name: bob.name, password: E2E_PASSWORD },
-  });
-  expect(signIn.ok()).toBe(true);
-  const otherTab = await otherContext.newPage();
-  await otherTab.goto(env.serverB);
-  await expect(appBadge(otherTab)).toBeVisible();
+  const elsewhere = await signIn(bob);
+  const otherTab = await elsewhere.openTab(env.serverB);
 
   const alicePage = await alice.openTab(env.serverA);
   await expectTotalUnread(offlineTab, 0);

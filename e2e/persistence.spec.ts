@@ -1,8 +1,8 @@
 import { expect, test } from "./fixtures.ts";
 import {
-  expectConversationUnread,
   expectMessageSeqs,
   expectTotalUnread,
+  expectUnread,
   hide,
   lookAt,
   messages,
@@ -10,19 +10,14 @@ import {
   sendMessage,
 } from "./support/tally-page.ts";
 
-test("history and counts survive a reload and a server restart", async ({ signUp, startServer, env }) => {
+test("history and counts survive a reload and a server restart", async ({ alice, bob, startServer, env }) => {
   // Two extra server starts (Next.js included) on two cores.
   test.setTimeout(240_000);
   const serverC = await startServer("C");
-  const alice = await signUp("alice");
-  const bob = await signUp("bob");
   const conversation = await bob.createConversation([alice.name]);
 
-  const alicePage = await alice.openTab(serverC.url);
-  await lookAt(alicePage);
-  await openConversation(alicePage, conversation.id);
-  const bobPage = await bob.openTab(env.serverA);
-  await openConversation(bobPage, conversation.id);
+  const alicePage = await alice.openTab(serverC.url, { window: "looking", open: conversation.id });
+  const bobPage = await bob.openTab(env.serverA, { open: conversation.id });
 
   for (const text of ["first", "second", "third"]) await sendMessage(bobPage, text);
   await expectMessageSeqs(alicePage, [1, 2, 3]);
@@ -34,13 +29,11 @@ test("history and counts survive a reload and a server restart", async ({ signUp
   await sendMessage(bobPage, "fourth");
   await sendMessage(bobPage, "fifth");
   await expectMessageSeqs(alicePage, [1, 2, 3, 4, 5]);
-  await expectConversationUnread(alicePage, conversation.id, 2);
-  await expectTotalUnread(alicePage, 2);
+  await expectUnread(alicePage, conversation.id, 2);
 
   const expectAfterReload = async (seqs: number[], lastText: string, unread: number): Promise<void> => {
     await alicePage.reload();
-    await expectTotalUnread(alicePage, unread);
-    await expectConversationUnread(alicePage, conversation.id, unread);
+    await expectUnread(alicePage, conversation.id, unread);
     // The open conversation is not part of the URL, so a reload shows the list alone.
     await openConversation(alicePage, conversation.id);
     await expectMessageSeqs(alicePage, seqs);
@@ -57,8 +50,7 @@ test("history and counts survive a reload and a server restart", async ({ signUp
   await serverC.restart();
   await expect(messages(alicePage).filter({ hasText: "sixth" })).toBeVisible({ timeout: 30_000 });
   await expectMessageSeqs(alicePage, [1, 2, 3, 4, 5, 6]);
-  await expectConversationUnread(alicePage, conversation.id, 3);
-  await expectTotalUnread(alicePage, 3);
+  await expectUnread(alicePage, conversation.id, 3);
 
   await expectAfterReload([1, 2, 3, 4, 5, 6], "sixth", 3);
 

@@ -26,12 +26,11 @@ test("creating an account refuses an invalid name and accepts a valid one", asyn
 });
 
 test("a direct conversation and a group created from the UI open and reach the other members", async ({
-  signUp,
+  alice,
+  bob,
+  carol,
   env,
 }) => {
-  const alice = await signUp("alice");
-  const bob = await signUp("bob");
-  const carol = await signUp("carol");
   const alicePage = await alice.openTab(env.serverA);
   const bobPage = await bob.openTab(env.serverA);
   const carolPage = await carol.openTab(env.serverB);

@@ -1,39 +1,27 @@
 import { expect, test } from "./fixtures.ts";
-import {
-  conversationItem,
-  expectConversationUnread,
-  expectTotalUnread,
-  openConversation,
-  sendMessage,
-} from "./support/tally-page.ts";
+import { conversationItem, expectUnread, sendMessage } from "./support/tally-page.ts";
 
 test("a message from another user raises the conversation badge, the app badge and the tab title", async ({
-  signUp,
+  alice,
+  bob,
   env,
 }) => {
-  const alice = await signUp("alice");
-  const bob = await signUp("bob");
   const conversation = await bob.createConversation([alice.name]);
 
   const alicePage = await alice.openTab(env.serverA);
   await expect(conversationItem(alicePage, conversation.id)).toBeVisible();
-  await expectConversationUnread(alicePage, conversation.id, 0);
-  await expectTotalUnread(alicePage, 0);
+  await expectUnread(alicePage, conversation.id, 0);
 
-  const bobPage = await bob.openTab(env.serverA);
-  await openConversation(bobPage, conversation.id);
+  const bobPage = await bob.openTab(env.serverA, { open: conversation.id });
 
   expect(await sendMessage(bobPage, "hello alice")).toBe(1);
-  await expectConversationUnread(alicePage, conversation.id, 1);
-  await expectTotalUnread(alicePage, 1);
+  await expectUnread(alicePage, conversation.id, 1);
 
   expect(await sendMessage(bobPage, "are you there")).toBe(2);
-  await expectConversationUnread(alicePage, conversation.id, 2);
-  await expectTotalUnread(alicePage, 2);
+  await expectUnread(alicePage, conversation.id, 2);
 
   // The sender's own messages are never unread for them.
-  await expectTotalUnread(bobPage, 0);
-  await expectConversationUnread(bobPage, conversation.id, 0);
+  await expectUnread(bobPage, conversation.id, 0);
   const [aliceState, bobState] = await Promise.all([alice.snapshot(), bob.snapshot()]);
   expect(aliceState.totalUnread).toBe(2);
   expect(bobState.totalUnread).toBe(0);

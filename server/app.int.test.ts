@@ -32,6 +32,19 @@ function send(socket: ClientSocket, conversationId: number, content: string, cli
   return socket.emitWithAck("message:send", { conversationId, clientMsgId, content });
 }
 
+/** Two new users, Alice and Bob, and the direct conversation Alice started with Bob. */
+async function aliceAndBob() {
+  const alice = await user("alice");
+  const bob = await user("bob");
+  return { alice, bob, conv: await direct(alice.token, bob.user.name) };
+}
+
+/** The same, with Alice connected to instance 0 to send. */
+async function aliceSendingToBob() {
+  const pair = await aliceAndBob();
+  return { ...pair, sender: await h.connect(pair.alice.token, 0) };
+}
+
 async function snapshot(token: string) {
   const res = await h.http("/api/conversations", { token });
   expect(res.status).toBe(200);
@@ -40,10 +53,7 @@ async function snapshot(token: string) {
 
 describe("two instances, one Redis", () => {
   it("a message sent through instance 1 updates the recipient's tabs on instances 1 and 2", async () => {
-    const alice = await user("alice");
-    const bob = await user("bob");
-    const conv = await direct(alice.token, bob.user.name);
-    const sender = await h.connect(alice.token, 0);
+    const { alice, bob, conv, sender } = await aliceSendingToBob();
     const tab1 = await h.connect(bob.token, 0);
     const tab2 = await h.connect(bob.token, 1);
 
@@ -72,10 +82,7 @@ describe("two instances, one Redis", () => {
   });
 
   it("reading in one tab clears the badge in the user's tabs on both instances", async () => {
-    const alice = await user("alice");
-    const bob = await user("bob");
-    const conv = await direct(alice.token, bob.user.name);
-    const sender = await h.connect(alice.token, 0);
+    const { bob, conv, sender } = await aliceSendingToBob();
     const tab1 = await h.connect(bob.token, 0);
     const tab2 = await h.connect(bob.token, 1);
     await send(sender, conv.id, "one");
@@ -88,10 +95,7 @@ describe("two instances, one Redis", () => {
   });
 
   it("a retried send (same clientMsgId) creates one message and one unread", async () => {
-    const alice = await user("alice");
-    const bob = await user("bob");
-    const conv = await direct(alice.token, bob.user.name);
-    const sender = await h.connect(alice.token, 0);
+    const { alice, bob, conv, sender } = await aliceSendingToBob();
     const otherTab = await h.connect(alice.token, 1);
     const clientMsgId = randomUUID();
     const [a, b] = await Promise.all([
@@ -109,10 +113,7 @@ describe("two instances, one Redis", () => {
   });
 
   it("reading up to a seq leaves later messages unread, and reads never move the cursor back", async () => {
-    const alice = await user("alice");
-    const bob = await user("bob");
-    const conv = await direct(alice.token, bob.user.name);
-    const sender = await h.connect(alice.token, 0);
+    const { bob, conv, sender } = await aliceSendingToBob();
     const reader = await h.connect(bob.token, 1);
     for (const text of ["1", "2", "3", "4", "5"]) await send(sender, conv.id, text);
 
@@ -148,10 +149,7 @@ describe("two instances, one Redis", () => {
   });
 
   it("sync returns the same snapshot as the HTTP list, atomically read", async () => {
-    const alice = await user("alice");
-    const bob = await user("bob");
-    const conv = await direct(alice.token, bob.user.name);
-    const sender = await h.connect(alice.token, 0);
+    const { bob, conv, sender } = await aliceSendingToBob();
     await send(sender, conv.id, "x");
     const tab = await h.connect(bob.token, 1);
     const ack = await tab.emitWithAck("sync");
@@ -165,10 +163,8 @@ describe("two instances, one Redis", () => {
 
 describe("access and validation", () => {
   it("a non-member gets forbidden and learns nothing, on every route", async () => {
-    const alice = await user("alice");
-    const bob = await user("bob");
+    const { conv } = await aliceAndBob();
     const eve = await user("eve");
-    const conv = await direct(alice.token, bob.user.name);
     const intruder = await h.connect(eve.token, 0);
     const sendAck = await send(intruder, conv.id, "let me in");
     const readAck = await intruder.emitWithAck("conversation:read", { conversationId: conv.id, seq: 1 });
@@ -203,10 +199,7 @@ describe("access and validation", () => {
   });
 
   it("bad payloads get `invalid` and change nothing", async () => {
-    const alice = await user("alice");
-    const bob = await user("bob");
-    const conv = await direct(alice.token, bob.user.name);
-    const s = await h.connect(alice.token, 0);
+    const { alice, conv, sender: s } = await aliceSendingToBob();
     const bad: unknown[] = [
       { conversationId: conv.id, clientMsgId: "x", content: "   " },
       { conversationId: conv.id, clientMsgId: "x", content: "a".repeat(4001) },
@@ -246,10 +239,7 @@ describe("access and validation", () => {
   });
 
   it("a content is stored trimmed; history pages are ascending and bounded", async () => {
-    const alice = await user("alice");
-    const bob = await user("bob");
-    const conv = await direct(alice.token, bob.user.name);
-    const s = await h.connect(alice.token, 0);
+    const { bob, conv, sender: s } = await aliceSendingToBob();
     for (let i = 1; i <= 7; i++) await send(s, conv.id, `  m${i}  `);
     const latest = await h.http(`/api/conversations/${conv.id}/messages?limit=3`, { token: bob.token });
     expect(latest.body.messages.map((m: MessageDTO) => m.content)).toEqual(["m5", "m6", "m7"]);
@@ -260,9 +250,7 @@ describe("access and validation", () => {
   });
 
   it("the same direct conversation is returned for the pair", async () => {
-    const alice = await user("alice");
-    const bob = await user("bob");
-    const a = await direct(alice.token, bob.user.name);
+    const { alice, bob, conv: a } = await aliceAndBob();
     const b = await direct(bob.token, alice.user.name);
     expect(b.id).toBe(a.id);
     expect(b.title).toBe(alice.user.name);
@@ -275,10 +263,7 @@ describe("access and validation", () => {
 
 describe("Redis state lost", () => {
   it("rebuilds a user's counters from the database on first touch, with a new epoch the client notices", async () => {
-    const alice = await user("alice");
-    const bob = await user("bob");
-    const conv = await direct(alice.token, bob.user.name);
-    const sender = await h.connect(alice.token, 0);
+    const { bob, conv, sender } = await aliceSendingToBob();
     const tab = await h.connect(bob.token, 1);
     await send(sender, conv.id, "before");
     const before = await snapshot(bob.token);

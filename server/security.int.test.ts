@@ -5,6 +5,7 @@
 import { io as connect, type Socket } from "socket.io-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClientToServerEvents, ServerToClientEvents } from "./contracts/index.ts";
+import type { LimitName, LimitRules } from "./limits/limits.ts";
 import { connectSocket, startHarness, TEST_PASSWORD, type ClientSocket, type Harness } from "./testing/harness.ts";
 
 type Client = Socket<ServerToClientEvents, ClientToServerEvents>;
@@ -34,6 +35,31 @@ function socketFrom(url: string, origin: string, token: string, track: Client[])
     socket.once("connect", () => resolve(socket));
     socket.once("connect_error", reject);
   });
+}
+
+/** Creates a conversation as the user of `token` (direct with one member, group with more); resolves with its id. */
+async function createConversation(h: Harness, token: string, memberNames: string[], title?: string): Promise<number> {
+  const res = await h.http("/api/conversations", {
+    method: "POST",
+    token,
+    body: JSON.stringify(title === undefined ? { memberNames } : { memberNames, title }),
+  });
+  expect(res.status).toBe(200);
+  return res.body.conversation.id as number;
+}
+
+/** Signs `name` in once more: a session of its own; resolves with its token. */
+async function signIn(h: Harness, name: string): Promise<string> {
+  const res = await h.http("/api/session", { method: "POST", body: JSON.stringify({ name, password: TEST_PASSWORD }) });
+  expect(res.status).toBe(200);
+  return res.body.token as string;
+}
+
+/** Every limit counted over ten minutes, longer than the suite runs: no count resets under a test. */
+function perTenMinutes(points: Record<LimitName, number>): LimitRules {
+  return Object.fromEntries(
+    Object.entries(points).map(([name, n]) => [name, { points: n, durationS: 600 }]),
+  ) as LimitRules;
 }
 
 describe("accounts, sessions and the front door", () => {
@@ -106,11 +132,7 @@ describe("accounts, sessions and the front door", () => {
 
   it("revokes the presented session on every instance, as bearer and as cookie; other sessions keep working", async () => {
     const { token } = await h.signUp("sec_revoke");
-    const second = await h.http("/api/session", {
-      method: "POST",
-      body: JSON.stringify({ name: "sec_revoke", password: TEST_PASSWORD }),
-    });
-    const other = second.body.token as string;
+    const other = await signIn(h, "sec_revoke");
     for (const instance of [0, 1]) expect((await h.http("/api/session", { token, instance })).status).toBe(200);
 
     const out = await h.http("/api/session", { method: "DELETE", token });
@@ -126,11 +148,7 @@ describe("accounts, sessions and the front door", () => {
 
   it("disconnects every socket of a revoked session on every instance, and only those", async () => {
     const { token } = await h.signUp("sec_sockets");
-    const second = await h.http("/api/session", {
-      method: "POST",
-      body: JSON.stringify({ name: "sec_sockets", password: TEST_PASSWORD }),
-    });
-    const other = second.body.token as string;
+    const other = await signIn(h, "sec_sockets");
     const revokedTabs = [await h.connect(token, 0), await h.connect(token, 1)];
     const otherTab = await h.connect(other, 1);
     const gone = revokedTabs.map((s) => disconnected(s));
@@ -164,12 +182,7 @@ describe("accounts, sessions and the front door", () => {
     const alice = await h.signUp("sec_csrf_a");
     const bob = await h.signUp("sec_csrf_b");
     const carol = await h.signUp("sec_csrf_c");
-    const group = await h.http("/api/conversations", {
-      method: "POST",
-      token: alice.token,
-      body: JSON.stringify({ memberNames: [bob.user.name, carol.user.name], title: "csrf" }),
-    });
-    const id = group.body.conversation.id as number;
+    const id = await createConversation(h, alice.token, [bob.user.name, carol.user.name], "csrf");
     const cookie = `tally_session=${alice.token}`;
     const formPost = (path: string, origin: string, body = "x=1") =>
       h.http(path, { method: "POST", headers: { cookie, origin, "content-type": "text/plain" }, body });
@@ -249,12 +262,7 @@ describe("accounts, sessions and the front door", () => {
   it("answers NUL and lone surrogates with `invalid` naming the field, and stores exactly what it acknowledges", async () => {
     const alice = await h.signUp("sec_text_a");
     const bob = await h.signUp("sec_text_b");
-    const conv = await h.http("/api/conversations", {
-      method: "POST",
-      token: alice.token,
-      body: JSON.stringify({ memberNames: [bob.user.name] }),
-    });
-    const conversationId = conv.body.conversation.id as number;
+    const conversationId = await createConversation(h, alice.token, [bob.user.name]);
     const s = await h.connect(alice.token);
     const send = (content: string, clientMsgId: string) =>
       s.emitWithAck("message:send", { conversationId, clientMsgId, content });
@@ -298,16 +306,16 @@ describe("limits per user and per address, across sockets and instances", () => 
   beforeAll(async () => {
     h = await startHarness(2, {
       maxSocketsPerUser: 10,
-      limits: {
-        send: { points: 60, durationS: 600 },
-        sync: { points: 5, durationS: 600 },
-        read: { points: 5, durationS: 600 },
-        create: { points: 3, durationS: 600 },
-        groupAdd: { points: 4, durationS: 600 },
-        signUp: { points: 12, durationS: 600 },
-        signIn: { points: 8, durationS: 600 },
-        signInFailures: { points: 3, durationS: 600 },
-      },
+      limits: perTenMinutes({
+        send: 60,
+        sync: 5,
+        read: 5,
+        create: 3,
+        groupAdd: 4,
+        signUp: 12,
+        signIn: 8,
+        signInFailures: 3,
+      }),
     });
   });
   afterAll(async () => {
@@ -317,12 +325,7 @@ describe("limits per user and per address, across sockets and instances", () => 
   it("holds one user to one send limit over 10 sockets on two instances, and caps their sockets", async () => {
     const alice = await h.signUp("lim_a");
     const bob = await h.signUp("lim_b");
-    const conv = await h.http("/api/conversations", {
-      method: "POST",
-      token: alice.token,
-      body: JSON.stringify({ memberNames: [bob.user.name] }),
-    });
-    const conversationId = conv.body.conversation.id as number;
+    const conversationId = await createConversation(h, alice.token, [bob.user.name]);
     const sockets: ClientSocket[] = [];
     for (let i = 0; i < 10; i++) sockets.push(await h.connect(alice.token, i % 2));
     await expect(h.connect(alice.token, 1)).rejects.toMatchObject({

@@ -4,6 +4,7 @@ import { useEffect, useState, type FormEvent } from "react";
 import type { DemoAccounts } from "@/server/contracts";
 import { api } from "@/components/lib/api";
 import { useChatStore } from "@/components/providers/ChatProvider";
+import { TextField, useServerCall } from "./form";
 import { TallyMark } from "./TallyMark";
 
 type Mode = "signIn" | "signUp";
@@ -13,8 +14,7 @@ export function LoginScreen() {
   const [mode, setMode] = useState<Mode>("signIn");
   const [name, setName] = useState("");
   const [password, setPassword] = useState("");
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, call } = useServerCall();
   const [demo, setDemo] = useState<DemoAccounts | null>(null);
 
   useEffect(() => {
@@ -29,13 +29,8 @@ export function LoginScreen() {
 
   async function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    if (busy) return;
-    setBusy(true);
-    setError(null);
     // No client-side checks: the server's rules and wording are the ones to show.
-    const failure = await signIn({ name: name.trim(), password }, mode === "signUp");
-    setBusy(false);
-    if (failure) setError(failure);
+    await call(() => signIn({ name: name.trim(), password }, mode === "signUp"));
   }
 
   function switchMode(next: Mode) {
@@ -85,12 +80,11 @@ export function LoginScreen() {
         <h2 id="login-title" className="visually-hidden">
           {creating ? "Create an account" : "Sign in"}
         </h2>
-        <label htmlFor="login-name">Name</label>
-        <input
+        <TextField
           id="login-name"
-          data-testid="login-name"
+          label="Name"
           value={name}
-          onChange={(e) => setName(e.target.value)}
+          onValue={setName}
           autoComplete="username"
           autoCapitalize="none"
           spellCheck={false}
@@ -104,13 +98,12 @@ export function LoginScreen() {
             1–32 letters, digits, _ or -.
           </p>
         )}
-        <label htmlFor="login-password">Password</label>
-        <input
+        <TextField
           id="login-password"
-          data-testid="login-password"
+          label="Password"
           type="password"
           value={password}
-          onChange={(e) => setPassword(e.target.value)}
+          onValue={setPassword}
           autoComplete={creating ? "new-password" : "current-password"}
           aria-invalid={error ? true : undefined}
           aria-describedby={creating ? "login-password-hint" : error ? "login-error" : undefined}

@@ -2,13 +2,13 @@
 
 import { useState, type FormEvent } from "react";
 import { useChatStore } from "@/components/providers/ChatProvider";
+import { TextField, useServerCall } from "./form";
 
 export function NewConversationForm({ onDone }: { onDone: () => void }) {
   const createConversation = useChatStore((s) => s.createConversation);
   const [members, setMembers] = useState("");
   const [title, setTitle] = useState("");
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, call } = useServerCall();
 
   async function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
@@ -18,36 +18,31 @@ export function NewConversationForm({ onDone }: { onDone: () => void }) {
       setError("Enter at least one user name.");
       return;
     }
-    setBusy(true);
-    setError(null);
-    const failure = await createConversation({ memberNames, title: title.trim() || undefined });
-    setBusy(false);
-    if (failure) setError(failure);
-    else onDone();
+    if (await call(() => createConversation({ memberNames, title: title.trim() || undefined }))) onDone();
   }
 
   return (
     <form className="new-conversation" onSubmit={submit} noValidate data-testid="new-conversation-form">
-      <label htmlFor="member-input">People</label>
-      <input
+      <TextField
         id="member-input"
-        data-testid="member-input"
+        label="People"
         value={members}
-        onChange={(e) => setMembers(e.target.value)}
+        onValue={setMembers}
         placeholder="names, separated by commas or spaces"
         autoCapitalize="none"
         autoComplete="off"
         spellCheck={false}
         autoFocus
       />
-      <label htmlFor="title-input">
-        Title <span className="optional">(optional, for groups)</span>
-      </label>
-      <input
+      <TextField
         id="title-input"
-        data-testid="title-input"
+        label={
+          <>
+            Title <span className="optional">(optional, for groups)</span>
+          </>
+        }
         value={title}
-        onChange={(e) => setTitle(e.target.value)}
+        onValue={setTitle}
         autoComplete="off"
       />
       {error && (

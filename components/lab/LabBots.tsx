@@ -1,6 +1,7 @@
 "use client";
 
 import { useLabStore } from "./LabProvider";
+import { NumberField } from "./NumberField";
 
 /** Demo traffic: bot accounts of the signed-in user chat with them, so badges move on stage. */
 export function LabBots() {
@@ -18,18 +19,16 @@ export function LabBots() {
         Only you can stop them. Open the chat in another tab to watch your badges move.
       </p>
       <div className="lab-actions">
-        <label className="lab-field inline">
-          <span>Messages/s</span>
-          <input
-            type="number"
-            data-testid="lab-bots-rate"
-            min={0.1}
-            max={20}
-            step={0.5}
-            value={rate}
-            onChange={(e) => setBotsRate(Number(e.target.value) || 0)}
-          />
-        </label>
+        <NumberField
+          className="lab-field inline"
+          label="Messages/s"
+          testId="lab-bots-rate"
+          min={0.1}
+          max={20}
+          step={0.5}
+          value={rate}
+          onValue={setBotsRate}
+        />
         <button type="button" className="button primary" data-testid="lab-bots-start" onClick={() => void startBots()}>
           {bots.running ? "Restart bots" : "Start bots"}
         </button>

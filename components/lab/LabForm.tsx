@@ -1,14 +1,14 @@
 "use client";
 
 import type { FormEvent } from "react";
+import type { LabFaults } from "@/server/contracts";
 import type { LabForm as Form } from "./store";
 import { STRATEGY_LABELS } from "./colors";
 import { useLabStore } from "./LabProvider";
+import { NumberFields, type NumberFieldSpec } from "./NumberField";
 import { STRATEGY_NAMES } from "./store";
 
-type NumberField = { key: keyof Omit<Form, "faults">; label: string; min: number; max: number; step?: number };
-
-const FIELDS: NumberField[] = [
+const FIELDS: (NumberFieldSpec & { key: keyof Omit<Form, "faults"> })[] = [
   { key: "operations", label: "Operations per strategy", min: 1, max: 1_000_000 },
   { key: "users", label: "Users", min: 1, max: 10_000 },
   { key: "conversationsPerUser", label: "Conversations per user", min: 1, max: 100 },
@@ -18,12 +18,14 @@ const FIELDS: NumberField[] = [
   { key: "seed", label: "Seed", min: 0, max: 2 ** 31 - 1 },
 ];
 
-const NO_NOTICES: string[] = [];
+const FAULT_FIELDS: (NumberFieldSpec & { key: keyof Omit<LabFaults, "redisRestart"> })[] = [
+  { key: "stepFailureRate", label: "Second step fails (probability)", min: 0, max: 0.5, step: 0.01 },
+  { key: "stepDelayMs", label: "Delay between the steps (ms)", min: 0, max: 1000 },
+  { key: "stepDelayRate", label: "…on this share of operations", min: 0, max: 1, step: 0.05 },
+  { key: "workerDeathRate", label: "Worker dies holding the lock (probability)", min: 0, max: 0.1, step: 0.001 },
+];
 
-function num(value: string): number {
-  const n = Number(value);
-  return Number.isFinite(n) ? n : 0;
-}
+const NO_NOTICES: string[] = [];
 
 export function LabForm() {
   const form = useLabStore((s) => s.form);
@@ -62,75 +64,11 @@ export function LabForm() {
       </fieldset>
       <fieldset>
         <legend>Workload</legend>
-        {FIELDS.map((f) => (
-          <label key={f.key} className="lab-field">
-            <span>{f.label}</span>
-            <input
-              type="number"
-              data-testid={`lab-${f.key}`}
-              min={f.min}
-              max={f.max}
-              step={f.step ?? 1}
-              value={form[f.key]}
-              onChange={(e) => setForm({ [f.key]: num(e.target.value) })}
-              disabled={busy}
-            />
-          </label>
-        ))}
+        <NumberFields fields={FIELDS} values={form} onChange={setForm} disabled={busy} />
       </fieldset>
       <fieldset>
         <legend>Faults</legend>
-        <label className="lab-field">
-          <span>Second step fails (probability)</span>
-          <input
-            type="number"
-            data-testid="lab-stepFailureRate"
-            min={0}
-            max={0.5}
-            step={0.01}
-            value={form.faults.stepFailureRate}
-            onChange={(e) => setFaults({ stepFailureRate: num(e.target.value) })}
-            disabled={busy}
-          />
-        </label>
-        <label className="lab-field">
-          <span>Delay between the steps (ms)</span>
-          <input
-            type="number"
-            data-testid="lab-stepDelayMs"
-            min={0}
-            max={1000}
-            value={form.faults.stepDelayMs}
-            onChange={(e) => setFaults({ stepDelayMs: num(e.target.value) })}
-            disabled={busy}
-          />
-        </label>
-        <label className="lab-field">
-          <span>…on this share of operations</span>
-          <input
-            type="number"
-            data-testid="lab-stepDelayRate"
-            min={0}
-            max={1}
-            step={0.05}
-            value={form.faults.stepDelayRate}
-            onChange={(e) => setFaults({ stepDelayRate: num(e.target.value) })}
-            disabled={busy}
-          />
-        </label>
-        <label className="lab-field">
-          <span>Worker dies holding the lock (probability)</span>
-          <input
-            type="number"
-            data-testid="lab-workerDeathRate"
-            min={0}
-            max={0.1}
-            step={0.001}
-            value={form.faults.workerDeathRate}
-            onChange={(e) => setFaults({ workerDeathRate: num(e.target.value) })}
-            disabled={busy}
-          />
-        </label>
+        <NumberFields fields={FAULT_FIELDS} values={form.faults} onChange={setFaults} disabled={busy} />
         <label className="lab-check">
           <input
             type="checkbox"

@@ -204,6 +204,16 @@ describe("reading the active conversation", () => {
 
 describe("what the badges show", () => {
   const STALE_MS = 2000;
+  /** Conversation 1 (two messages, both read) open while the user looks, its history loaded; no fetch queued. */
+  async function readingConversationOne() {
+    const t = await synced([conversation(1, { lastSeq: 2 })], 3, { staleUnreadMs: STALE_MS });
+    t.transport.auto.fetchMessages = () => ({ ok: true, messages: [message(1, 1), message(1, 2)] });
+    attend(t);
+    t.store.getState().openConversation(1);
+    await flush();
+    t.transport.fetches.length = 0;
+    return t;
+  }
 
   it("shows no count for the conversation being read, so a push and its read never flash a badge", async () => {
     const t = await synced([conversation(1, { lastSeq: 1 }), conversation(2, { unreadCount: 2, lastReadSeq: 0 })], 3);
@@ -226,12 +236,7 @@ describe("what the badges show", () => {
   });
 
   it("fetches a message whose push was lost when the conversation being read keeps a count", async () => {
-    const t = await synced([conversation(1, { lastSeq: 2 })], 3, { staleUnreadMs: STALE_MS });
-    t.transport.auto.fetchMessages = () => ({ ok: true, messages: [message(1, 1), message(1, 2)] });
-    attend(t);
-    t.store.getState().openConversation(1);
-    await flush();
-    t.transport.fetches.length = 0;
+    const t = await readingConversationOne();
     t.transport.auto.fetchMessages = undefined;
 
     t.store.getState().applyUnread(update(1, 1, 1, 4));
@@ -246,12 +251,7 @@ describe("what the badges show", () => {
 
   it("does not fetch when the message arrives as usual", async () => {
     // The same steps as above, with the message and its read arriving: past the check's delay, nothing fetched.
-    const t = await synced([conversation(1, { lastSeq: 2 })], 3, { staleUnreadMs: STALE_MS });
-    t.transport.auto.fetchMessages = () => ({ ok: true, messages: [message(1, 1), message(1, 2)] });
-    attend(t);
-    t.store.getState().openConversation(1);
-    await flush();
-    t.transport.fetches.length = 0;
+    const t = await readingConversationOne();
 
     t.store.getState().applyUnread(update(1, 1, 1, 4));
     t.store.getState().receiveMessage(message(1, 3));

@@ -1,17 +1,4 @@
-import type {
-  ConversationDTO,
-  CreateConversationInput,
-  MessageDTO,
-  MessagesResponse,
-  ReadInput,
-  Result,
-  SendInput,
-  Credentials,
-  SessionResponse,
-  Snapshot,
-  UnreadUpdate,
-  UserDTO,
-} from "@/server/contracts";
+import type { ConversationDTO, MessageDTO, Result, Snapshot, UnreadUpdate, UserDTO } from "@/server/contracts";
 import { vi } from "vitest";
 import { USER_NAME } from "@/server/contracts/inputs";
 import { createChatStore } from "./index";
@@ -27,19 +14,26 @@ export interface Pending<I, T> {
 
 type Queue<I, T> = Pending<I, T>[];
 
+/** What the transport's call `K` resolves with. */
+type Answer<K extends keyof ChatTransport> = Awaited<ReturnType<ChatTransport[K]>>;
+/** The calls of `K` so far, with the one argument each was given. */
+type Calls<K extends keyof ChatTransport> = Queue<Parameters<ChatTransport[K]>[0], Answer<K>>;
+/** Answers every call of `K` at once. */
+type Responder<K extends keyof ChatTransport> = (...args: Parameters<ChatTransport[K]>) => Answer<K>;
+
 export interface FakeTransport extends ChatTransport {
-  sends: Queue<SendInput, Result<{ message: MessageDTO }>>;
-  reads: Queue<ReadInput, Result<{ unread: UnreadUpdate; changed: boolean }>>;
-  syncs: Queue<null, Result<{ snapshot: Snapshot }>>;
-  fetches: Queue<{ conversationId: number; query: MessagesQuery }, Result<MessagesResponse>>;
-  creates: Queue<CreateConversationInput, Result<{ conversation: ConversationDTO }>>;
-  leaves: Queue<number, Result>;
-  deletes: Queue<number, Result>;
+  sends: Calls<"send">;
+  reads: Calls<"read">;
+  syncs: Queue<null, Answer<"sync">>;
+  fetches: Queue<{ conversationId: number; query: MessagesQuery }, Answer<"fetchMessages">>;
+  creates: Calls<"createConversation">;
+  leaves: Calls<"leaveConversation">;
+  deletes: Calls<"deleteConversation">;
   auto: {
-    send?: (input: SendInput) => Result<{ message: MessageDTO }>;
-    read?: (input: ReadInput) => Result<{ unread: UnreadUpdate; changed: boolean }>;
-    sync?: () => Result<{ snapshot: Snapshot }>;
-    fetchMessages?: (conversationId: number, query: MessagesQuery) => Result<MessagesResponse>;
+    send?: Responder<"send">;
+    read?: Responder<"read">;
+    sync?: Responder<"sync">;
+    fetchMessages?: Responder<"fetchMessages">;
   };
 }
 
@@ -81,14 +75,14 @@ export const ME: UserDTO = { id: 1, name: "me" };
 export const BOB: UserDTO = { id: 2, name: "bob" };
 
 export function createFakeSession(user: UserDTO = ME): SessionTransport & { signedIn: boolean } {
-  const session = {
+  const session: SessionTransport & { signedIn: boolean } = {
     signedIn: true,
-    async current(): Promise<Result<{ user: UserDTO }>> {
+    async current() {
       return session.signedIn
         ? { ok: true, user }
         : { ok: false, error: { code: "unauthorized", message: "Not signed in" } };
     },
-    async signIn({ name, password }: Credentials): Promise<Result<SessionResponse>> {
+    async signIn({ name, password }) {
       if (!USER_NAME.test(name)) {
         return { ok: false, error: { code: "invalid", message: "Names are 1-32 letters, digits, _ or -" } };
       }
@@ -98,15 +92,15 @@ export function createFakeSession(user: UserDTO = ME): SessionTransport & { sign
       session.signedIn = true;
       return { ok: true, user: { ...user, name }, token: "t" };
     },
-    async signUp(credentials: Credentials): Promise<Result<SessionResponse>> {
+    async signUp(credentials) {
       if (credentials.name === "taken") return { ok: false, error: { code: "conflict", message: "taken" } };
       return session.signIn(credentials);
     },
-    async signOut(): Promise<Result> {
+    async signOut() {
       session.signedIn = false;
       return { ok: true };
     },
-    async signOutEverywhere(): Promise<Result> {
+    async signOutEverywhere() {
       return session.signOut();
     },
   };

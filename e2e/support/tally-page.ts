@@ -29,6 +29,12 @@ export async function expectConversationUnread(page: Page, conversationId: numbe
   else await expect(badge).toHaveCount(0);
 }
 
+/** The conversation's row shows `count`, and the header badge and the title show `total` (by default the same). */
+export async function expectUnread(page: Page, conversationId: number, count: number, total = count): Promise<void> {
+  await expectConversationUnread(page, conversationId, count);
+  await expectTotalUnread(page, total);
+}
+
 export function openConversationItem(page: Page): Locator {
   return page.locator('[data-testid="conversation-item"][aria-current="true"]');
 }

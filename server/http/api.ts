@@ -84,6 +84,14 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
   const signedIn = (res: ServerResponse, session: { token: string }) =>
     res.setHeader("set-cookie", sessionCookie(session.token, SESSION_TTL_MS / 1000, deps.cookies));
   const signedOut = (res: ServerResponse) => res.setHeader("set-cookie", sessionCookie("", 0, deps.cookies));
+  /** A route that opens a session (sign-up, sign-in): answers it and sets its cookie. */
+  const opensSession =
+    (open: (body: unknown, address: string) => Promise<{ token: string }>): Route["run"] =>
+    async ({ req, res, address }) => {
+      const session = await open(await readJson(req), address);
+      signedIn(res, session);
+      return session;
+    };
 
   // Each route parses its path and calls one behaviour; validation, limits and orchestration live there.
   const routes: Route[] = [
@@ -91,21 +99,13 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       method: "POST",
       path: /^\/api\/users$/,
       auth: false,
-      run: async ({ req, res, address }) => {
-        const session = await deps.accounts.signUp(await readJson(req), address);
-        signedIn(res, session);
-        return session;
-      },
+      run: opensSession((body, address) => deps.accounts.signUp(body, address)),
     },
     {
       method: "POST",
       path: /^\/api\/session$/,
       auth: false,
-      run: async ({ req, res, address }) => {
-        const session = await deps.accounts.signIn(await readJson(req), address);
-        signedIn(res, session);
-        return session;
-      },
+      run: opensSession((body, address) => deps.accounts.signIn(body, address)),
     },
     { method: "GET", path: /^\/api\/session$/, auth: true, run: async ({ session }) => ({ user: session!.user }) },
     {

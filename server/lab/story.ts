@@ -59,6 +59,12 @@ function gapOf(name: LabStrategyName): string {
 const stats = (): OpStats => ({ retries: 0, lockWaits: 0 });
 const quiet: OpHooks = { gap: async () => undefined };
 
+/** The story user's next operation on the story's conversation, the truth moved on by it. */
+function nextOp(truth: Truth, index: number, kind: LabOp["kind"]): LabOp {
+  const seq = kind === "send" ? truth.send(USER, CONVERSATION) : truth.read(USER, CONVERSATION);
+  return { index, kind, userId: USER, conversationId: CONVERSATION, seq };
+}
+
 /**
  * Replays one classic interleaving against one strategy on real Redis, step by step: the strategy's own code
  * runs, and the story decides when each actor pauses. Each step records the conversation's count (the list)
@@ -102,15 +108,7 @@ export async function replayStory(
   try {
     await strategy.prepare(monitor, [USER]);
     const setup = await connect();
-    for (let i = 0; i < 2; i++) {
-      const seq = truth.send(USER, CONVERSATION);
-      await strategy.apply(
-        setup,
-        { index: i, kind: "send", userId: USER, conversationId: CONVERSATION, seq },
-        quiet,
-        stats(),
-      );
-    }
+    for (let i = 0; i < 2; i++) await strategy.apply(setup, nextOp(truth, i, "send"), quiet, stats());
     await cast.record("redis", "Messages 1 and 2 have arrived; the user has read neither.");
     if (scenario === "race") await race(cast, connect);
     else await crash(cast, connect);
@@ -132,20 +130,8 @@ export async function replayStory(
 
 /** The reader opens the conversation (read up to 2) while message 3 is between its two writes. */
 async function race(cast: Cast, connect: () => Promise<Redis>): Promise<void> {
-  const reader: LabOp = {
-    index: 2,
-    kind: "read",
-    userId: USER,
-    conversationId: CONVERSATION,
-    seq: cast.truth.read(USER, CONVERSATION),
-  };
-  const sender: LabOp = {
-    index: 3,
-    kind: "send",
-    userId: USER,
-    conversationId: CONVERSATION,
-    seq: cast.truth.send(USER, CONVERSATION),
-  };
+  const reader = nextOp(cast.truth, 2, "read");
+  const sender = nextOp(cast.truth, 3, "send");
   const [senderConn, readerConn] = await Promise.all([connect(), connect()]);
 
   let readerRun: Promise<void> | undefined;
@@ -176,13 +162,7 @@ async function race(cast: Cast, connect: () => Promise<Redis>): Promise<void> {
 
 /** The worker applying message 3 dies between its two writes; the outbox redelivers the message. */
 async function crash(cast: Cast, connect: () => Promise<Redis>): Promise<void> {
-  const op: LabOp = {
-    index: 2,
-    kind: "send",
-    userId: USER,
-    conversationId: CONVERSATION,
-    seq: cast.truth.send(USER, CONVERSATION),
-  };
+  const op = nextOp(cast.truth, 2, "send");
   const first = await connect();
   cast.note("worker", "Message 3 is committed; worker A starts its unread update");
   try {

@@ -3,7 +3,7 @@ import { conversationIdParam, historyQuery, sendInput } from "../contracts/input
 import { parse } from "../errors.ts";
 import type { Limits } from "../limits/limits.ts";
 import type { Logger } from "../log.ts";
-import { command } from "../realtime/command.ts";
+import { onCommand } from "../realtime/command.ts";
 import type { TallySocket } from "../realtime/types.ts";
 import type { MessageFanout } from "./fanout.ts";
 import type { MessageService } from "./messages.service.ts";
@@ -20,22 +20,19 @@ export interface MessageDeps {
 /** `message:send`: validate, limit, store durably, then fan out (a retried send fans out again, harmlessly). */
 export function registerMessageHandlers(socket: TallySocket, deps: MessageDeps): void {
   const user = socket.data.user;
-  socket.on(
-    "message:send",
-    command(deps.log, "message:send", async (payload) => {
-      const input = parse(sendInput, payload);
-      await deps.limits.consume("send", { userId: user.id });
-      const { message, memberIds } = await deps.messages.send(user, input);
-      if (deps.fault === "crash-after-commit") {
-        // Test-only: die between the database commit and Redis, as a crashed process would.
-        deps.log.warn({ messageId: message.id }, "TALLY_FAULT=crash-after-commit: killing this process");
-        process.kill(process.pid, "SIGKILL");
-      }
-      // Also on a retried send: the first attempt may have stopped between the commit and the counters.
-      await deps.fanout.deliver(message, memberIds);
-      return { message };
-    }),
-  );
+  onCommand(socket, deps.log, "message:send", async (payload) => {
+    const input = parse(sendInput, payload);
+    await deps.limits.consume("send", { userId: user.id });
+    const { message, memberIds } = await deps.messages.send(user, input);
+    if (deps.fault === "crash-after-commit") {
+      // Test-only: die between the database commit and Redis, as a crashed process would.
+      deps.log.warn({ messageId: message.id }, "TALLY_FAULT=crash-after-commit: killing this process");
+      process.kill(process.pid, "SIGKILL");
+    }
+    // Also on a retried send: the first attempt may have stopped between the commit and the counters.
+    await deps.fanout.deliver(message, memberIds);
+    return { message };
+  });
 }
 
 /** `GET /api/conversations/:id/messages`: a page of history, members only. */

@@ -1,6 +1,7 @@
-import type { Result } from "../contracts/index.ts";
+import type { ClientToServerEvents, Result } from "../contracts/index.ts";
 import { toApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
+import type { TallySocket } from "./types.ts";
 
 /**
  * Wraps a socket command: ignores calls without an acknowledgement (nobody could be told the outcome),
@@ -24,4 +25,14 @@ export function command<T extends object>(
       },
     );
   };
+}
+
+/** Handles the command `event` on `socket` with `run` (see `command`). */
+export function onCommand<T extends object>(
+  socket: TallySocket,
+  log: Logger,
+  event: keyof ClientToServerEvents,
+  run: (payload: unknown) => Promise<T>,
+): void {
+  socket.on(event, command(log, event, run));
 }

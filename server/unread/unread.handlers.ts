@@ -3,7 +3,7 @@ import { readInput } from "../contracts/inputs.ts";
 import { parse } from "../errors.ts";
 import { syncSurcharge, type Limits } from "../limits/limits.ts";
 import type { Logger } from "../log.ts";
-import { command } from "../realtime/command.ts";
+import { onCommand } from "../realtime/command.ts";
 import type { TallySocket } from "../realtime/types.ts";
 import type { ReadService } from "./read.service.ts";
 import type { SnapshotService } from "./snapshot.service.ts";
@@ -18,18 +18,12 @@ export interface UnreadDeps {
 /** `conversation:read` moves the cursor; `sync` answers the whole state a tab rebuilds from. */
 export function registerUnreadHandlers(socket: TallySocket, deps: UnreadDeps): void {
   const user = socket.data.user;
-  socket.on(
-    "conversation:read",
-    command(deps.log, "conversation:read", async (payload) => {
-      const input = parse(readInput, payload);
-      await deps.limits.consume("read", { userId: user.id });
-      return deps.reads.markRead(user, input.conversationId, input.seq);
-    }),
-  );
-  socket.on(
-    "sync",
-    command(deps.log, "sync", async () => ({ snapshot: await limitedSnapshot(deps, user) })),
-  );
+  onCommand(socket, deps.log, "conversation:read", async (payload) => {
+    const input = parse(readInput, payload);
+    await deps.limits.consume("read", { userId: user.id });
+    return deps.reads.markRead(user, input.conversationId, input.seq);
+  });
+  onCommand(socket, deps.log, "sync", async () => ({ snapshot: await limitedSnapshot(deps, user) }));
 }
 
 /** A snapshot under the `sync` limit, charged by its size: big conversation lists cost more of it. */
