@@ -9,7 +9,9 @@
  * instances and reload, while faults hit: FLUSHALL, Redis restarts, SIGKILLed instances and crashes right after a
  * commit. Afterwards every tab goes offline and every instance restarts, so nothing can rebuild or repair Redis
  * behind the checks' back; once the outbox is drained Redis is read directly (inspect.lua) and compared with the
- * truth computed from the database, then the tabs come back and must show that truth too.
+ * truth computed from the database, then the tabs come back and must show that truth too. A snapshot shows the
+ * truth whatever the pushes did, so a short coda without faults (each user sends in each conversation) then checks
+ * that every tab reaches its user's Redis version by pushes alone and still shows the truth.
  *
  * Determinism. Everything the simulation decides comes from the seed: user names and conversation titles, who is in
  * which conversation, and the plan, the whole list of operations, generated up front by a model that tracks
@@ -18,7 +20,10 @@
  * What still varies between two runs of one seed is timing:
  * - `concurrency` workers take operations in plan order, but operations in flight at once reach the server in
  *   either order (a send and a read of the same conversation, a send and a delete);
- * - faults run one at a time while traffic goes on, so which commands a FLUSHALL or a SIGKILL catches varies;
+ * - faults run one at a time while traffic goes on (an operation waits until the faults planned before it have
+ *   started), so which commands a FLUSHALL or a SIGKILL catches varies;
+ * - conversations created by operations in flight at once get their ids in the order they reach the server (the
+ *   plan names them c0, c1, …; the printed plan shows which id each got);
  * - pushes through the Redis adapter interleave with acknowledgements, and the store's timers (a retry after a
  *   missing acknowledgement, a resync backoff, the read of a message that arrives in an open conversation) and
  *   socket.io's reconnection fire at wall-clock times.
@@ -34,7 +39,7 @@ import type { ConversationDTO } from "../../contracts/index.ts";
 import { createDb, type Db } from "../../db/prisma.ts";
 import type { RedisServer } from "../../dev/redis.ts";
 import { createRedis } from "../../redis/client.ts";
-import { unreadScriptKeys } from "../../redis/keys.ts";
+import { unreadScriptKeys, userKeys } from "../../redis/keys.ts";
 import { createTestDatabase, type TestDatabase } from "../db.ts";
 import { rng } from "../random.ts";
 import { BrowserTab, type TabUser } from "./browser-tab.ts";
@@ -410,8 +415,10 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
   };
   const settle = (calls: Promise<unknown>[]) => Promise.allSettled(calls);
 
-  // Faults run one at a time (traffic goes on around them), so every planned fault happens.
+  // Faults run one at a time, so every planned fault happens, and traffic goes on around them; an operation does
+  // not start before the faults planned ahead of it have, so traffic cannot run out from under the faults.
   let faultChain: Promise<unknown> = Promise.resolve();
+  let faultsStarted: Promise<unknown> = Promise.resolve();
   const injectFault = async (i: number, op: Extract<Op, { kind: "fault" }>): Promise<string> => {
     report.faults[op.fault]++;
     if (op.fault === "flushall") {
@@ -479,11 +486,25 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
 
   const runOp = async (i: number, op: Op): Promise<string> => {
     if (op.kind === "fault") {
-      const done = faultChain.then(() => injectFault(i, op));
+      let started: () => void = () => {};
+      faultsStarted = new Promise<void>((resolve) => (started = resolve));
+      const done = faultChain.then(() => (started(), injectFault(i, op)));
       faultChain = done.catch(() => undefined);
       return done;
     }
     const tab = users[op.user]!.tabs[op.tab]!;
+    if (op.kind === "create") {
+      // Registered before waiting, so that operations on the new conversation wait for it.
+      let created: () => void = () => {};
+      creating.set(op.conv, new Promise<void>((resolve) => (created = resolve)));
+      try {
+        await faultsStarted;
+        return await create(tab, op);
+      } finally {
+        created();
+      }
+    }
+    await faultsStarted;
     switch (op.kind) {
       case "send": {
         const id = await conversationOf(op.conv);
@@ -518,15 +539,6 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
         if (op.kind === "reload") await tab.reload(instanceUrl(op.instance));
         else tab.switchTo(instanceUrl(op.instance));
         return (await until(() => tab.connected, 10_000)) ? "connected" : "not connected after 10 s";
-      }
-      case "create": {
-        let created: () => void = () => {};
-        creating.set(op.conv, new Promise<void>((resolve) => (created = resolve)));
-        try {
-          return await create(tab, op);
-        } finally {
-          created();
-        }
       }
       case "leave":
       case "delete": {
@@ -587,25 +599,67 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
       `tabs not settled 30 s after reconnecting: ${tabs.filter((t) => !t.settled).map((t) => t.name)}`,
     );
   const drifted = new Set<number>(report.driftedUserIds);
-  for (const user of users) {
-    const truth = truths.get(user.id) ?? new Map<number, Truth>();
-    const total = [...truth.values()].reduce((a, t) => a + t.unread, 0);
-    for (const tab of user.tabs) {
-      const s = tab.store.getState();
-      const problems: string[] = [];
-      for (const [conv, t] of truth)
-        if ((s.unreadCounts[conv] ?? 0) !== t.unread)
-          problems.push(`#${conv}: ${s.unreadCounts[conv] ?? 0} != ${t.unread}`);
-      for (const conv of Object.keys(s.conversations))
-        if (!truth.has(Number(conv))) problems.push(`shows #${conv}, not a member`);
-      for (const conv of truth.keys()) if (!s.conversations[conv]) problems.push(`misses #${conv}`);
-      if (s.totalUnread !== total) problems.push(`total ${s.totalUnread} != ${total}`);
-      if (problems.length > 0) {
-        drifted.add(user.id);
-        report.problems.push(`${user.name} tab ${tab.name}: ${problems.slice(0, 4).join("; ")}`);
+  const compareTabs = (when: string, truths: Map<number, Map<number, Truth>>) => {
+    for (const user of users) {
+      const truth = truths.get(user.id) ?? new Map<number, Truth>();
+      const total = [...truth.values()].reduce((a, t) => a + t.unread, 0);
+      for (const tab of user.tabs) {
+        const s = tab.store.getState();
+        const problems: string[] = [];
+        for (const [conv, t] of truth)
+          if ((s.unreadCounts[conv] ?? 0) !== t.unread)
+            problems.push(`#${conv}: ${s.unreadCounts[conv] ?? 0} != ${t.unread}`);
+        for (const conv of Object.keys(s.conversations))
+          if (!truth.has(Number(conv))) problems.push(`shows #${conv}, not a member`);
+        for (const conv of truth.keys()) if (!s.conversations[conv]) problems.push(`misses #${conv}`);
+        if (s.totalUnread !== total) problems.push(`total ${s.totalUnread} != ${total}`);
+        if (problems.length > 0) {
+          drifted.add(user.id);
+          report.problems.push(`${when}, ${user.name} tab ${tab.name}: ${problems.slice(0, 4).join("; ")}`);
+        }
       }
     }
-  }
+  };
+  compareTabs("after reconnecting", truths);
+
+  // A snapshot shows the truth whatever the pushes did, so a coda checks the pushes: with every instance up and no
+  // fault, each user's first tab opens each of their conversations and sends in it. Every tab must then reach its
+  // user's (epoch, version) in Redis, which a tab that dropped or missed the last push to it never does, and show
+  // the truth again.
+  await Promise.all(
+    users.map(async (user) => {
+      const tab = user.tabs[0]!;
+      for (const id of [...(truths.get(user.id)?.keys() ?? [])].sort((a, b) => a - b)) {
+        const { value, calls } = tab.act((s) => {
+          s.setFocused(true);
+          s.openConversation(id);
+          return s.sendMessage(id, "coda");
+        });
+        await value;
+        await settle(calls);
+      }
+      tab.act((s) => {
+        s.closeConversation();
+        s.setFocused(false);
+      });
+    }),
+  );
+  const behind = async () => {
+    const metas = await Promise.all(users.map((u) => env.redis.hmget(userKeys(u.id).meta, "epoch", "version")));
+    return users.flatMap((u, i) =>
+      u.tabs.flatMap((tab) => {
+        const s = tab.store.getState();
+        const [epoch, version] = metas[i]!;
+        return tab.settled && s.epoch === epoch && String(s.version) === version
+          ? []
+          : [`${tab.name} at ${s.epoch}/v${s.version}${tab.settled ? "" : " (busy)"}, Redis at ${epoch}/v${version}`];
+      }),
+    );
+  };
+  const quiet = async () => (await env.db.outboxEvent.count()) === 0 && (await behind()).length === 0;
+  if (!(await until(quiet, 30_000)))
+    report.problems.push(`after the coda, tabs behind Redis for 30 s: ${(await behind()).slice(0, 6).join("; ")}`);
+  compareTabs("after the coda", await truthOf(env.db));
   report.driftedUsers = drifted.size;
   for (const tab of tabs) tab.close();
 
