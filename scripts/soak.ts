@@ -1,47 +1,68 @@
 /**
- * `npm run soak -- --minutes 10 [--seed N] [--fault-rate 0.03]`: the model-based consistency simulation
- * (server/testing/sim) in rounds, with faults injected, until the time is up. Starts its own PostgreSQL,
+ * `npm run soak -- --minutes 10 [--seed N] [--fault-rate 0.03] [--ops-per-round 400] [--rounds N] [--concurrency 6]`:
+ * the model-based consistency simulation (server/testing/sim) in rounds, with faults injected, until the time is up
+ * (or the rounds are done). Each round runs on a fresh database with its own seed (the first, then one more each
+ * round); a failing round prints its plan and the command that replays it. Starts its own PostgreSQL,
  * redis-server and Tally processes, all on free ports; prints what it did and what it found.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { migrate } from "../server/db/migrate.ts";
 import { postgresOsUser, startEmbeddedPostgres } from "../server/dev/postgres.ts";
 import { startRedisServer } from "../server/dev/redis.ts";
 import { createSimEnvironment, runRound, type FaultKind } from "../server/testing/sim/simulation.ts";
 
+const usage =
+  "usage: npm run soak -- [--minutes <n>] [--seed <n>] [--fault-rate <0..1>] [--ops-per-round <n>] " +
+  "[--rounds <n>] [--concurrency <n>]";
 const { values } = parseArgs({
   options: {
     minutes: { type: "string", default: "10" },
     seed: { type: "string" },
     "fault-rate": { type: "string", default: "0.03" },
     "ops-per-round": { type: "string", default: "400" },
+    rounds: { type: "string" },
+    concurrency: { type: "string", default: "6" },
+    help: { type: "boolean", default: false },
   },
 });
+if (values.help) {
+  console.log(usage);
+  process.exit(0);
+}
 const minutes = Number(values.minutes);
 const faultRate = Number(values["fault-rate"]);
 const opsPerRound = Number(values["ops-per-round"]);
-if (!(minutes > 0) || !(faultRate >= 0 && faultRate < 1) || !(opsPerRound > 0)) {
-  console.error("usage: npm run soak -- --minutes <n> [--seed <n>] [--fault-rate <0..1>] [--ops-per-round <n>]");
+const rounds = values.rounds === undefined ? Infinity : Number(values.rounds);
+const concurrency = Number(values.concurrency);
+const firstSeed = values.seed ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31) + 1;
+if (
+  !(minutes > 0) ||
+  !(faultRate >= 0 && faultRate < 1) ||
+  !(opsPerRound > 0) ||
+  !(rounds > 0) ||
+  !(Number.isInteger(concurrency) && concurrency > 0) ||
+  !(Number.isInteger(firstSeed) && firstSeed > 0)
+) {
+  console.error(usage);
   process.exit(2);
 }
-const firstSeed = values.seed ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31) + 1;
 
 const dir = await mkdtemp(path.join(os.tmpdir(), "tally-soak-"));
 const owner = await postgresOsUser();
 if (owner) await import("node:fs/promises").then((fs) => fs.chown(dir, owner.uid, owner.gid));
 const pg = await startEmbeddedPostgres({ dataDir: path.join(dir, "pg"), durable: false });
-await migrate(pg.url);
 const redisServer = await startRedisServer();
-const env = await createSimEnvironment({ databaseUrl: pg.url, redisServer, instances: 2, withCrasher: true });
+const env = await createSimEnvironment({ adminUrl: pg.adminUrl, redisServer, instances: 2, withCrasher: true });
 
 const totals = {
   rounds: 0,
   ops: 0,
   sends: 0,
   reads: 0,
+  leaves: 0,
+  deletes: 0,
   acknowledged: 0,
   lost: 0,
   lostReads: 0,
@@ -57,15 +78,18 @@ const faults: Record<FaultKind, number> = {
 const failures: string[] = [];
 const deadline = Date.now() + minutes * 60_000;
 console.log(
-  `soak: ${minutes} min, first seed ${firstSeed}, fault rate ${faultRate}, ${opsPerRound} operations a round`,
+  `soak: ${minutes} min, first seed ${firstSeed}, fault rate ${faultRate}, ${opsPerRound} operations a round, ` +
+    `${concurrency} at once`,
 );
 try {
-  for (let seed = firstSeed; Date.now() < deadline; seed++) {
-    const r = await runRound(env, { seed, ops: opsPerRound, faultRate });
+  for (let seed = firstSeed; Date.now() < deadline && totals.rounds < rounds; seed++) {
+    const r = await runRound(env, { seed, ops: opsPerRound, faultRate, concurrency });
     totals.rounds++;
     totals.ops += r.ops;
     totals.sends += r.sends;
     totals.reads += r.reads;
+    totals.leaves += r.leaves;
+    totals.deletes += r.deletes;
     totals.acknowledged += r.acknowledgedMessages;
     totals.lost += r.lostMessages;
     totals.lostReads += r.lostReads;
@@ -73,12 +97,20 @@ try {
     totals.violations += r.clientViolations;
     for (const [k, v] of Object.entries(r.faults)) faults[k as FaultKind] += v;
     const ok = r.problems.length === 0;
-    if (!ok) failures.push(`seed ${seed}: ${r.problems.slice(0, 5).join(" | ")}`);
     const left = Math.max(0, Math.round((deadline - Date.now()) / 1000));
     console.log(
       `round ${totals.rounds} seed ${seed}: ${r.ops} ops, faults ${JSON.stringify(r.faults)}, ` +
         `${ok ? "clean" : `PROBLEMS: ${r.problems.length}`} (${left}s left)`,
     );
+    if (!ok) {
+      const replay =
+        `npm run soak -- --seed ${seed} --rounds 1 --ops-per-round ${opsPerRound} --fault-rate ${faultRate}` +
+        ` --concurrency ${concurrency}`;
+      failures.push(`seed ${seed}: ${r.problems.slice(0, 5).join(" | ")}\n    replay: ${replay}`);
+      console.log(
+        ["  plan:", ...r.plan.map((l) => `    ${l}`), "  problems:", ...r.problems.map((p) => `    ${p}`)].join("\n"),
+      );
+    }
   }
 } finally {
   await env.close();
@@ -90,12 +122,15 @@ try {
 const faultCount = Object.values(faults).reduce((a, b) => a + b, 0);
 console.log("\nsoak summary");
 console.log(`  rounds:                   ${totals.rounds}`);
-console.log(`  operations done:          ${totals.ops} (${totals.sends} sends, ${totals.reads} reads)`);
+console.log(
+  `  operations done:          ${totals.ops} (${totals.sends} sends, ${totals.reads} reads acknowledged, ` +
+    `${totals.leaves} leaves, ${totals.deletes} deletes)`,
+);
 console.log(`  faults injected:          ${faultCount} ${JSON.stringify(faults)}`);
 console.log(`  messages acknowledged:    ${totals.acknowledged}`);
 console.log(`  messages lost:            ${totals.lost}`);
 console.log(`  acknowledged reads lost:  ${totals.lostReads}`);
 console.log(`  drift found (users):      ${totals.drift}`);
-console.log(`  client total != sum:      ${totals.violations}`);
+console.log(`  client violations:        ${totals.violations}`);
 for (const f of failures) console.log(`  ${f}`);
 process.exit(totals.lost + totals.lostReads + totals.drift + totals.violations + failures.length === 0 ? 0 : 1);

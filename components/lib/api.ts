@@ -33,55 +33,76 @@ function errorOf(body: unknown): (Partial<ApiError> & { message: string }) | nul
   return { code, message: error.message };
 }
 
+/** The `fetch` the client sends with: the browser's own, or (outside a browser) one that adds what a page would. */
+export type Fetch = (path: string, init: RequestInit) => Promise<Response>;
+
 /**
  * Same-origin JSON request that never throws: the session cookie rides along, and every failure (HTTP error,
  * network down, non-JSON body) becomes the contract's error shape so callers handle exactly one case.
  */
-async function request<T extends object>(method: string, path: string, body?: unknown): Promise<Result<T>> {
-  let res: Response;
-  try {
-    res = await fetch(path, {
-      method,
-      credentials: "same-origin",
-      cache: "no-store",
-      headers: body === undefined ? { accept: "application/json" } : { "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-  } catch {
-    return { ok: false, error: { code: "unavailable", message: "Cannot reach the server. Check your connection." } };
-  }
-  const parsed: unknown = await res.json().catch(() => null);
-  if (res.ok) return { ...(parsed as T), ok: true };
-  const error = errorOf(parsed);
-  const code = error?.code ?? CODE_BY_STATUS[res.status] ?? "unavailable";
-  return { ok: false, error: { code, message: error?.message ?? `Request failed (HTTP ${res.status}).` } };
+function requester(send: Fetch) {
+  return async function request<T extends object>(method: string, path: string, body?: unknown): Promise<Result<T>> {
+    let res: Response;
+    try {
+      res = await send(path, {
+        method,
+        credentials: "same-origin",
+        cache: "no-store",
+        headers: body === undefined ? { accept: "application/json" } : { "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch {
+      return { ok: false, error: { code: "unavailable", message: "Cannot reach the server. Check your connection." } };
+    }
+    const parsed: unknown = await res.json().catch(() => null);
+    if (res.ok) return { ...(parsed as T), ok: true };
+    const error = errorOf(parsed);
+    const code = error?.code ?? CODE_BY_STATUS[res.status] ?? "unavailable";
+    return { ok: false, error: { code, message: error?.message ?? `Request failed (HTTP ${res.status}).` } };
+  };
 }
 
-export const api = {
-  getSession: () => request<{ user: UserDTO }>("GET", "/api/session"),
-  signIn: (credentials: Credentials) => request<SessionResponse>("POST", "/api/session", credentials),
-  signUp: (credentials: Credentials) => request<SessionResponse>("POST", "/api/users", credentials),
-  signOut: () => request("DELETE", "/api/session"),
-  signOutEverywhere: () => request<{ ended: number }>("DELETE", "/api/sessions"),
-  getDemoAccounts: () => request<DemoAccounts>("GET", "/api/demo"),
-  createConversation: (input: CreateConversationInput) =>
-    request<{ conversation: ConversationDTO }>("POST", "/api/conversations", input),
-  leaveConversation: (conversationId: number) => request("POST", `/api/conversations/${conversationId}/leave`),
-  deleteConversation: (conversationId: number) => request("DELETE", `/api/conversations/${conversationId}`),
-  fetchMessages: (conversationId: number, query: MessagesQuery) => {
-    const params = new URLSearchParams();
-    if (query.before !== undefined) params.set("before", String(query.before));
-    if (query.after !== undefined) params.set("after", String(query.after));
-    if (query.limit !== undefined) params.set("limit", String(query.limit));
-    const search = params.size > 0 ? `?${params}` : "";
-    return request<MessagesResponse>("GET", `/api/conversations/${conversationId}/messages${search}`);
-  },
-};
+/**
+ * The HTTP API. The page uses `api` (the browser's fetch, relative paths); the model-based simulation
+ * (server/testing/sim) builds the same client over a fetch that adds the address, origin and session a page has.
+ */
+export function createApi(send: Fetch = (path, init) => fetch(path, init)) {
+  const request = requester(send);
+  return {
+    getSession: () => request<{ user: UserDTO }>("GET", "/api/session"),
+    signIn: (credentials: Credentials) => request<SessionResponse>("POST", "/api/session", credentials),
+    signUp: (credentials: Credentials) => request<SessionResponse>("POST", "/api/users", credentials),
+    signOut: () => request("DELETE", "/api/session"),
+    signOutEverywhere: () => request<{ ended: number }>("DELETE", "/api/sessions"),
+    getDemoAccounts: () => request<DemoAccounts>("GET", "/api/demo"),
+    createConversation: (input: CreateConversationInput) =>
+      request<{ conversation: ConversationDTO }>("POST", "/api/conversations", input),
+    leaveConversation: (conversationId: number) => request("POST", `/api/conversations/${conversationId}/leave`),
+    deleteConversation: (conversationId: number) => request("DELETE", `/api/conversations/${conversationId}`),
+    fetchMessages: (conversationId: number, query: MessagesQuery) => {
+      const params = new URLSearchParams();
+      if (query.before !== undefined) params.set("before", String(query.before));
+      if (query.after !== undefined) params.set("after", String(query.after));
+      if (query.limit !== undefined) params.set("limit", String(query.limit));
+      const search = params.size > 0 ? `?${params}` : "";
+      return request<MessagesResponse>("GET", `/api/conversations/${conversationId}/messages${search}`);
+    },
+  };
+}
 
-export const sessionApi: SessionTransport = {
-  current: api.getSession,
-  signIn: api.signIn,
-  signUp: api.signUp,
-  signOut: api.signOut,
-  signOutEverywhere: api.signOutEverywhere,
-};
+export type Api = ReturnType<typeof createApi>;
+
+export const api = createApi();
+
+/** The session calls the store makes, over `client`. */
+export function sessionTransport(client: Api): SessionTransport {
+  return {
+    current: client.getSession,
+    signIn: client.signIn,
+    signUp: client.signUp,
+    signOut: client.signOut,
+    signOutEverywhere: client.signOutEverywhere,
+  };
+}
+
+export const sessionApi: SessionTransport = sessionTransport(api);

@@ -86,6 +86,19 @@ describe("conversation order", () => {
     expect(t.transport.syncs).toHaveLength(2);
   });
 
+  it("keeps a conversation:created that overtook a snapshot taken before it", async () => {
+    const t = await synced([conversation(1)]);
+    t.store.getState().requestSync();
+    t.store.getState().receiveConversation(conversation(7, { title: "new" }));
+    t.transport.syncs[0]?.resolve(snapshot([conversation(1)], 1));
+    await flush();
+    expect(t.store.getState().conversationOrder).toEqual([7, 1]);
+    expect(t.transport.syncs).toHaveLength(2);
+    t.transport.syncs[1]?.resolve(snapshot([conversation(1), conversation(7, { title: "new" })], 1));
+    await flush();
+    expect(t.store.getState()).toMatchObject({ syncing: false, conversationOrder: [7, 1] });
+  });
+
   it("opens a created conversation and reports the server's error otherwise", async () => {
     const t = await synced([]);
     const failing = t.store.getState().createConversation({ memberNames: ["nobody"] });

@@ -149,6 +149,7 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
       },
 
       receiveConversation(conversation) {
+        const known = get().conversations[conversation.id] !== undefined;
         set((s) => {
           const known = s.conversations[conversation.id];
           const merged =
@@ -165,6 +166,8 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
                 : s.readRequested,
           };
         });
+        // A snapshot already on its way may predate the conversation and would drop it again.
+        if (!known && get().syncing) get().requestSync(true);
         const active = get().activeConversationId;
         if (active === conversation.id) get().readIfActive(active);
       },

@@ -1,61 +1,142 @@
-import { randomBytes } from "node:crypto";
+/**
+ * Model-based simulation of Tally under concurrent traffic and injected faults, against real server processes, one
+ * real redis-server and one real PostgreSQL. Used by server/consistency.int.test.ts (bounded) and by `npm run soak`
+ * (for minutes).
+ *
+ * Every tab is the page's own client: `createChatStore` with the socket binding and API client the page uses
+ * (browser-tab.ts), over a real socket.io-client connection. Users send, read (by opening a conversation in a
+ * focused tab, so the store decides what to read), leave groups, delete conversations, create new ones, switch
+ * instances and reload, while faults hit: FLUSHALL, Redis restarts, SIGKILLed instances and crashes right after a
+ * commit. Afterwards every tab goes offline and every instance restarts, so nothing can rebuild or repair Redis
+ * behind the checks' back; once the outbox is drained Redis is read directly (inspect.lua) and compared with the
+ * truth computed from the database, then the tabs come back and must show that truth too. A snapshot shows the
+ * truth whatever the pushes did, so a short coda without faults (each user sends in each conversation) then checks
+ * that every tab reaches its user's Redis version by pushes alone and still shows the truth.
+ *
+ * Determinism. Everything the simulation decides comes from the seed: user names and conversation titles, who is in
+ * which conversation, and the plan, the whole list of operations, generated up front by a model that tracks
+ * membership. Each round starts on a fresh database and an empty Redis, so the same seed gives the same names, ids
+ * and client message ids, and `TEST_SEED=<n>` (or `npm run soak -- --seed <n>`) replays the same operations.
+ * What still varies between two runs of one seed is timing:
+ * - `concurrency` workers take operations in plan order, but operations in flight at once reach the server in
+ *   either order (a send and a read of the same conversation, a send and a delete);
+ * - faults run one at a time while traffic goes on (an operation waits until the faults planned before it have
+ *   started), so which commands a FLUSHALL or a SIGKILL catches varies;
+ * - conversations created by operations in flight at once get their ids in the order they reach the server (the
+ *   plan names them c0, c1, …; the printed plan shows which id each got);
+ * - pushes through the Redis adapter interleave with acknowledgements, and the store's timers (a retry after a
+ *   missing acknowledgement, a resync backoff, the read of a message that arrives in an open conversation) and
+ *   socket.io's reconnection fire at wall-clock times.
+ * The checks do not depend on any of it: they compare with the database's truth, never with an expected sequence of
+ * states. That is sound because the invariants hold for every interleaving: the Lua scripts are idempotent and
+ * order-insensitive (max-registers), every change is committed before it is applied and is replayed from the
+ * outbox when the apply was lost, and a client applies versioned absolute values or an atomic snapshot. A replay
+ * that must also reproduce an interleaving can take the overlap out with `concurrency: 1` (`--concurrency 1`).
+ */
 import type { Redis } from "ioredis";
+import { createApi, type Api } from "../../../components/lib/api.ts";
 import type { ConversationDTO } from "../../contracts/index.ts";
 import { createDb, type Db } from "../../db/prisma.ts";
 import type { RedisServer } from "../../dev/redis.ts";
 import { createRedis } from "../../redis/client.ts";
-import { unreadScriptKeys } from "../../redis/keys.ts";
+import { unreadScriptKeys, userKeys } from "../../redis/keys.ts";
+import { createTestDatabase, type TestDatabase } from "../db.ts";
 import { rng } from "../random.ts";
+import { BrowserTab, type TabUser } from "./browser-tab.ts";
 import { Instance } from "./instances.ts";
-import { SimTab } from "./tab.ts";
-
-/**
- * Model-based simulation of Tally under concurrent traffic and injected faults, against real server processes,
- * one real redis-server and one real PostgreSQL. Used by server/consistency.int.test.ts (bounded) and by
- * `npm run soak` (for minutes). Everything random comes from the seed, so a seed replays the same operations.
- */
+import { Journal } from "./journal.ts";
 
 export type FaultKind = "flushall" | "redis-restart" | "kill-instance" | "crash-after-commit";
 export const FAULTS: FaultKind[] = ["flushall", "redis-restart", "kill-instance", "crash-after-commit"];
 
+const PASSWORD = "sim-password-1234";
+
 export interface SimEnvironment {
-  db: Db;
   redis: Redis;
   redisServer: RedisServer;
   instances: Instance[];
-  /** Starts with TALLY_FAULT=crash-after-commit: each send through it commits, then kills it. */
+  /**
+   * Runs with TALLY_FAULT=crash-after-commit: each send through it commits, then kills it. Started by
+   * `crasherUp()` when a round needs it, stopped at the round's end.
+   */
   crasher: Instance | null;
+  crasherUp(): Promise<Instance>;
+  /** The current round's database. */
+  db: Db;
+  databaseUrl: string;
+  /**
+   * Makes the next round start from nothing: a fresh database, an empty Redis (the simulation's own server) and
+   * every instance restarted on them. The first call after creating the environment has nothing to do.
+   */
+  freshRound(): Promise<void>;
   close(): Promise<void>;
 }
 
+/** Stops a process the way a deploy does (SIGTERM), or with SIGKILL if it has not exited after 10 s. */
+async function halt(instance: Instance): Promise<void> {
+  if (!instance.alive) return;
+  const timer = setTimeout(() => void instance.kill("SIGKILL"), 10_000);
+  await instance.kill("SIGTERM");
+  clearTimeout(timer);
+}
+
 export async function createSimEnvironment(opts: {
-  databaseUrl: string;
+  /** A superuser URL of the PostgreSQL cluster: each round gets a database of its own in it. */
+  adminUrl: string;
   redisServer: RedisServer;
   instances?: number;
   withCrasher?: boolean;
 }): Promise<SimEnvironment> {
-  const base = { databaseUrl: opts.databaseUrl, redisUrl: opts.redisServer.url };
-  const instances = await Promise.all(Array.from({ length: opts.instances ?? 2 }, () => Instance.start(base)));
-  const crasher = opts.withCrasher ? await Instance.start({ ...base, crashAfterCommit: true }) : null;
-  const db = createDb(opts.databaseUrl, { max: 4 });
+  let database: TestDatabase = await createTestDatabase(opts.adminUrl);
+  const base = { databaseUrl: database.url, redisUrl: opts.redisServer.url };
+  const [crasher, ...instances] = await Promise.all([
+    opts.withCrasher ? Instance.start({ ...base, crashAfterCommit: true }) : null,
+    ...Array.from({ length: opts.instances ?? 2 }, () => Instance.start(base)),
+  ]);
+  if (crasher) await halt(crasher);
   const redis = createRedis(opts.redisServer.url);
-  return {
-    db,
+  let used = false;
+  const env: SimEnvironment = {
     redis,
     redisServer: opts.redisServer,
     instances,
     crasher,
+    db: createDb(database.url, { max: 4 }),
+    databaseUrl: database.url,
+    async crasherUp() {
+      if (!crasher) throw new Error("this environment has no crashing instance");
+      if (!crasher.alive) await crasher.spawn({ databaseUrl: env.databaseUrl });
+      return crasher;
+    },
+    async freshRound() {
+      if (!used) {
+        used = true;
+        return;
+      }
+      await Promise.all([...instances, ...(crasher ? [crasher] : [])].map(halt));
+      await env.db.$disconnect();
+      await database.drop();
+      database = await createTestDatabase(opts.adminUrl);
+      // This redis-server was started for the simulation alone.
+      await redis.flushall();
+      await Promise.all(instances.map((i) => i.spawn({ databaseUrl: database.url })));
+      env.db = createDb(database.url, { max: 4 });
+      env.databaseUrl = database.url;
+    },
     async close() {
       await Promise.allSettled([...instances, ...(crasher ? [crasher] : [])].map((i) => i.stop()));
-      await Promise.allSettled([redis.quit(), db.$disconnect()]);
+      await Promise.allSettled([redis.quit(), env.db.$disconnect()]);
+      await database.drop().catch(() => undefined);
     },
   };
+  return env;
 }
 
 export interface RoundOptions {
   seed: number;
   ops: number;
   users?: number;
+  tabsPerUser?: number;
   groups?: number;
   directs?: number;
   concurrency?: number;
@@ -69,72 +150,193 @@ export interface RoundReport {
   seed: number;
   ops: number;
   sends: number;
-  duplicateSends: number;
+  /** Reads the server acknowledged (the stores decide when to read). */
   reads: number;
+  leaves: number;
+  deletes: number;
+  creates: number;
   reconnects: number;
   faults: Record<FaultKind, number>;
   acknowledgedMessages: number;
-  /** Acknowledged messages not in the database exactly once. */
+  /** Acknowledged messages not in the database exactly once (their conversation not deleted). */
   lostMessages: number;
   /** Acknowledged reads whose cursor is no longer in the database. */
   lostReads: number;
-  /** Users whose counters (Redis, sync, HTTP, tabs) differ from the database's truth. */
+  /** Users whose counters (in Redis, or in any of their tabs) differ from the database's truth. */
   driftedUsers: number;
-  /** Times a tab saw total != sum of its conversation unreads. */
+  driftedUserIds: number[];
+  /** Users with no Redis state at the check (allowed only after FLUSHALL or a Redis restart). */
+  usersWithoutState: number;
+  /** Things a tab showed that must never be shown: total != sum, a count dropping without a read, … */
   clientViolations: number;
   problems: string[];
-  history: string[];
+  /** The users, conversations and operations the seed gave, each operation with what became of it. */
+  plan: string[];
+}
+
+interface PlannedConversation {
+  kind: "direct" | "group";
+  creator: number;
+  members: number[];
+  title?: string;
 }
 
 type Op =
-  | { kind: "send"; user: number; conv: number; tab: number; dup: boolean }
-  | { kind: "read"; user: number; conv: number; tab: number; fraction: number }
-  | { kind: "reconnect"; user: number; tab: number; instance: number }
-  | { kind: "fault"; fault: FaultKind; instance: number };
+  | { kind: "send" | "open" | "leave" | "delete"; user: number; tab: number; conv: number }
+  | { kind: "blur"; user: number; tab: number }
+  | { kind: "reconnect" | "reload"; user: number; tab: number; instance: number }
+  | { kind: "create"; user: number; tab: number; conv: number; conversation: PlannedConversation }
+  | { kind: "fault"; fault: FaultKind; instance: number; user: number; conv: number | null };
 
-interface SimUser {
-  name: string;
-  id: number;
-  token: string;
-  tabs: SimTab[];
+interface Scenario {
+  users: string[];
+  conversations: PlannedConversation[];
+  ops: Op[];
 }
 
-async function http<T>(base: string, path: string, init: RequestInit & { token?: string } = {}): Promise<T> {
-  const headers = new Headers(init.headers);
-  if (init.token) headers.set("authorization", `Bearer ${init.token}`);
-  if (init.body) headers.set("content-type", "application/json");
-  const res = await fetch(`${base}${path}`, { ...init, headers });
-  const body = (await res.json()) as T & { ok?: boolean };
-  if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(body)}`);
-  return body;
+type PlanOptions = Required<Omit<RoundOptions, "log" | "concurrency">> & { instances: number };
+
+/**
+ * The users, the conversations they start with and every operation, from the seed alone. A model of membership
+ * keeps each operation possible when planned: sends and reads go to conversations the user is in, leaves to their
+ * groups, deletes to their direct conversations and the groups they created. (Operations in flight at once may
+ * still meet a conversation that is gone by then; the server refuses those, as it would a person's.)
+ */
+export function scenario(o: PlanOptions): Scenario {
+  const r = rng(o.seed);
+  const users = Array.from({ length: o.users }, (_, i) => `s${o.seed}-u${i}`);
+  const shuffled = (items: number[]) => {
+    const out = [...items];
+    for (let i = out.length - 1; i > 0; i--) {
+      const j = r.int(0, i);
+      [out[i], out[j]] = [out[j]!, out[i]!];
+    }
+    return out;
+  };
+  const everyone = users.map((_, i) => i);
+  const convs: (PlannedConversation & { gone: boolean })[] = [];
+  const directBetween = (a: number, b: number) =>
+    convs.some((c) => !c.gone && c.kind === "direct" && c.members.includes(a) && c.members.includes(b));
+  const group = (creator: number, others: number[]): PlannedConversation => ({
+    kind: "group",
+    creator,
+    members: [creator, ...others],
+    title: `s${o.seed} group ${convs.filter((c) => c.kind === "group").length}`,
+  });
+  for (let g = 0; g < o.groups; g++) {
+    const [creator, ...others] = shuffled(everyone).slice(0, r.int(3, Math.min(6, o.users)));
+    convs.push({ ...group(creator!, others), gone: false });
+  }
+  for (let d = 0; d < o.directs; d++) {
+    const a = r.int(0, o.users - 1);
+    const b = (a + r.int(1, o.users - 1)) % o.users;
+    if (!directBetween(a, b)) convs.push({ kind: "direct", creator: a, members: [a, b], gone: false });
+  }
+  const initial: PlannedConversation[] = convs.map(({ kind, creator, members, title }) => ({
+    kind,
+    creator,
+    members: [...members],
+    ...(title ? { title } : {}),
+  }));
+
+  const ops: Op[] = [];
+  const of = (user: number) => convs.flatMap((c, i) => (!c.gone && c.members.includes(user) ? [i] : []));
+  for (let i = 0; i < o.ops; i++) {
+    if (o.faultRate > 0 && o.faults.length > 0 && r.chance(o.faultRate)) {
+      const user = r.int(0, o.users - 1);
+      const mine = of(user);
+      ops.push({
+        kind: "fault",
+        fault: r.pick(o.faults),
+        instance: r.int(0, o.instances - 1),
+        user,
+        conv: mine.length > 0 ? r.pick(mine) : null,
+      });
+      continue;
+    }
+    const user = r.int(0, o.users - 1);
+    const tab = r.int(0, o.tabsPerUser - 1);
+    const mine = of(user);
+    const groups = mine.filter((c) => convs[c]!.kind === "group");
+    const deletable = mine.filter((c) => convs[c]!.kind === "direct" || convs[c]!.creator === user);
+    const x = r.next();
+    if (x < 0.42 && mine.length > 0) ops.push({ kind: "send", user, tab, conv: r.pick(mine) });
+    else if (x < 0.66 && mine.length > 0) ops.push({ kind: "open", user, tab, conv: r.pick(mine) });
+    else if (x < 0.74) ops.push({ kind: "blur", user, tab });
+    else if (x < 0.82) ops.push({ kind: "reconnect", user, tab, instance: r.int(0, o.instances - 1) });
+    else if (x < 0.85) ops.push({ kind: "reload", user, tab, instance: r.int(0, o.instances - 1) });
+    else if (x < 0.9) {
+      const others = everyone.filter((u) => u !== user);
+      const lonely = others.filter((u) => !directBetween(user, u));
+      const planned: PlannedConversation =
+        lonely.length > 0 && r.chance(0.5)
+          ? { kind: "direct", creator: user, members: [user, r.pick(lonely)] }
+          : group(user, shuffled(others).slice(0, r.int(2, Math.min(4, others.length))));
+      ops.push({ kind: "create", user, tab, conv: convs.length, conversation: planned });
+      convs.push({ ...planned, members: [...planned.members], gone: false });
+    } else if (x < 0.95 && groups.length > 0) {
+      const conv = r.pick(groups);
+      ops.push({ kind: "leave", user, tab, conv });
+      convs[conv]!.members = convs[conv]!.members.filter((m) => m !== user);
+    } else if (deletable.length > 0) {
+      const conv = r.pick(deletable);
+      ops.push({ kind: "delete", user, tab, conv });
+      convs[conv]!.gone = true;
+    } else ops.push({ kind: "blur", user, tab });
+  }
+  return { users, conversations: initial, ops };
+}
+
+function describeConversation(c: PlannedConversation, names: string[]): string {
+  const others = c.members.filter((m) => m !== c.creator).map((m) => names[m]);
+  return `${c.kind === "group" ? `group "${c.title}"` : "direct"} by ${names[c.creator]} with ${others.join(", ")}`;
+}
+
+function describe(op: Op, names: string[]): string {
+  const who = "user" in op ? names[op.user] : "";
+  switch (op.kind) {
+    case "fault":
+      return op.fault === "crash-after-commit"
+        ? `fault crash-after-commit: ${who} sends in c${op.conv ?? "-"} through the crashing instance`
+        : `fault ${op.fault}${op.fault === "kill-instance" ? ` i${op.instance}` : ""}`;
+    case "blur":
+      return `${who}/t${op.tab} blur`;
+    case "reconnect":
+    case "reload":
+      return `${who}/t${op.tab} ${op.kind} to i${op.instance}`;
+    case "create":
+      return `${who}/t${op.tab} create c${op.conv}: ${describeConversation(op.conversation, names)}`;
+    default:
+      return `${who}/t${op.tab} ${op.kind} c${op.conv}`;
+  }
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Generates the whole operation list up front, so it depends on the seed alone. */
-function plan(o: Required<Omit<RoundOptions, "log">>, convsOf: number[][]): Op[] {
-  const r = rng(o.seed);
-  const ops: Op[] = [];
-  for (let i = 0; i < o.ops; i++) {
-    if (o.faultRate > 0 && o.faults.length > 0 && r.chance(o.faultRate)) {
-      ops.push({ kind: "fault", fault: r.pick(o.faults), instance: r.int(0, 1) });
-      continue;
-    }
-    const user = r.int(0, o.users - 1);
-    const convs = convsOf[user]!;
-    const tab = r.int(0, 1);
-    const x = r.next();
-    if (x < 0.5 && convs.length > 0) ops.push({ kind: "send", user, conv: r.pick(convs), tab, dup: r.chance(0.15) });
-    else if (x < 0.9 && convs.length > 0)
-      ops.push({ kind: "read", user, conv: r.pick(convs), tab, fraction: r.next() });
-    else ops.push({ kind: "reconnect", user, tab, instance: r.int(0, 1) });
+/** Polls `ready` until it holds or `ms` have passed; the deadline is generous, never what a test waits for. */
+async function until(ready: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await ready()) return true;
+    if (Date.now() > deadline) return false;
+    await sleep(25);
   }
-  return ops;
+}
+
+/** The page's API client for calls made outside a tab (signing up, creating the first conversations). */
+function apiAt(url: string, token?: string): Api {
+  return createApi((path, init) => {
+    const headers = new Headers(init.headers);
+    headers.set("origin", new URL(url).origin);
+    if (token) headers.set("authorization", `Bearer ${token}`);
+    return fetch(`${url}${path}`, { ...init, headers });
+  });
 }
 
 export async function runRound(env: SimEnvironment, options: RoundOptions): Promise<RoundReport> {
   const o = {
     users: 10,
+    tabsPerUser: 2,
     groups: 3,
     directs: 8,
     concurrency: 6,
@@ -143,285 +345,468 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
     ...options,
   };
   const log = options.log ?? (() => {});
-  const r = rng(o.seed ^ 0x5eed);
+  await env.freshRound();
+  const plan = scenario({ ...o, instances: env.instances.length });
+  const journal = new Journal();
+  const outcomes: string[] = plan.ops.map(() => "not run");
   const report: RoundReport = {
     seed: o.seed,
     ops: o.ops,
     sends: 0,
-    duplicateSends: 0,
     reads: 0,
+    leaves: 0,
+    deletes: 0,
+    creates: 0,
     reconnects: 0,
     faults: { flushall: 0, "redis-restart": 0, "kill-instance": 0, "crash-after-commit": 0 },
     acknowledgedMessages: 0,
     lostMessages: 0,
     lostReads: 0,
     driftedUsers: 0,
+    driftedUserIds: [],
+    usersWithoutState: 0,
     clientViolations: 0,
     problems: [],
-    history: [],
+    plan: [],
   };
-  const violations: string[] = [];
-  const note = (line: string) => {
-    report.history.push(line);
-    log(line);
+  const instanceUrl = (i: number) => env.instances[i % env.instances.length]!.url;
+  const liveUrl = (preferred?: string) => {
+    const live = env.instances.filter((i) => i.alive);
+    return live.find((i) => i.url === preferred)?.url ?? (live[0] ?? env.instances[0]!).url;
   };
-  const alive = () => env.instances.filter((i) => i.alive);
-  const anyUrl = () => (alive()[0] ?? env.instances[0]!).url;
+  // The address a page's HTTP requests reach: its own instance, or through the load balancer a live one.
+  const route = (url: string) => (url === env.crasher?.url && env.crasher.alive ? url : liveUrl(url));
 
-  // Users and conversations.
-  const tag = `${o.seed.toString(36)}${randomBytes(2).toString("hex")}`;
-  const users: SimUser[] = [];
-  for (let i = 0; i < o.users; i++) {
-    const name = `sim${tag}_${i}`;
-    const { user, token } = await http<{ user: { id: number }; token: string }>(anyUrl(), "/api/users", {
-      method: "POST",
-      body: JSON.stringify({ name, password: "sim-password-1234" }),
+  // Users, their first conversations and their tabs, one after another so that ids follow the plan.
+  const users: (TabUser & { tabs: BrowserTab[] })[] = [];
+  for (const [i, name] of plan.users.entries()) {
+    const res = await apiAt(instanceUrl(i)).signUp({ name, password: PASSWORD });
+    if (!res.ok) throw new Error(`sign-up of ${name} failed: ${res.error.message}`);
+    users.push({ id: res.user.id, name, token: res.token, tabs: [] });
+  }
+  const ids: (number | undefined)[] = [];
+  for (const c of plan.conversations) {
+    const creator = users[c.creator]!;
+    const res = await apiAt(instanceUrl(0), creator.token).createConversation({
+      memberNames: c.members.filter((m) => m !== c.creator).map((m) => users[m]!.name),
+      ...(c.title ? { title: c.title } : {}),
     });
-    const tabs = [0, 1].map((t) => new SimTab(`${name}/tab${t}`, token, violations));
-    users.push({ name, id: user.id, token, tabs });
+    if (!res.ok) throw new Error(`creating a conversation failed: ${res.error.message}`);
+    ids.push(res.conversation.id);
   }
-  const conversations: ConversationDTO[] = [];
-  const create = async (creator: SimUser, members: SimUser[], title?: string) => {
-    const { conversation } = await http<{ conversation: ConversationDTO }>(anyUrl(), "/api/conversations", {
-      method: "POST",
-      token: creator.token,
-      body: JSON.stringify({ memberNames: members.map((m) => m.name), ...(title ? { title } : {}) }),
-    });
-    if (!conversations.some((c) => c.id === conversation.id)) conversations.push(conversation);
-  };
-  for (let g = 0; g < o.groups; g++) {
-    const size = r.int(3, Math.min(6, o.users));
-    const members = [...users].sort(() => r.next() - 0.5).slice(0, size);
-    await create(members[0]!, members.slice(1), `group ${g}`);
-  }
-  for (let d = 0; d < o.directs; d++) {
-    const a = r.int(0, o.users - 1);
-    const b = (a + r.int(1, o.users - 1)) % o.users;
-    await create(users[a]!, [users[b]!]);
-  }
-  const convsOf = users.map((u) => conversations.filter((c) => c.members.some((m) => m.id === u.id)).map((c) => c.id));
-  for (const u of users)
-    for (const [t, tab] of u.tabs.entries()) await tab.connect(env.instances[t % env.instances.length]!.url);
-
-  // What the model knows: acknowledged sends and reads, and the highest seq seen per conversation.
-  const acked = new Map<string, { userId: number; clientMsgId: string; messageId: number }>();
-  const ackedReads: { userId: number; conv: number; atLeast: number }[] = [];
-  const knownSeq = new Map<number, number>();
-
-  const usable = async (user: SimUser, t: number): Promise<SimTab | null> => {
-    const tab = user.tabs[t]!;
-    if (tab.connected) return tab;
-    const target = alive();
-    if (target.length === 0) return null;
-    try {
-      await tab.connect(r.pick(target).url);
-      report.reconnects++;
-      return tab;
-    } catch {
-      return null;
+  for (const [u, user] of users.entries()) {
+    for (let t = 0; t < o.tabsPerUser; t++) {
+      const tab = new BrowserTab({ name: `u${u}.t${t}`, user, journal, route });
+      user.tabs.push(tab);
+      await tab.load(instanceUrl(u + t));
     }
-  };
+  }
+  const tabs = users.flatMap((u) => u.tabs);
+  if (!(await until(() => tabs.every((t) => t.settled), 30_000))) throw new Error("tabs did not connect");
+  log(`seed ${o.seed}: ${users.length} users, ${ids.length} conversations, ${plan.ops.length} operations`);
 
-  const sendVia = async (tab: SimTab, user: SimUser, conv: number, clientMsgId: string, label: string) => {
-    for (let attempt = 0; attempt < 4; attempt++) {
-      try {
-        const res = await tab.send(conv, clientMsgId, `${label} #${attempt}`);
-        if (res.ok) {
-          acked.set(clientMsgId, { userId: user.id, clientMsgId, messageId: res.message.id });
-          knownSeq.set(conv, Math.max(knownSeq.get(conv) ?? 0, res.message.seq));
-          return res.message.seq;
-        }
-        if (res.error.code === "invalid" || res.error.code === "forbidden") throw new Error(res.error.message);
-      } catch (err) {
-        if (err instanceof Error && !/timeout|not connected|operation has timed out/i.test(err.message)) {
-          note(`  send ${clientMsgId} failed: ${err.message}`);
-        }
-      }
-      await sleep(150);
-      const again = await usable(user, r.int(0, 1));
-      if (!again) return null;
-      tab = again;
-      report.duplicateSends++;
-    }
-    return null;
+  // An operation on a conversation the plan creates waits for the operation that creates it.
+  const creating = new Map<number, Promise<unknown>>();
+  const conversationOf = async (k: number) => {
+    await creating.get(k);
+    const id = ids[k];
+    if (id === undefined) throw new Skip(`c${k} was not created`);
+    return id;
   };
+  const settle = (calls: Promise<unknown>[]) => Promise.allSettled(calls);
 
-  // Faults run one at a time (traffic goes on around them), so every planned fault happens.
-  let faultChain: Promise<void> = Promise.resolve();
-  const runFault = (op: Extract<Op, { kind: "fault" }>) => {
-    faultChain = faultChain.then(() => injectFault(op));
-    return faultChain;
-  };
-  const injectFault = async (op: Extract<Op, { kind: "fault" }>) => {
+  // Faults run one at a time, so every planned fault happens, and traffic goes on around them; an operation does
+  // not start before the faults planned ahead of it have, so traffic cannot run out from under the faults.
+  let faultChain: Promise<unknown> = Promise.resolve();
+  let faultsStarted: Promise<unknown> = Promise.resolve();
+  const injectFault = async (i: number, op: Extract<Op, { kind: "fault" }>): Promise<string> => {
     report.faults[op.fault]++;
-    note(`fault ${op.fault}`);
+    if (op.fault === "flushall") {
+      journal.dataLoss = true;
+      await env.redis.flushall();
+      return "done";
+    }
+    if (op.fault === "redis-restart") {
+      journal.dataLoss = true;
+      await env.redisServer.restart();
+      return "done";
+    }
+    if (op.fault === "kill-instance") {
+      const victim = env.instances[op.instance % env.instances.length]!;
+      await victim.kill("SIGKILL");
+      await sleep(200);
+      await victim.spawn();
+      return "killed and restarted";
+    }
+    if (!env.crasher || op.conv === null) return "skipped: no crashing instance or no conversation";
+    const id = await conversationOf(op.conv);
+    const crasher = await env.crasherUp();
+    // A tab whose load balancer sent it to the crashing instance, and sends it elsewhere once that one is gone.
+    const tab = new BrowserTab({
+      name: `u${op.user}.crash${i}`,
+      user: users[op.user]!,
+      journal,
+      route,
+      failover: () => liveUrl(),
+    });
     try {
-      if (op.fault === "flushall") {
-        await env.redis.flushall();
-      } else if (op.fault === "redis-restart") {
-        await env.redisServer.restart();
-      } else if (op.fault === "kill-instance") {
-        const victim = env.instances[op.instance % env.instances.length]!;
-        await victim.kill("SIGKILL");
-        await sleep(200);
-        await victim.spawn();
-      } else if (op.fault === "crash-after-commit" && env.crasher) {
-        const sender = users[r.int(0, users.length - 1)]!;
-        const conv = convsOf[users.indexOf(sender)]![0];
-        if (conv !== undefined) {
-          const tab = new SimTab(`${sender.name}/crasher`, sender.token, violations);
-          await tab.connect(env.crasher.url);
-          const clientMsgId = `crash-${randomBytes(6).toString("hex")}`;
-          const exited = env.crasher.exited();
-          await tab.send(conv, clientMsgId, "sent through the crashing instance").catch(() => undefined);
-          await exited;
-          tab.close();
-          note(`  crashed after committing ${clientMsgId}; restarting the crashing instance`);
-          await env.crasher.spawn();
-          // The sender's app retries unacknowledged sends with the same clientMsgId.
-          const retry = await usable(sender, 0);
-          if (retry) await sendVia(retry, sender, conv, clientMsgId, "retry after crash");
-        }
-      }
-    } catch (err) {
-      note(`  fault ${op.fault} hit an error: ${err instanceof Error ? err.message : String(err)}`);
+      await tab.load(crasher.url);
+      if (!(await until(() => tab.settled, 10_000))) return "the tab did not connect to the crashing instance";
+      const exited = crasher.exited();
+      const { value: sent } = tab.act((s) => {
+        s.setFocused(true);
+        s.openConversation(id);
+        return s.sendMessage(id, `op ${i}: sent through the crashing instance`);
+      });
+      const clientMsgId = tab.lastId;
+      const first = await Promise.race([exited.then(() => "crashed" as const), sent]);
+      if (first !== "crashed") return `${clientMsgId}: answered before any crash (${String(first)})`;
+      // The store retries with the same clientMsgId, over the connection the failover opened. (The crashing
+      // instance stays down until the next crash fault needs it.)
+      const ok = await sent;
+      return `${clientMsgId} committed, the instance died; the store's retry was ${ok ? "acknowledged" : "not acknowledged"}`;
+    } finally {
+      tab.close();
     }
   };
 
-  const ops = plan({ ...o, faults: o.faults }, convsOf);
+  const create = async (tab: BrowserTab, op: Extract<Op, { kind: "create" }>): Promise<string> => {
+    report.creates++;
+    const { members, title } = op.conversation;
+    const memberNames = members.filter((m) => m !== op.user).map((m) => users[m]!.name);
+    const { value, calls } = tab.act((s) => {
+      s.setFocused(true);
+      return s.createConversation({ memberNames, ...(title ? { title } : {}) });
+    });
+    const res = (await calls[0]) as { ok: boolean; conversation?: ConversationDTO } | undefined;
+    const error = await value;
+    if (res?.ok && res.conversation) ids[op.conv] = res.conversation.id;
+    return error ?? `created as #${ids[op.conv]}`;
+  };
+
+  const runOp = async (i: number, op: Op): Promise<string> => {
+    if (op.kind === "fault") {
+      let started: () => void = () => {};
+      faultsStarted = new Promise<void>((resolve) => (started = resolve));
+      const done = faultChain.then(() => (started(), injectFault(i, op)));
+      faultChain = done.catch(() => undefined);
+      return done;
+    }
+    const tab = users[op.user]!.tabs[op.tab]!;
+    if (op.kind === "create") {
+      // Registered before waiting, so that operations on the new conversation wait for it.
+      let created: () => void = () => {};
+      creating.set(op.conv, new Promise<void>((resolve) => (created = resolve)));
+      try {
+        await faultsStarted;
+        return await create(tab, op);
+      } finally {
+        created();
+      }
+    }
+    await faultsStarted;
+    switch (op.kind) {
+      case "send": {
+        const id = await conversationOf(op.conv);
+        report.sends++;
+        const { value, calls } = tab.act((s) => {
+          s.setFocused(true);
+          s.openConversation(id);
+          return s.sendMessage(id, `op ${i}`);
+        });
+        const clientMsgId = tab.lastId;
+        const ok = await value;
+        await settle(calls);
+        return ok
+          ? `${clientMsgId} acknowledged`
+          : `${clientMsgId} not sent: ${tab.store.getState().sendErrors[id] ?? "conversation removed"}`;
+      }
+      case "open": {
+        const id = await conversationOf(op.conv);
+        const { calls } = tab.act((s) => {
+          s.setFocused(true);
+          s.openConversation(id);
+        });
+        await settle(calls);
+        return `read requested up to ${tab.store.getState().readRequested[id] ?? "-"}`;
+      }
+      case "blur":
+        tab.act((s) => s.setFocused(false));
+        return "done";
+      case "reconnect":
+      case "reload": {
+        report.reconnects++;
+        if (op.kind === "reload") await tab.reload(instanceUrl(op.instance));
+        else tab.switchTo(instanceUrl(op.instance));
+        return (await until(() => tab.connected, 10_000)) ? "connected" : "not connected after 10 s";
+      }
+      case "leave":
+      case "delete": {
+        const id = await conversationOf(op.conv);
+        const { value } = tab.act((s) => {
+          s.setFocused(true);
+          s.openConversation(id);
+          return op.kind === "leave" ? s.leaveConversation(id) : s.deleteConversation(id);
+        });
+        const error = await value;
+        if (error === null) report[op.kind === "leave" ? "leaves" : "deletes"]++;
+        return error ?? "acknowledged";
+      }
+    }
+  };
+
   let next = 0;
   const worker = async () => {
-    while (next < ops.length) {
+    while (next < plan.ops.length) {
       const i = next++;
-      const op = ops[i]!;
-      if (op.kind === "fault") {
-        await runFault(op);
-        continue;
-      }
-      const user = users[op.user]!;
-      if (op.kind === "reconnect") {
-        const target = alive();
-        if (target.length === 0) continue;
-        const tab = user.tabs[op.tab]!;
-        tab.close();
-        await tab.connect(target[op.instance % target.length]!.url).catch(() => undefined);
-        report.reconnects++;
-        note(`${i} reconnect ${user.name}/tab${op.tab}`);
-        continue;
-      }
-      const tab = await usable(user, op.tab);
-      if (!tab) continue;
-      if (op.kind === "send") {
-        report.sends++;
-        const clientMsgId = `m-${tag}-${i}`;
-        const seq = await sendVia(tab, user, op.conv, clientMsgId, `op ${i}`);
-        note(`${i} send ${user.name} c${op.conv} -> ${seq ?? "no ack"}`);
-        if (op.dup && seq !== null) {
-          report.duplicateSends++;
-          const again = await sendVia(tab, user, op.conv, clientMsgId, `op ${i} again`);
-          // No answer (an instance died meanwhile) proves nothing; a different answer would be a double send.
-          if (again !== null && again !== seq)
-            report.problems.push(`retry of ${clientMsgId} answered seq ${again}, first ${seq}`);
-        }
-      } else {
-        report.reads++;
-        const known = knownSeq.get(op.conv) ?? 0;
-        const seq = Math.round(known * op.fraction);
-        try {
-          const res = await tab.read(op.conv, seq);
-          if (res.ok) ackedReads.push({ userId: user.id, conv: op.conv, atLeast: seq });
-          note(
-            `${i} read ${user.name} c${op.conv} up to ${seq} -> ${res.ok ? res.unread.unreadCount : res.error.code}`,
-          );
-        } catch {
-          note(`${i} read ${user.name} c${op.conv} up to ${seq} -> no ack`);
-        }
+      const op = plan.ops[i]!;
+      try {
+        outcomes[i] = await runOp(i, op);
+      } catch (err) {
+        outcomes[i] = err instanceof Skip ? `skipped: ${err.message}` : `error: ${String(err)}`;
       }
     }
   };
   await Promise.all(Array.from({ length: o.concurrency }, worker));
+  await faultChain;
+  log("traffic done");
 
-  // Quiesce: every instance up, the outbox drained, every tab connected and synced.
-  for (const instance of [...env.instances, ...(env.crasher ? [env.crasher] : [])]) {
-    if (!instance.alive) await instance.spawn();
+  // Quiescence. Every tab closes its conversation, loses focus and goes offline, so no client can sync (and so
+  // rebuild or repair anything) before Redis is read.
+  for (const tab of tabs) {
+    tab.act((s) => {
+      s.closeConversation();
+      s.setFocused(false);
+    });
+    tab.goOffline();
   }
-  const deadline = Date.now() + 30_000;
-  while ((await env.db.outboxEvent.count()) > 0 && Date.now() < deadline) await sleep(200);
-  const pending = await env.db.outboxEvent.count();
-  log(`quiesced: outbox ${pending}`);
-  if (pending > 0) report.problems.push(`${pending} outbox entries still pending after 30 s`);
-  for (const u of users) {
-    for (const tab of u.tabs) {
-      if (!tab.connected) await tab.connect(r.pick(env.instances).url);
-      await tab.sync();
-    }
-  }
+  // Every instance restarts (the crashing one just stops): nothing a client sent can still be running, and the
+  // relay replays the outbox at start.
+  await Promise.all([...env.instances, ...(env.crasher ? [env.crasher] : [])].map(halt));
+  await Promise.all(env.instances.map((i) => i.spawn()));
+  if (!(await until(async () => (await env.db.outboxEvent.count()) === 0, 30_000)))
+    report.problems.push(`${await env.db.outboxEvent.count()} outbox entries still pending after 30 s`);
+  log("quiesced");
 
-  log("tabs synced");
-  // Messages: every acknowledged one is in the database exactly once; seqs have no gaps.
-  report.acknowledgedMessages = acked.size;
-  for (const a of acked.values()) {
-    const rows = await env.db.message.findMany({
-      where: { senderId: a.userId, clientMsgId: a.clientMsgId },
-      select: { id: true },
-    });
-    if (rows.length !== 1 || rows[0]!.id !== a.messageId) {
-      report.lostMessages++;
-      report.problems.push(`acknowledged message ${a.clientMsgId} found ${rows.length} times`);
+  await checkDatabase(env.db, journal, report);
+  const truths = await truthOf(env.db);
+  await checkRedis(env.redis, truths, journal, report);
+
+  // The clients come back: each tab reconnects, syncs and must show the truth.
+  for (const tab of tabs) tab.switchTo(tab.url);
+  if (!(await until(() => tabs.every((t) => t.settled), 30_000)))
+    report.problems.push(
+      `tabs not settled 30 s after reconnecting: ${tabs.filter((t) => !t.settled).map((t) => t.name)}`,
+    );
+  const drifted = new Set<number>(report.driftedUserIds);
+  const compareTabs = (when: string, truths: Map<number, Map<number, Truth>>) => {
+    for (const user of users) {
+      const truth = truths.get(user.id) ?? new Map<number, Truth>();
+      const total = [...truth.values()].reduce((a, t) => a + t.unread, 0);
+      for (const tab of user.tabs) {
+        const s = tab.store.getState();
+        const problems: string[] = [];
+        for (const [conv, t] of truth)
+          if ((s.unreadCounts[conv] ?? 0) !== t.unread)
+            problems.push(`#${conv}: ${s.unreadCounts[conv] ?? 0} != ${t.unread}`);
+        for (const conv of Object.keys(s.conversations))
+          if (!truth.has(Number(conv))) problems.push(`shows #${conv}, not a member`);
+        for (const conv of truth.keys()) if (!s.conversations[conv]) problems.push(`misses #${conv}`);
+        if (s.totalUnread !== total) problems.push(`total ${s.totalUnread} != ${total}`);
+        if (problems.length > 0) {
+          drifted.add(user.id);
+          report.problems.push(`${when}, ${user.name} tab ${tab.name}: ${problems.slice(0, 4).join("; ")}`);
+        }
+      }
     }
-  }
-  for (const c of conversations) {
-    const conv = await env.db.conversation.findUniqueOrThrow({ where: { id: c.id }, select: { lastSeq: true } });
-    const count = await env.db.message.count({ where: { conversationId: c.id } });
-    if (count !== conv.lastSeq)
-      report.problems.push(`conversation ${c.id}: lastSeq ${conv.lastSeq} but ${count} messages`);
-  }
-  // Reads: no cursor below a read the server acknowledged.
-  for (const a of ackedReads) {
-    const m = await env.db.membership.findUniqueOrThrow({
-      where: { userId_conversationId: { userId: a.userId, conversationId: a.conv } },
-      select: { lastReadSeq: true },
-    });
-    if (m.lastReadSeq < a.atLeast) {
-      report.lostReads++;
-      report.problems.push(`user ${a.userId} c${a.conv}: cursor ${m.lastReadSeq} below acknowledged read ${a.atLeast}`);
-    }
-  }
-  // Counters: Redis, sync, HTTP and every tab equal the truth computed from the database.
-  for (const u of users) {
-    const memberships = await env.db.membership.findMany({
-      where: { userId: u.id },
-      select: { conversationId: true, lastReadSeq: true, conversation: { select: { lastSeq: true } } },
-    });
-    const truth = new Map(memberships.map((m) => [m.conversationId, m.conversation.lastSeq - m.lastReadSeq]));
-    const truthTotal = [...truth.values()].reduce((a, b) => a + b, 0);
-    const problems: string[] = [];
-    const compare = (where: string, counts: Map<number, number>, total: number) => {
-      for (const [conv, n] of truth)
-        if ((counts.get(conv) ?? 0) !== n) problems.push(`${where} c${conv}: ${counts.get(conv) ?? 0} != ${n}`);
-      if (total !== truthTotal) problems.push(`${where} total ${total} != ${truthTotal}`);
-    };
-    const snap = await http<{ conversations: ConversationDTO[]; totalUnread: number }>(anyUrl(), "/api/conversations", {
-      token: u.token,
-    });
-    compare("http", new Map(snap.conversations.map((c) => [c.id, c.unreadCount])), snap.totalUnread);
-    const [meta, unread] = unreadScriptKeys(u.id);
-    const raw = await env.redis.tallySnapshot(meta, unread);
-    if (raw.length === 1) problems.push(`redis state missing or unrepaired (${raw[0]})`);
-    else {
-      const [, , total, ...flat] = raw as [string, number, number, ...string[]];
-      const counts = new Map<number, number>();
-      for (let i = 0; i + 1 < flat.length; i += 2) counts.set(Number(flat[i]), Number(flat[i + 1]));
-      compare("redis", counts, total);
-    }
-    for (const tab of u.tabs) compare(tab.name, tab.counts, tab.total);
-    if (problems.length > 0) {
-      report.driftedUsers++;
-      report.problems.push(`${u.name}: ${problems.slice(0, 4).join("; ")}`);
-    }
-  }
-  report.clientViolations = violations.length;
-  report.problems.push(...violations.slice(0, 10));
-  for (const u of users) for (const tab of u.tabs) tab.close();
+  };
+  compareTabs("after reconnecting", truths);
+
+  // A snapshot shows the truth whatever the pushes did, so a coda checks the pushes: with every instance up and no
+  // fault, each user's first tab opens each of their conversations and sends in it. Every tab must then reach its
+  // user's (epoch, version) in Redis, which a tab that dropped or missed the last push to it never does, and show
+  // the truth again.
+  await Promise.all(
+    users.map(async (user) => {
+      const tab = user.tabs[0]!;
+      for (const id of [...(truths.get(user.id)?.keys() ?? [])].sort((a, b) => a - b)) {
+        const { value, calls } = tab.act((s) => {
+          s.setFocused(true);
+          s.openConversation(id);
+          return s.sendMessage(id, "coda");
+        });
+        await value;
+        await settle(calls);
+      }
+      tab.act((s) => {
+        s.closeConversation();
+        s.setFocused(false);
+      });
+    }),
+  );
+  const behind = async () => {
+    const metas = await Promise.all(users.map((u) => env.redis.hmget(userKeys(u.id).meta, "epoch", "version")));
+    return users.flatMap((u, i) =>
+      u.tabs.flatMap((tab) => {
+        const s = tab.store.getState();
+        const [epoch, version] = metas[i]!;
+        return tab.settled && s.epoch === epoch && String(s.version) === version
+          ? []
+          : [`${tab.name} at ${s.epoch}/v${s.version}${tab.settled ? "" : " (busy)"}, Redis at ${epoch}/v${version}`];
+      }),
+    );
+  };
+  const quiet = async () => (await env.db.outboxEvent.count()) === 0 && (await behind()).length === 0;
+  if (!(await until(quiet, 30_000)))
+    report.problems.push(`after the coda, tabs behind Redis for 30 s: ${(await behind()).slice(0, 6).join("; ")}`);
+  compareTabs("after the coda", await truthOf(env.db));
+  report.driftedUsers = drifted.size;
+  for (const tab of tabs) tab.close();
+
+  report.reads = journal.reads.length;
+  report.acknowledgedMessages = journal.messages.size;
+  report.clientViolations = journal.violations.length;
+  report.problems.push(...journal.violations.slice(0, 10));
+  report.plan = [
+    `seed ${o.seed}: users ${users.map((u) => `${u.name} (id ${u.id})`).join(", ")}`,
+    ...plan.conversations.map((c, k) => `c${k} = #${ids[k]}: ${describeConversation(c, plan.users)}`),
+    ...plan.ops.map((op, i) => `${i} ${describe(op, plan.users)} -> ${outcomes[i]}`),
+  ];
   return report;
+}
+
+class Skip extends Error {}
+
+interface Truth {
+  lastSeq: number;
+  lastReadSeq: number;
+  unread: number;
+}
+
+/** Per user (every user, members of nothing too): conversation → its truth, from the database alone. */
+async function truthOf(db: Db): Promise<Map<number, Map<number, Truth>>> {
+  const truths = new Map<number, Map<number, Truth>>();
+  for (const user of await db.user.findMany({ select: { id: true } })) truths.set(user.id, new Map());
+  const rows = await db.membership.findMany({
+    select: { userId: true, conversationId: true, lastReadSeq: true, conversation: { select: { lastSeq: true } } },
+  });
+  for (const m of rows) {
+    const { lastSeq } = m.conversation;
+    truths
+      .get(m.userId)!
+      .set(m.conversationId, { lastSeq, lastReadSeq: m.lastReadSeq, unread: lastSeq - m.lastReadSeq });
+  }
+  return truths;
+}
+
+const pairKey = (userId: number, conversationId: number) => `${userId}:${conversationId}`;
+
+/**
+ * What the database must show: every acknowledged message exactly once (unless its conversation was deleted), seqs
+ * without gaps, no cursor below an acknowledged read, no cursor past what its user read or sent (a count drops
+ * only for reads that happened), and acknowledged leaves and deletes done.
+ */
+async function checkDatabase(db: Db, journal: Journal, report: RoundReport): Promise<void> {
+  const conversations = await db.conversation.findMany({
+    select: { id: true, lastSeq: true, _count: { select: { messages: true } } },
+  });
+  const existing = new Set(conversations.map((c) => c.id));
+  for (const [clientMsgId, { userId, message }] of journal.messages) {
+    if (!existing.has(message.conversationId)) {
+      if (!journal.wasDeleted(message.conversationId))
+        report.problems.push(`#${message.conversationId} of acknowledged ${clientMsgId} is gone, never deleted`);
+      continue;
+    }
+    const rows = await db.message.findMany({ where: { senderId: userId, clientMsgId }, select: { id: true } });
+    if (rows.length !== 1 || rows[0]!.id !== message.id) {
+      report.lostMessages++;
+      report.problems.push(`acknowledged message ${clientMsgId} found ${rows.length} times`);
+    }
+  }
+  for (const c of conversations)
+    if (c._count.messages !== c.lastSeq)
+      report.problems.push(`conversation ${c.id}: lastSeq ${c.lastSeq} but ${c._count.messages} messages`);
+
+  const memberships = new Map(
+    (await db.membership.findMany({ select: { userId: true, conversationId: true, lastReadSeq: true } })).map((m) => [
+      pairKey(m.userId, m.conversationId),
+      m.lastReadSeq,
+    ]),
+  );
+  for (const a of journal.reads) {
+    const cursor = memberships.get(pairKey(a.userId, a.conversationId));
+    if (cursor === undefined) {
+      if (!journal.mayRemove(a.userId, a.conversationId))
+        report.problems.push(`user ${a.userId} is no longer in #${a.conversationId}, never left nor deleted`);
+    } else if (cursor < a.seq) {
+      report.lostReads++;
+      report.problems.push(`user ${a.userId} #${a.conversationId}: cursor ${cursor} below acknowledged read ${a.seq}`);
+    }
+  }
+  const sent = await db.message.groupBy({ by: ["senderId", "conversationId"], _max: { seq: true } });
+  const ownLast = new Map(sent.map((m) => [pairKey(m.senderId, m.conversationId), m._max.seq ?? 0]));
+  for (const [pair, cursor] of memberships) {
+    const bound = Math.max(journal.readAsked.get(pair) ?? 0, ownLast.get(pair) ?? 0);
+    if (cursor > bound)
+      report.problems.push(`user:conversation ${pair}: cursor ${cursor}, but read or sent only up to ${bound}`);
+  }
+  for (const l of journal.leaves)
+    if (memberships.has(pairKey(l.userId, l.conversationId)))
+      report.problems.push(`user ${l.userId} left #${l.conversationId} (acknowledged) but is still a member`);
+  for (const d of journal.deletes)
+    if (existing.has(d.conversationId))
+      report.problems.push(`#${d.conversationId} deleted (acknowledged) but still there`);
+}
+
+function hash(flat: string[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (let i = 0; i + 1 < flat.length; i += 2) out.set(flat[i]!, Number(flat[i + 1]));
+  return out;
+}
+
+/**
+ * Every user's Redis state, read in one step by inspect.lua (which only reads with unread expiry off), against the
+ * database: counts, total and registers. Runs before any client has synced, so no snapshot rebuilt or repaired it.
+ * Missing state is what a user has after FLUSHALL or a Redis restart until something touches them; anything else
+ * must be exactly the truth, and the scripts must never have had to repair a total.
+ */
+async function checkRedis(
+  redis: Redis,
+  truths: Map<number, Map<number, Truth>>,
+  journal: Journal,
+  report: RoundReport,
+): Promise<void> {
+  for (const [userId, truth] of truths) {
+    const reply = await redis.tallyInspect(...unreadScriptKeys(userId));
+    if (reply.length === 1) {
+      report.usersWithoutState++;
+      if (!journal.dataLoss) {
+        report.driftedUserIds.push(userId);
+        report.problems.push(`user ${userId}: no Redis state, and no fault lost any`);
+      }
+      continue;
+    }
+    const [meta, unread, seen, read, gone] = reply.slice(0, 5).map((flat) => hash(flat as string[]));
+    const problems: string[] = [];
+    for (const [conv, t] of truth) {
+      const n = unread!.get(String(conv)) ?? 0;
+      if (n !== t.unread) problems.push(`#${conv}: ${n} != ${t.unread}`);
+      const [s, r] = [seen!.get(String(conv)) ?? 0, read!.get(String(conv)) ?? 0];
+      if (s > t.lastSeq || r > t.lastReadSeq)
+        problems.push(`#${conv}: registers (${s}, ${r}) above the database (${t.lastSeq}, ${t.lastReadSeq})`);
+    }
+    for (const conv of unread!.keys()) if (!truth.has(Number(conv))) problems.push(`counts #${conv}, not a member`);
+    for (const conv of new Set([...seen!.keys(), ...read!.keys()]))
+      if (!truth.has(Number(conv)) && !gone!.has(conv)) problems.push(`registers for #${conv}, not a member`);
+    const sum = [...unread!.values()].reduce((a, b) => a + b, 0);
+    const truthTotal = [...truth.values()].reduce((a, t) => a + t.unread, 0);
+    const total = meta!.get("total") ?? 0;
+    if (total !== sum || total !== truthTotal) problems.push(`total ${total}, sum ${sum}, truth ${truthTotal}`);
+    const repairs = meta!.get("repairs") ?? 0;
+    if (repairs > 0) problems.push(`the scripts repaired a total ${repairs} times`);
+    if (problems.length > 0) {
+      report.driftedUserIds.push(userId);
+      report.problems.push(`redis user ${userId}: ${problems.slice(0, 4).join("; ")}`);
+    }
+  }
 }

@@ -1,0 +1,138 @@
+import type { Socket } from "socket.io-client";
+import type { ClientToServerEvents, ServerToClientEvents } from "@/server/contracts";
+import type { ChatStore } from "./index";
+import type { ChatTransport } from "./types";
+
+/**
+ * The socket half of the client: the transport the store sends through and the binding that turns socket events
+ * into store actions. Plain TypeScript, so the page (components/providers/ChatProvider.tsx) and the model-based
+ * simulation (server/testing/sim) run the same code; only how the socket is opened differs (cookie or token).
+ */
+
+export type ChatSocket = Socket<ServerToClientEvents, ClientToServerEvents>;
+
+export const ACK_TIMEOUT_MS = 5000;
+export const RECONNECT_DELAY_MS = 2000;
+
+const NOT_CONNECTED = { ok: false, error: { code: "unavailable", message: "Not connected to the server." } } as const;
+
+/** What the transport does over HTTP (the page's api client). */
+export type HttpTransport = Pick<
+  ChatTransport,
+  "fetchMessages" | "createConversation" | "leaveConversation" | "deleteConversation"
+>;
+
+export interface SocketLink {
+  transport: ChatTransport;
+  attach(socket: ChatSocket): void;
+  detach(socket: ChatSocket): void;
+}
+
+/**
+ * The store is created once per page but the socket lives only while someone is signed in, so the transport
+ * reaches the socket through this link instead of capturing one.
+ */
+export function createSocketLink(http: HttpTransport): SocketLink {
+  let socket: ChatSocket | null = null;
+
+  function connected(): Promise<ChatSocket> {
+    const current: ChatSocket | null = socket;
+    if (!current) return Promise.reject(new Error("no socket"));
+    const waiting: ChatSocket = current;
+    if (current.connected) return Promise.resolve(current);
+    // Waiting here instead of letting socket.io buffer the emit keeps a message we reported as failed from
+    // being delivered later by the buffer.
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        waiting.off("connect", onConnect);
+        reject(new Error("not connected"));
+      }, ACK_TIMEOUT_MS);
+      function onConnect() {
+        clearTimeout(timer);
+        resolve(waiting);
+      }
+      waiting.once("connect", onConnect);
+    });
+  }
+
+  const transport: ChatTransport = {
+    async send(input) {
+      if (!socket) return NOT_CONNECTED;
+      const ready = await connected();
+      return ready.timeout(ACK_TIMEOUT_MS).emitWithAck("message:send", input);
+    },
+    async read(input) {
+      if (!socket?.connected) throw new Error("not connected");
+      return socket.timeout(ACK_TIMEOUT_MS).emitWithAck("conversation:read", input);
+    },
+    async sync() {
+      // A reconnect syncs anyway; a sync buffered while offline would only be superseded.
+      if (!socket?.connected) throw new Error("not connected");
+      return socket.timeout(ACK_TIMEOUT_MS).emitWithAck("sync");
+    },
+    fetchMessages: http.fetchMessages,
+    createConversation: http.createConversation,
+    leaveConversation: http.leaveConversation,
+    deleteConversation: http.deleteConversation,
+  };
+
+  return {
+    transport,
+    attach(next) {
+      socket = next;
+    },
+    detach(old) {
+      if (socket === old) socket = null;
+    },
+  };
+}
+
+/**
+ * Puts `socket` behind `link` and turns its events into actions of `store`. Returns the teardown, which also
+ * disconnects the socket. socket.io reconnects by itself after a lost connection; after a refused handshake or a
+ * server-side disconnect it does not, so this reconnects unless the session has ended.
+ */
+export function bindSocket(
+  store: ChatStore,
+  link: SocketLink,
+  socket: ChatSocket,
+  options: { reconnectDelayMs?: number } = {},
+): () => void {
+  const reconnectDelayMs = options.reconnectDelayMs ?? RECONNECT_DELAY_MS;
+  link.attach(socket);
+  let closed = false;
+  let retry: ReturnType<typeof setTimeout> | undefined;
+
+  const reconnectUnlessSignedOut = async () => {
+    const valid = await store.getState().verifySession();
+    if (closed || !valid) return;
+    clearTimeout(retry);
+    retry = setTimeout(() => {
+      if (!closed && !socket.connected) socket.connect();
+    }, reconnectDelayMs);
+  };
+
+  socket.on("connect", () => store.getState().handleConnected());
+  socket.on("disconnect", (reason) => {
+    store.getState().handleDisconnected();
+    if (reason === "io server disconnect") void reconnectUnlessSignedOut();
+  });
+  socket.on("connect_error", () => {
+    if (!socket.active) void reconnectUnlessSignedOut();
+  });
+  socket.on("message:new", ({ message }) => store.getState().receiveMessage(message));
+  socket.on("unread:changed", (update) => store.getState().applyUnread(update));
+  socket.on("conversation:created", ({ conversation }) => store.getState().receiveConversation(conversation));
+  socket.on("conversation:updated", ({ conversation }) => store.getState().updateConversation(conversation));
+  socket.on("conversation:removed", ({ conversationId }) => store.getState().removeConversation(conversationId));
+  socket.on("unread:stale", () => store.getState().handleStale());
+
+  return () => {
+    closed = true;
+    clearTimeout(retry);
+    link.detach(socket);
+    socket.removeAllListeners();
+    socket.disconnect();
+    store.getState().handleDisconnected();
+  };
+}

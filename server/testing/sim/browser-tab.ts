@@ -1,0 +1,253 @@
+import { io } from "socket.io-client";
+import { createApi, sessionTransport } from "../../../components/lib/api.ts";
+import {
+  createChatStore,
+  type ChatState,
+  type ChatStore,
+  type ChatTransport,
+} from "../../../components/store/index.ts";
+import {
+  bindSocket,
+  createSocketLink,
+  type ChatSocket,
+  type SocketLink,
+} from "../../../components/store/socket-binding.ts";
+import type { Journal } from "./journal.ts";
+
+export interface TabUser {
+  id: number;
+  name: string;
+  token: string;
+}
+
+export interface BrowserTabOptions {
+  name: string;
+  user: TabUser;
+  journal: Journal;
+  /**
+   * The instance HTTP requests reach, given the one this tab's socket uses: a page's requests go to its origin, and
+   * a load balancer sends them to a live instance when that one is down.
+   */
+  route: (socketUrl: string) => string;
+  /** When set, a lost connection moves the tab to this instance (a load balancer routing away from a dead one). */
+  failover?: () => string;
+}
+
+const sum = (counts: Record<number, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
+
+/**
+ * One browser tab in the simulation: the page's own store (`createChatStore`), its own socket binding and HTTP
+ * client (components/store/socket-binding.ts, components/lib/api.ts) over a real socket.io-client connection to one
+ * server instance. Only opening the socket differs from the page: a token instead of the cookie, and the Origin
+ * header a page would send. The tab watches every state the store takes and reports to the journal what must
+ * never be seen: a total that is not the sum of the counts, a count that drops although nobody read, a conversation
+ * that disappears although nobody left or deleted it.
+ */
+export class BrowserTab {
+  readonly name: string;
+  store: ChatStore;
+  /** The instance the socket is (or was last) connected to. */
+  url = "";
+  /** Transport calls sent and not yet answered. */
+  inflight = 0;
+  /** The last client message id this tab's store took: deterministic, so a replay sends the same ids. */
+  lastId = "";
+  private readonly user: TabUser;
+  private readonly journal: Journal;
+  private readonly options: BrowserTabOptions;
+  private link: SocketLink;
+  private unbind: (() => void) | null = null;
+  private unsubscribe: () => void = () => {};
+  private capture: Promise<unknown>[] | null = null;
+  private ids = 0;
+
+  constructor(options: BrowserTabOptions) {
+    this.options = options;
+    this.name = options.name;
+    this.user = options.user;
+    this.journal = options.journal;
+    [this.store, this.link] = this.newPage();
+  }
+
+  /** Loads the page: restores the session over HTTP, then opens the socket to `url`. */
+  async load(url: string): Promise<void> {
+    this.url = url;
+    await this.store.getState().restoreSession();
+    this.store.getState().setVisible(true);
+    this.connect(url);
+  }
+
+  /** A reload: a fresh page (a new store) connecting to `url`. */
+  async reload(url: string): Promise<void> {
+    this.close();
+    [this.store, this.link] = this.newPage();
+    await this.load(url);
+  }
+
+  /** The connection drops and comes back on another instance; the store keeps its state and resyncs. */
+  switchTo(url: string): void {
+    this.connect(url);
+  }
+
+  /** Disconnects for good (until `switchTo`): no reconnection, nothing more reaches the server. */
+  goOffline(): void {
+    this.unbind?.();
+    this.unbind = null;
+  }
+
+  close(): void {
+    this.goOffline();
+    this.unsubscribe();
+  }
+
+  get connected(): boolean {
+    return this.store.getState().connected;
+  }
+
+  /** Connected, synced and with no command in flight. */
+  get settled(): boolean {
+    const s = this.store.getState();
+    return s.connected && !s.syncing && s.epoch !== null && this.inflight === 0;
+  }
+
+  /**
+   * Runs a user action on the store and returns what it returned with the transport calls it made at once (the
+   * read an open triggers, the first attempt of a send, …), so the operation can wait for their answers.
+   */
+  act<T>(action: (state: ChatState) => T): { value: T; calls: Promise<unknown>[] } {
+    const calls: Promise<unknown>[] = [];
+    this.capture = calls;
+    try {
+      return { value: action(this.store.getState()), calls };
+    } finally {
+      this.capture = null;
+    }
+  }
+
+  private connect(url: string): void {
+    this.goOffline();
+    this.url = url;
+    const origin = new URL(url).origin;
+    const socket: ChatSocket = io(url, {
+      auth: { token: this.user.token },
+      extraHeaders: { origin },
+      transports: ["websocket"],
+      forceNew: true,
+      // socket.io's own backoff, without its random jitter.
+      reconnectionDelay: 200,
+      reconnectionDelayMax: 1000,
+      randomizationFactor: 0,
+    });
+    const { failover } = this.options;
+    const unbind = bindSocket(this.store, this.link, socket, { reconnectDelayMs: 200 });
+    this.unbind = unbind;
+    if (failover) {
+      socket.on("disconnect", (reason) => {
+        if (reason !== "io client disconnect" && this.unbind === unbind) this.connect(failover());
+      });
+    }
+  }
+
+  private http() {
+    const send = (path: string, init: RequestInit) => {
+      const base = this.options.route(this.url);
+      const headers = new Headers(init.headers);
+      headers.set("authorization", `Bearer ${this.user.token}`);
+      headers.set("origin", new URL(base).origin);
+      return fetch(`${base}${path}`, { ...init, headers });
+    };
+    return createApi(send);
+  }
+
+  /** What a page load creates: the store and the link its transport sends through. */
+  private newPage(): [ChatStore, SocketLink] {
+    this.unsubscribe();
+    const client = this.http();
+    const link = createSocketLink(client);
+    const store = createChatStore({
+      transport: this.observe(link.transport),
+      session: sessionTransport(client),
+      newId: () => (this.lastId = `${this.name}.${++this.ids}`),
+    });
+    this.unsubscribe = store.subscribe((state, prev) => this.judge(state, prev));
+    return [store, link];
+  }
+
+  /** The same transport, with every call counted, recorded in the journal and offered to `act`. */
+  private observe(inner: ChatTransport): ChatTransport {
+    const userId = this.user.id;
+    const journal = this.journal;
+    const track = <T>(call: Promise<T>): Promise<T> => {
+      this.inflight++;
+      const done = () => void this.inflight--;
+      call.then(done, done);
+      this.capture?.push(call);
+      return call;
+    };
+    return {
+      send: (input) => {
+        journal.sendIssued(userId, input.conversationId);
+        return track(
+          inner.send(input).then((res) => {
+            if (res.ok) journal.sendAcknowledged(userId, res.message);
+            return res;
+          }),
+        );
+      },
+      read: (input) => {
+        journal.readIssued(userId, input.conversationId, input.seq);
+        return track(
+          inner.read(input).then((res) => {
+            if (res.ok) journal.readAcknowledged(userId, input.conversationId, input.seq);
+            return res;
+          }),
+        );
+      },
+      sync: () => track(inner.sync()),
+      fetchMessages: (conversationId, query) => track(inner.fetchMessages(conversationId, query)),
+      createConversation: (input) => track(inner.createConversation(input)),
+      leaveConversation: (conversationId) => {
+        journal.leaveIssued(userId, conversationId);
+        return track(
+          inner.leaveConversation(conversationId).then((res) => {
+            if (res.ok) journal.leaveAcknowledged(userId, conversationId);
+            return res;
+          }),
+        );
+      },
+      deleteConversation: (conversationId) => {
+        journal.deleteIssued(conversationId);
+        return track(
+          inner.deleteConversation(conversationId).then((res) => {
+            if (res.ok) journal.deleteAcknowledged(userId, conversationId);
+            return res;
+          }),
+        );
+      },
+    };
+  }
+
+  /** Every state the store takes: what a badge could show at that moment. */
+  private judge(state: ChatState, prev: ChatState): void {
+    const total = sum(state.unreadCounts);
+    if (state.totalUnread !== total)
+      this.journal.violation(`${this.name}: total ${state.totalUnread} != sum of counts ${total}`);
+    if (state.unreadCounts !== prev.unreadCounts) {
+      for (const [id, before] of Object.entries(prev.unreadCounts)) {
+        const now = state.unreadCounts[Number(id)];
+        if (now === undefined) {
+          if (!this.journal.mayRemove(this.user.id, Number(id)))
+            this.journal.violation(`${this.name}: count of #${id} removed although nobody left or deleted it`);
+        } else if (now < before && !this.journal.mayDrop(this.user.id, Number(id), now)) {
+          this.journal.violation(`${this.name}: count of #${id} dropped ${before} -> ${now} without a read`);
+        }
+      }
+    }
+    if (state.conversations !== prev.conversations) {
+      for (const id of Object.keys(prev.conversations)) {
+        if (state.conversations[Number(id)] === undefined && !this.journal.mayRemove(this.user.id, Number(id)))
+          this.journal.violation(`${this.name}: #${id} disappeared although nobody left or deleted it`);
+      }
+    }
+  }
+}

@@ -1,0 +1,60 @@
+import { describe, expect, it } from "vitest";
+import { FAULTS, scenario } from "./simulation.ts";
+
+const options = {
+  seed: 42,
+  ops: 500,
+  users: 10,
+  tabsPerUser: 2,
+  groups: 3,
+  directs: 8,
+  faultRate: 0.03,
+  faults: FAULTS,
+  instances: 2,
+};
+
+describe("the simulation's plan", () => {
+  it("comes from the seed alone: names, titles, conversations and operations", () => {
+    const plan = scenario(options);
+    expect(scenario(options)).toEqual(plan);
+    expect(scenario({ ...options, seed: 43 }).ops).not.toEqual(plan.ops);
+    expect(plan.users).toEqual(Array.from({ length: 10 }, (_, i) => `s42-u${i}`));
+    expect(plan.conversations.filter((c) => c.kind === "group").map((c) => c.title)).toEqual([
+      "s42 group 0",
+      "s42 group 1",
+      "s42 group 2",
+    ]);
+  });
+
+  it("grows by appending, so a shorter plan is a prefix of a longer one (a failure is shrunk that way)", () => {
+    expect(scenario({ ...options, ops: 500 }).ops.slice(0, 120)).toEqual(scenario({ ...options, ops: 120 }).ops);
+  });
+
+  it("leaves and deletes, and only where the member may", () => {
+    for (let seed = 1; seed <= 20; seed++) {
+      const plan = scenario({ ...options, seed });
+      const convs = plan.conversations.map((c) => ({ ...c, members: new Set(c.members), gone: false }));
+      const kinds = new Set(plan.ops.map((op) => op.kind));
+      expect(kinds).toContain("leave");
+      expect(kinds).toContain("delete");
+      for (const op of plan.ops) {
+        if (op.kind === "create") {
+          expect(op.conv).toBe(convs.length);
+          convs.push({ ...op.conversation, members: new Set(op.conversation.members), gone: false });
+          continue;
+        }
+        if (!("conv" in op) || op.conv === null) continue;
+        const c = convs[op.conv]!;
+        expect(!c.gone && c.members.has(op.user), `${op.kind} by ${op.user} in c${op.conv}`).toBe(true);
+        if (op.kind === "leave") {
+          expect(c.kind).toBe("group");
+          c.members.delete(op.user);
+        }
+        if (op.kind === "delete") {
+          expect(c.kind === "direct" || c.creator === op.user).toBe(true);
+          c.gone = true;
+        }
+      }
+    }
+  });
+});
