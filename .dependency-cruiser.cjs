@@ -6,7 +6,7 @@
  */
 const layers = [
   ["contracts", "^server/(contracts/|errors\\.ts$|log\\.ts$)"],
-  ["infrastructure", "^server/(db|redis|embedded|dev)/"],
+  ["infrastructure", "^server/(db|redis|embedded)/"],
   ["plumbing", "^server/(limits|realtime|outbox)/"],
   ["sessions", "^server/sessions/"],
   ["reading", "^server/unread/"],

@@ -6,7 +6,7 @@ import {
   type BrowserContext,
   type Page,
 } from "@playwright/test";
-import { freePort } from "../server/dev/ports.ts";
+import { freePort } from "../server/embedded/ports.ts";
 import type { ConversationDTO, SessionResponse, Snapshot, UserDTO } from "../server/contracts/index.ts";
 import { installBadgeRecorder, installWindowControl } from "./support/browser-scripts.ts";
 import { readEnvironment, type E2eEnvironment } from "./support/environment.ts";

@@ -17,9 +17,9 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   process.env.LOG_LEVEL ??= "warn";
   const [{ postgresOsUser, startEmbeddedPostgres }, { startRedisServer }, { freePort }, { migrate }] =
     await Promise.all([
-      import("../server/dev/postgres.ts"),
-      import("../server/dev/redis.ts"),
-      import("../server/dev/ports.ts"),
+      import("../server/embedded/postgres.ts"),
+      import("../server/embedded/redis.ts"),
+      import("../server/embedded/ports.ts"),
       import("../server/db/migrate.ts"),
     ]);
 

@@ -60,6 +60,10 @@ if (reason === undefined) {
 }
 
 console.log(`Building Next.js: ${reason}.`);
-const result = spawnSync("npx", ["next", "build"], { cwd: root, stdio: "inherit" });
+const result = spawnSync("npx", ["next", "build"], {
+  cwd: root,
+  stdio: "inherit",
+  env: { NEXT_TELEMETRY_DISABLED: "1", ...process.env },
+});
 if (result.error) console.error(result.error.message);
 process.exit(result.status ?? 1);

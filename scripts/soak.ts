@@ -9,8 +9,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { postgresOsUser, startEmbeddedPostgres } from "../server/dev/postgres.ts";
-import { startRedisServer } from "../server/dev/redis.ts";
+import { postgresOsUser, startEmbeddedPostgres } from "../server/embedded/postgres.ts";
+import { startRedisServer } from "../server/embedded/redis.ts";
 import { createSimEnvironment, runRound, type FaultKind } from "../server/testing/sim/simulation.ts";
 
 const usage =

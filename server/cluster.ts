@@ -4,10 +4,8 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { seedDemo } from "../prisma/seed.ts";
 import { loadEnv } from "./env.ts";
-import { migrate } from "./db/migrate.ts";
 import { createDb } from "./db/prisma.ts";
-import { startEmbeddedPostgres } from "./dev/postgres.ts";
-import { startRedisServer } from "./dev/redis.ts";
+import { startServices } from "./embedded/services.ts";
 import { logger } from "./log.ts";
 
 /**
@@ -23,19 +21,15 @@ async function main(): Promise<void> {
   const cleanups: (() => Promise<void>)[] = [];
   const children: ChildProcess[] = [];
 
-  let databaseUrl = env.DATABASE_URL;
-  if (!databaseUrl) {
-    const pg = await startEmbeddedPostgres({ dataDir: join(dataDir, "postgres") });
-    cleanups.push(pg.stop);
-    databaseUrl = pg.url;
-  }
-  let redisUrl = env.REDIS_URL;
-  if (!redisUrl) {
-    const redisServer = await startRedisServer({ dir: join(dataDir, "redis") });
-    cleanups.push(redisServer.stop);
-    redisUrl = redisServer.url;
-  }
-  await migrate(databaseUrl);
+  const services = await startServices({
+    dataDir,
+    databaseUrl: env.DATABASE_URL,
+    redisUrl: env.REDIS_URL,
+    log: logger,
+    grantAccess: env.EMBEDDED_PG_GRANT_ACCESS === "1",
+  });
+  cleanups.push(services.stop);
+  const { databaseUrl, redisUrl } = services;
   const db = createDb(databaseUrl);
   if (env.SEED_DEMO === "1") await seedDemo(db);
   await db.$disconnect();

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { ConversationDTO } from "./contracts/index.ts";
-import { startRedisServer, type RedisServer } from "./dev/redis.ts";
+import { startRedisServer, type RedisServer } from "./embedded/redis.ts";
 import { unreadScriptKeys } from "./redis/keys.ts";
 import { connectSocket, TEST_PASSWORD, type ClientSocket } from "./testing/harness.ts";
 import { testSeed } from "./testing/random.ts";

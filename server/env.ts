@@ -59,6 +59,8 @@ const schema = z.object({
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
   REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
   DATA_DIR: z.string().min(1).default(".data"),
+  /** As root only: let the embedded PostgreSQL's user be granted search permission on DATA_DIR's parents. */
+  EMBEDDED_PG_GRANT_ACCESS: flag("0"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   SEED_DEMO: flag("1"),
   SERVE_UI: flag("1"),

@@ -9,10 +9,8 @@ import { seedDemo } from "../prisma/seed.ts";
 import { createApp } from "./app.ts";
 import type { AppModule } from "./modules.ts";
 import { appSecurityConfig, loadEnv, unreadTtlMs } from "./env.ts";
-import { migrate } from "./db/migrate.ts";
 import { createDb } from "./db/prisma.ts";
-import { startEmbeddedPostgres } from "./dev/postgres.ts";
-import { startRedisServer } from "./dev/redis.ts";
+import { startServices } from "./embedded/services.ts";
 import { logger } from "./log.ts";
 import { createAdapterClients, createRedis } from "./redis/client.ts";
 
@@ -23,7 +21,7 @@ const cleanups: (() => Promise<void>)[] = [];
 
 async function prepareNext(dev: boolean, port: number) {
   if (!dev && !existsSync(join(root, ".next", "BUILD_ID"))) {
-    logger.info("no production build found: running `next build` once");
+    logger.info("no production build yet: building the UI once (about 25 s on two cores, only on the first run)");
     const build = spawnSync("npx", ["--no-install", "next", "build"], { cwd: root, stdio: "inherit" });
     if (build.status !== 0) throw new Error("`next build` failed");
   }
@@ -34,28 +32,21 @@ async function prepareNext(dev: boolean, port: number) {
 
 async function main(): Promise<void> {
   const env = loadEnv();
+  // The demo sends nothing anywhere: Next's anonymous telemetry stays off unless the operator sets it.
+  process.env.NEXT_TELEMETRY_DISABLED ??= "1";
   const dataDir = resolve(root, env.DATA_DIR);
   mkdirSync(dataDir, { recursive: true });
   const dev = env.NODE_ENV === "development";
 
-  let databaseUrl = env.DATABASE_URL;
-  if (!databaseUrl) {
-    logger.info({ dir: join(dataDir, "postgres") }, "DATABASE_URL unset: starting the embedded PostgreSQL");
-    const pg = await startEmbeddedPostgres({ dataDir: join(dataDir, "postgres") });
-    cleanups.push(pg.stop);
-    databaseUrl = pg.url;
-  }
-
-  let redisUrl = env.REDIS_URL;
-  if (!redisUrl) {
-    logger.info("REDIS_URL unset: starting a private redis-server");
-    const redisServer = await startRedisServer({ dir: join(dataDir, "redis") });
-    cleanups.push(redisServer.stop);
-    redisUrl = redisServer.url;
-  }
-
-  const { applied } = await migrate(databaseUrl);
-  if (applied.length > 0) logger.info({ applied }, "applied database migrations");
+  const services = await startServices({
+    dataDir,
+    databaseUrl: env.DATABASE_URL,
+    redisUrl: env.REDIS_URL,
+    log: logger,
+    grantAccess: env.EMBEDDED_PG_GRANT_ACCESS === "1",
+  });
+  cleanups.push(services.stop);
+  const { databaseUrl, redisUrl } = services;
   const db = createDb(databaseUrl);
   if (env.SEED_DEMO === "1" && (await seedDemo(db))) logger.info("seeded the demo users alice, bob, carol and dave");
 

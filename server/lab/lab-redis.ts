@@ -2,7 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { Redis } from "ioredis";
-import { REDIS_SERVER_MISSING, startRedisServer, type RedisServer } from "../dev/redis.ts";
+import { REDIS_SERVER_MISSING, startRedisServer, type RedisServer } from "../embedded/redis.ts";
 import { createLabConnection, LAB_REDIS_OPTIONS, readyLabConnection } from "./scripts.ts";
 
 /** The Redis a lab run works on: its own redis-server when possible, else the app's Redis under a prefix. */

@@ -2,8 +2,8 @@ import { chown, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
-import { postgresOsUser, startEmbeddedPostgres, type EmbeddedPostgres } from "../dev/postgres.ts";
-import { startRedisServer, type RedisServer } from "../dev/redis.ts";
+import { postgresOsUser, startEmbeddedPostgres, type EmbeddedPostgres } from "../embedded/postgres.ts";
+import { startRedisServer, type RedisServer } from "../embedded/redis.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {

@@ -5,9 +5,9 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { migrate } from "../../db/migrate.ts";
-import { postgresOsUser, startEmbeddedPostgres, type EmbeddedPostgres } from "../../dev/postgres.ts";
-import { freePort } from "../../dev/ports.ts";
-import { startRedisServer, type RedisServer } from "../../dev/redis.ts";
+import { postgresOsUser, startEmbeddedPostgres, type EmbeddedPostgres } from "../../embedded/postgres.ts";
+import { freePort } from "../../embedded/ports.ts";
+import { startRedisServer, type RedisServer } from "../../embedded/redis.ts";
 
 const root = fileURLToPath(new URL("../../..", import.meta.url));
 

@@ -4,7 +4,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort } from "../../dev/ports.ts";
+import { freePort } from "../../embedded/ports.ts";
 
 const root = fileURLToPath(new URL("../../..", import.meta.url));
 

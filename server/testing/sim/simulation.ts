@@ -37,7 +37,7 @@ import type { Redis } from "ioredis";
 import { createApi, type Api } from "../../../components/lib/api.ts";
 import type { ConversationDTO } from "../../contracts/index.ts";
 import { createDb, type Db } from "../../db/prisma.ts";
-import type { RedisServer } from "../../dev/redis.ts";
+import type { RedisServer } from "../../embedded/redis.ts";
 import { createRedis } from "../../redis/client.ts";
 import { unreadScriptKeys, userKeys } from "../../redis/keys.ts";
 import { createTestDatabase, type TestDatabase } from "../db.ts";

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { chown, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, chown, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -93,5 +93,24 @@ describe("startEmbeddedPostgres", () => {
     } finally {
       squatter.kill();
     }
+  });
+});
+
+// PostgreSQL refuses to run as root, so only a root run has another user to reach the data directory.
+describe.runIf(process.getuid?.() === 0)("run as root", () => {
+  it("changes no permission above the data directory unless asked, and says which directory is closed", async () => {
+    const closed = path.join(tmp, "closed");
+    await mkdir(closed, { mode: 0o700 });
+    await chmod(closed, 0o700); // the umask may have narrowed it further; exactly 0700
+    const inside = path.join(closed, "cluster");
+    await expect(startEmbeddedPostgres({ dataDir: inside, durable: false })).rejects.toThrow(
+      new RegExp(`cannot enter ${closed}.*EMBEDDED_PG_GRANT_ACCESS=1`, "s"),
+    );
+    expect((await stat(closed)).mode & 0o777).toBe(0o700);
+
+    const server = await startEmbeddedPostgres({ dataDir: inside, durable: false, grantAccess: true });
+    running.push(server);
+    expect((await stat(closed)).mode & 0o777).toBe(0o701);
+    expect(await sql<{ one: number }>(server.adminUrl, "SELECT 1 AS one")).toEqual([{ one: 1 }]);
   });
 });

