@@ -122,9 +122,8 @@ describe("crash between the database commit and Redis", () => {
     const after = await env.redis.tallySnapshot(meta, unread);
     expect(after.slice(2)).toEqual([1, String(conversation.id), "1"]);
 
+    // The next round restarts every instance on a fresh database; crasherUp() starts this one in crash mode again.
     await crasher.kill("SIGTERM");
-    await crasher.spawn({ crashAfterCommit: true });
-    await Promise.all(env.instances.map((i) => i.spawn()));
   }, 120_000);
 });
 

@@ -56,10 +56,12 @@ export interface SimEnvironment {
   redisServer: RedisServer;
   instances: Instance[];
   /**
-   * Runs with TALLY_FAULT=crash-after-commit: each send through it commits, then kills it. Started by
-   * `crasherUp()` when a round needs it, stopped at the round's end.
+   * Runs with TALLY_FAULT=crash-after-commit: each send through it commits, then kills it. Null until
+   * `crasherUp()` first starts it; down again after each crash and at the end of each round.
    */
   crasher: Instance | null;
+  hasCrasher: boolean;
+  /** Starts the crashing instance on the current database (in crash mode) unless it runs. */
   crasherUp(): Promise<Instance>;
   /** The current round's database. */
   db: Db;
@@ -89,31 +91,31 @@ export async function createSimEnvironment(opts: {
 }): Promise<SimEnvironment> {
   let database: TestDatabase = await createTestDatabase(opts.adminUrl);
   const base = { databaseUrl: database.url, redisUrl: opts.redisServer.url };
-  const [crasher, ...instances] = await Promise.all([
-    opts.withCrasher ? Instance.start({ ...base, crashAfterCommit: true }) : null,
-    ...Array.from({ length: opts.instances ?? 2 }, () => Instance.start(base)),
-  ]);
-  if (crasher) await halt(crasher);
+  const instances = await Promise.all(Array.from({ length: opts.instances ?? 2 }, () => Instance.start(base)));
+  const all = () => [...instances, ...(env.crasher ? [env.crasher] : [])];
   const redis = createRedis(opts.redisServer.url);
   let used = false;
   const env: SimEnvironment = {
     redis,
     redisServer: opts.redisServer,
     instances,
-    crasher,
+    crasher: null,
+    hasCrasher: opts.withCrasher ?? false,
     db: createDb(database.url, { max: 4 }),
     databaseUrl: database.url,
     async crasherUp() {
-      if (!crasher) throw new Error("this environment has no crashing instance");
-      if (!crasher.alive) await crasher.spawn({ databaseUrl: env.databaseUrl });
-      return crasher;
+      if (!env.hasCrasher) throw new Error("this environment has no crashing instance");
+      const options = { databaseUrl: env.databaseUrl, redisUrl: opts.redisServer.url, crashAfterCommit: true };
+      if (!env.crasher) env.crasher = await Instance.start(options);
+      else if (!env.crasher.alive) await env.crasher.spawn(options);
+      return env.crasher;
     },
     async freshRound() {
       if (!used) {
         used = true;
         return;
       }
-      await Promise.all([...instances, ...(crasher ? [crasher] : [])].map(halt));
+      await Promise.all(all().map(halt));
       await env.db.$disconnect();
       await database.drop();
       database = await createTestDatabase(opts.adminUrl);
@@ -124,7 +126,7 @@ export async function createSimEnvironment(opts: {
       env.databaseUrl = database.url;
     },
     async close() {
-      await Promise.allSettled([...instances, ...(crasher ? [crasher] : [])].map((i) => i.stop()));
+      await Promise.allSettled(all().map((i) => i.stop()));
       await Promise.allSettled([redis.quit(), env.db.$disconnect()]);
       await database.drop().catch(() => undefined);
     },
@@ -346,6 +348,7 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
   };
   const log = options.log ?? (() => {});
   await env.freshRound();
+  log("fresh database, empty Redis");
   const plan = scenario({ ...o, instances: env.instances.length });
   const journal = new Journal();
   const outcomes: string[] = plan.ops.map(() => "not run");
@@ -394,14 +397,11 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
     if (!res.ok) throw new Error(`creating a conversation failed: ${res.error.message}`);
     ids.push(res.conversation.id);
   }
-  for (const [u, user] of users.entries()) {
-    for (let t = 0; t < o.tabsPerUser; t++) {
-      const tab = new BrowserTab({ name: `u${u}.t${t}`, user, journal, route });
-      user.tabs.push(tab);
-      await tab.load(instanceUrl(u + t));
-    }
-  }
+  for (const [u, user] of users.entries())
+    for (let t = 0; t < o.tabsPerUser; t++)
+      user.tabs.push(new BrowserTab({ name: `u${u}.t${t}`, user, journal, route }));
   const tabs = users.flatMap((u) => u.tabs);
+  await Promise.all(users.flatMap((user, u) => user.tabs.map((tab, t) => tab.load(instanceUrl(u + t)))));
   if (!(await until(() => tabs.every((t) => t.settled), 30_000))) throw new Error("tabs did not connect");
   log(`seed ${o.seed}: ${users.length} users, ${ids.length} conversations, ${plan.ops.length} operations`);
 
@@ -438,7 +438,7 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
       await victim.spawn();
       return "killed and restarted";
     }
-    if (!env.crasher || op.conv === null) return "skipped: no crashing instance or no conversation";
+    if (!env.hasCrasher || op.conv === null) return "skipped: no crashing instance or no conversation";
     const id = await conversationOf(op.conv);
     const crasher = await env.crasherUp();
     // A tab whose load balancer sent it to the crashing instance, and sends it elsewhere once that one is gone.
@@ -591,6 +591,7 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
   await checkDatabase(env.db, journal, report);
   const truths = await truthOf(env.db);
   await checkRedis(env.redis, truths, journal, report);
+  log("database and Redis checked");
 
   // The clients come back: each tab reconnects, syncs and must show the truth.
   for (const tab of tabs) tab.switchTo(tab.url);
@@ -621,6 +622,7 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
     }
   };
   compareTabs("after reconnecting", truths);
+  log("tabs reconnected and checked");
 
   // A snapshot shows the truth whatever the pushes did, so a coda checks the pushes: with every instance up and no
   // fault, each user's first tab opens each of their conversations and sends in it. Every tab must then reach its
@@ -660,6 +662,7 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
   if (!(await until(quiet, 30_000)))
     report.problems.push(`after the coda, tabs behind Redis for 30 s: ${(await behind()).slice(0, 6).join("; ")}`);
   compareTabs("after the coda", await truthOf(env.db));
+  log("coda checked");
   report.driftedUsers = drifted.size;
   for (const tab of tabs) tab.close();
 
