@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { seedDemo } from "../prisma/seed.ts";
 import { loadEnv } from "./env.ts";
@@ -16,18 +16,10 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 
 async function main(): Promise<void> {
   const env = loadEnv();
-  const dataDir = resolve(root, env.DATA_DIR);
-  mkdirSync(dataDir, { recursive: true });
   const cleanups: (() => Promise<void>)[] = [];
   const children: ChildProcess[] = [];
 
-  const services = await startServices({
-    dataDir,
-    databaseUrl: env.DATABASE_URL,
-    redisUrl: env.REDIS_URL,
-    log: logger,
-    grantAccess: env.EMBEDDED_PG_GRANT_ACCESS === "1",
-  });
+  const services = await startServices(env, { root, log: logger });
   cleanups.push(services.stop);
   const { databaseUrl, redisUrl } = services;
   const db = createDb(databaseUrl);

@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import next from "next";
 import { DEMO_PASSWORD, demoUsers } from "../prisma/seed-data.ts";
@@ -34,19 +34,11 @@ async function main(): Promise<void> {
   const env = loadEnv();
   // The demo sends nothing anywhere: Next's anonymous telemetry stays off unless the operator sets it.
   process.env.NEXT_TELEMETRY_DISABLED ??= "1";
-  const dataDir = resolve(root, env.DATA_DIR);
-  mkdirSync(dataDir, { recursive: true });
   const dev = env.NODE_ENV === "development";
 
-  const services = await startServices({
-    dataDir,
-    databaseUrl: env.DATABASE_URL,
-    redisUrl: env.REDIS_URL,
-    log: logger,
-    grantAccess: env.EMBEDDED_PG_GRANT_ACCESS === "1",
-  });
+  const services = await startServices(env, { root, log: logger });
   cleanups.push(services.stop);
-  const { databaseUrl, redisUrl } = services;
+  const { dataDir, databaseUrl, redisUrl } = services;
   const db = createDb(databaseUrl);
   if (env.SEED_DEMO === "1" && (await seedDemo(db))) logger.info("seeded the demo users alice, bob, carol and dave");
 

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { supervise } from "../../server/embedded/child-output.ts";
 import { LIFTED_LIMITS } from "../../server/limits/limits.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -54,22 +55,8 @@ export async function startTallyServer(opts: TallyServerOptions): Promise<TallyS
     stdio: ["ignore", "pipe", "pipe"],
   });
   const output = tail(child, opts.name);
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   // A runner that dies without teardown must not leave servers holding the ports and the database.
-  const onExit = (): void => void child.kill("SIGKILL");
-  process.once("exit", onExit);
-
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
-      process.removeListener("exit", onExit);
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
-      await exited;
-      clearTimeout(timer);
-    })();
-    return stopping;
-  };
+  const { exited, stop } = supervise(child, { signal: "SIGTERM", onParentExit: "SIGKILL", timeoutMs: STOP_TIMEOUT_MS });
 
   try {
     await Promise.race([

@@ -16,3 +16,30 @@ export function collectOutput(child: ChildProcess, name: string, keep = 40): { t
   child.stderr?.on("data", onData);
   return { text: () => lines.join("\n") };
 }
+
+/**
+ * Ties a child process's life to this one: `stop()` sends `signal`, escalates to SIGKILL after `timeoutMs`, and
+ * resolves once the child has exited (safe to call twice, and after the child died by itself); if this process
+ * exits first, the child gets `onParentExit`, so a crashed runner leaves no server behind.
+ */
+export function supervise(
+  child: ChildProcess,
+  opts: { signal: NodeJS.Signals; onParentExit: NodeJS.Signals; timeoutMs: number },
+): { exited: Promise<void>; stop(): Promise<void> } {
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const onExit = (): void => void child.kill(opts.onParentExit);
+  process.once("exit", onExit);
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      process.removeListener("exit", onExit);
+      if (child.pid === undefined) return;
+      if (child.exitCode === null && child.signalCode === null) child.kill(opts.signal);
+      const timer = setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs);
+      await exited;
+      clearTimeout(timer);
+    })();
+    return stopping;
+  };
+  return { exited, stop };
+}

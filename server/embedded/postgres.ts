@@ -21,7 +21,7 @@ import { promisify } from "node:util";
 import pg from "pg";
 import { logger } from "../log.ts";
 import { stopOrphan } from "./orphans.ts";
-import { collectOutput } from "./child-output.ts";
+import { collectOutput, supervise } from "./child-output.ts";
 import { freePort } from "./ports.ts";
 
 /*
@@ -360,25 +360,9 @@ async function startServer(
     ...runAs,
   });
   const log = collectOutput(child, "postgres");
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const spawnError = new Promise<never>((_, reject) => child.once("error", reject));
-  // Last resort when the owner never calls stop(): a dying Node process still asks PostgreSQL to shut down.
-  const onExit = (): void => void child.kill("SIGINT");
-  process.once("exit", onExit);
-
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
-      process.removeListener("exit", onExit);
-      if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-      child.kill("SIGINT");
-      const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
-      await exited;
-      clearTimeout(timer);
-      logger.debug({ port }, "stopped PostgreSQL");
-    })();
-    return stopping;
-  };
+  // Fast shutdown; when the owner never calls stop(), a dying Node process still asks PostgreSQL to shut down.
+  const { exited, stop } = supervise(child, { signal: "SIGINT", onParentExit: "SIGINT", timeoutMs: STOP_TIMEOUT_MS });
 
   const polling = new AbortController();
   try {

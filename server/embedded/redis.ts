@@ -4,7 +4,7 @@ import path from "node:path";
 import { connect } from "node:net";
 import { logger } from "../log.ts";
 import { stopOrphan } from "./orphans.ts";
-import { collectOutput } from "./child-output.ts";
+import { collectOutput, supervise } from "./child-output.ts";
 import { freePort } from "./ports.ts";
 
 export const REDIS_SERVER_MISSING =
@@ -90,28 +90,13 @@ async function spawnOnce(port: number, dir: string | undefined): Promise<Running
   }
   const child = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
   const log = collectOutput(child, "redis");
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const spawnFailed = new Promise<never>((_, reject) =>
     child.once("error", (err) =>
       reject("code" in err && err.code === "ENOENT" ? new Error(REDIS_SERVER_MISSING, { cause: err }) : err),
     ),
   );
-  // Without this a crashed test run would leave redis-server running.
-  const onExit = (): void => void child.kill("SIGKILL");
-  process.once("exit", onExit);
-
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
-      process.removeListener("exit", onExit);
-      if (child.pid === undefined) return;
-      if (!hasExited(child)) child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
-      await exited;
-      clearTimeout(timer);
-    })();
-    return stopping;
-  };
+  // SIGKILL when this process dies first: a crashed test run must not leave redis-server running.
+  const { exited, stop } = supervise(child, { signal: "SIGTERM", onParentExit: "SIGKILL", timeoutMs: STOP_TIMEOUT_MS });
 
   const polling = new AbortController();
   try {
@@ -163,10 +148,6 @@ function serverProcessId(port: number): Promise<number | undefined> {
       if (match?.[1] !== undefined) done(Number.parseInt(match[1], 10));
     });
   });
-}
-
-function hasExited(child: ChildProcess): boolean {
-  return child.exitCode !== null || child.signalCode !== null;
 }
 
 function sleep(ms: number): Promise<void> {

@@ -1,8 +1,11 @@
-import { join } from "node:path";
+import { mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { migrate } from "../db/migrate.ts";
 import type { Logger } from "../log.ts";
 
 export interface Services {
+  /** The data directory, absolute and created. */
+  dataDir: string;
   databaseUrl: string;
   redisUrl: string;
   /** Stops what was started here (nothing for a service given by URL). Safe to call twice. */
@@ -15,15 +18,25 @@ export interface Services {
  * deployment with both URLs never loads them). Migrations are applied either way. Each step is logged before it
  * runs.
  */
-export async function startServices(opts: {
-  dataDir: string;
-  databaseUrl?: string | undefined;
-  redisUrl?: string | undefined;
-  log: Logger;
-  /** As root: may add search permission above dataDir for PostgreSQL's user (EMBEDDED_PG_GRANT_ACCESS=1). */
-  grantAccess?: boolean;
-}): Promise<Services> {
-  const { log } = opts;
+export async function startServices(
+  /** The variables of server/env.ts that say where the services are. */
+  env: {
+    DATA_DIR: string;
+    DATABASE_URL?: string | undefined;
+    REDIS_URL?: string | undefined;
+    EMBEDDED_PG_GRANT_ACCESS: "0" | "1";
+  },
+  options: { root: string; log: Logger },
+): Promise<Services> {
+  const { log } = options;
+  const dataDir = resolve(options.root, env.DATA_DIR);
+  mkdirSync(dataDir, { recursive: true });
+  const opts = {
+    dataDir,
+    databaseUrl: env.DATABASE_URL,
+    redisUrl: env.REDIS_URL,
+    grantAccess: env.EMBEDDED_PG_GRANT_ACCESS === "1",
+  };
   const stops: (() => Promise<void>)[] = [];
   const stop = async () => {
     for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
@@ -49,7 +62,7 @@ export async function startServices(opts: {
     log.info("applying database migrations");
     const { applied } = await migrate(databaseUrl);
     if (applied.length > 0) log.info({ applied }, "applied database migrations");
-    return { databaseUrl, redisUrl, stop };
+    return { dataDir, databaseUrl, redisUrl, stop };
   } catch (err) {
     await stop();
     throw err;
