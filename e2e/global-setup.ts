@@ -1,7 +1,4 @@
 import { spawnSync } from "node:child_process";
-import { chown, mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { ENVIRONMENT_VARIABLE, type E2eEnvironment } from "./support/environment.ts";
 import { instanceDataDir, startTallyServer, type TallyServer } from "./support/tally-server.ts";
@@ -15,44 +12,24 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 export default async function globalSetup(): Promise<() => Promise<void>> {
   // The helpers' logger reads LOG_LEVEL when first imported; their info lines would bury the test report.
   process.env.LOG_LEVEL ??= "warn";
-  const [{ postgresOsUser, startEmbeddedPostgres }, { startRedisServer }, { freePort }, { migrate }] =
-    await Promise.all([
-      import("../server/embedded/postgres.ts"),
-      import("../server/embedded/redis.ts"),
-      import("../server/embedded/ports.ts"),
-      import("../server/db/migrate.ts"),
-    ]);
+  const [{ startThrowawayServices }, { freePort }] = await Promise.all([
+    import("../server/embedded/services.ts"),
+    import("../server/embedded/ports.ts"),
+  ]);
 
   ensureProductionBuild();
 
-  const tmpDir = await mkdtemp(path.join(os.tmpdir(), "tally-e2e-"));
-  // mkdtemp makes a 0700 directory; as root, PostgreSQL runs as the postgres user and must reach its data in it.
-  const pgUser = await postgresOsUser();
-  if (pgUser !== undefined) await chown(tmpDir, pgUser.uid, pgUser.gid);
-
+  // Migrated here: the instances migrate at start too, but concurrently they would queue on the lock one by one.
+  const services = await startThrowawayServices({ name: "e2e", migrate: true });
+  const { tmpDir, postgres: pg, redis } = services;
   const servers: TallyServer[] = [];
-  const services: (() => Promise<void>)[] = [];
   const teardown = async (): Promise<void> => {
     // Tally first: it holds connections to both stores and would log errors while they go away.
     await Promise.allSettled(servers.map((server) => server.stop()));
-    await Promise.allSettled(services.map((stop) => stop()));
-    await rm(tmpDir, { recursive: true, force: true });
+    await services.stop();
   };
 
   try {
-    // Settled, not raced: when one fails, the other must have finished starting before teardown can stop it.
-    const [pgStarted, redisStarted] = await Promise.allSettled([
-      startEmbeddedPostgres({ dataDir: path.join(tmpDir, "pg"), durable: false }),
-      startRedisServer({ dir: path.join(tmpDir, "redis") }),
-    ]);
-    for (const started of [pgStarted, redisStarted])
-      if (started.status === "fulfilled") services.push(started.value.stop);
-    if (pgStarted.status === "rejected") throw pgStarted.reason;
-    if (redisStarted.status === "rejected") throw redisStarted.reason;
-    const pg = pgStarted.value;
-    const redis = redisStarted.value;
-    // Instances migrate at start too, but concurrently they would queue on the migration lock one by one.
-    await migrate(pg.url);
     const start = async (name: string): Promise<TallyServer> =>
       startTallyServer({
         name,

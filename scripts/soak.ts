@@ -5,12 +5,8 @@
  * round); a failing round prints its plan and the command that replays it. Starts its own PostgreSQL,
  * redis-server and Tally processes, all on free ports; prints what it did and what it found.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import { parseArgs } from "node:util";
-import { postgresOsUser, startEmbeddedPostgres } from "../server/embedded/postgres.ts";
-import { startRedisServer } from "../server/embedded/redis.ts";
+import { startThrowawayServices } from "../server/embedded/services.ts";
 import { createSimEnvironment, runRound, type FaultKind } from "../server/testing/sim/simulation.ts";
 
 const usage =
@@ -49,11 +45,9 @@ if (
   process.exit(2);
 }
 
-const dir = await mkdtemp(path.join(os.tmpdir(), "tally-soak-"));
-const owner = await postgresOsUser();
-if (owner) await import("node:fs/promises").then((fs) => fs.chown(dir, owner.uid, owner.gid));
-const pg = await startEmbeddedPostgres({ dataDir: path.join(dir, "pg"), durable: false });
-const redisServer = await startRedisServer();
+const services = await startThrowawayServices({ name: "soak" });
+const pg = services.postgres;
+const redisServer = services.redis;
 const env = await createSimEnvironment({ adminUrl: pg.adminUrl, redisServer, instances: 2, withCrasher: true });
 
 const totals = {
@@ -114,9 +108,7 @@ try {
   }
 } finally {
   await env.close();
-  await redisServer.stop();
-  await pg.stop();
-  await rm(dir, { recursive: true, force: true });
+  await services.stop();
 }
 
 const faultCount = Object.values(faults).reduce((a, b) => a + b, 0);

@@ -68,3 +68,59 @@ export async function startServices(
     throw err;
   }
 }
+
+export interface ThrowawayServices {
+  /** The temp directory holding both data directories; removed by stop(). */
+  tmpDir: string;
+  postgres: import("./postgres.ts").EmbeddedPostgres;
+  redis: import("./redis.ts").RedisServer;
+  /** Stops both and removes the directory. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/**
+ * A PostgreSQL and a redis-server of their own, in a fresh temp directory, for the test setups, the benchmark
+ * and the soak: never the machine's own servers, whatever DATABASE_URL and REDIS_URL say.
+ */
+export async function startThrowawayServices(opts: {
+  /** Names the temp directory (tally-<name>-…). */
+  name: string;
+  /** false (the default): no fsync, for speed; the data is thrown away anyway. */
+  durable?: boolean;
+  /** The database to create; "postgres" creates none. Defaults to "tally". */
+  database?: string;
+  /** Apply the migrations to `database`. */
+  migrate?: boolean;
+}): Promise<ThrowawayServices> {
+  const [{ mkdtemp, chown, rm }, os, { postgresOsUser, startEmbeddedPostgres }, { startRedisServer }] =
+    await Promise.all([import("node:fs/promises"), import("node:os"), import("./postgres.ts"), import("./redis.ts")]);
+  const tmpDir = await mkdtemp(join(os.tmpdir(), `tally-${opts.name}-`));
+  // mkdtemp makes a 0700 directory; as root, PostgreSQL runs as another user and must reach its data in it.
+  const pgUser = await postgresOsUser();
+  if (pgUser !== undefined) await chown(tmpDir, pgUser.uid, pgUser.gid);
+
+  // Settled, not raced: when one fails, the other must have finished starting before it can be stopped.
+  const [pg, redis] = await Promise.allSettled([
+    startEmbeddedPostgres({
+      dataDir: join(tmpDir, "pg"),
+      durable: opts.durable ?? false,
+      ...(opts.database ? { database: opts.database } : {}),
+    }),
+    startRedisServer({ dir: join(tmpDir, "redis") }),
+  ]);
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      await Promise.allSettled([pg, redis].map((s) => (s.status === "fulfilled" ? s.value.stop() : undefined)));
+      await rm(tmpDir, { recursive: true, force: true });
+    })());
+  try {
+    if (pg.status === "rejected") throw pg.reason;
+    if (redis.status === "rejected") throw redis.reason;
+    if (opts.migrate) await migrate(pg.value.url);
+    return { tmpDir, postgres: pg.value, redis: redis.value, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

@@ -1,13 +1,9 @@
 import { LIFTED_LIMITS } from "../../limits/limits.ts";
 import { spawn, type ChildProcess } from "node:child_process";
-import { chown, mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { migrate } from "../../db/migrate.ts";
-import { postgresOsUser, startEmbeddedPostgres, type EmbeddedPostgres } from "../../embedded/postgres.ts";
 import { freePort } from "../../embedded/ports.ts";
-import { startRedisServer, type RedisServer } from "../../embedded/redis.ts";
+import { startThrowawayServices } from "../../embedded/services.ts";
 
 const root = fileURLToPath(new URL("../../..", import.meta.url));
 
@@ -21,33 +17,18 @@ export interface BenchServices {
 
 /** A throw-away PostgreSQL and redis-server for the benchmark, in a temp directory; never the machine's own. */
 export async function startBenchServices(): Promise<BenchServices> {
-  const tmpDir = await mkdtemp(path.join(os.tmpdir(), "tally-bench-"));
-  const pgUser = await postgresOsUser();
-  if (pgUser !== undefined) await chown(tmpDir, pgUser.uid, pgUser.gid);
-  let pg: EmbeddedPostgres | undefined;
-  let redis: RedisServer | undefined;
-  const stop = async () => {
-    await Promise.allSettled([pg?.stop(), redis?.stop()]);
-    await rm(tmpDir, { recursive: true, force: true });
-  };
-  try {
+  const services = await startThrowawayServices({
+    name: "bench",
     // Durable, as `npm start` runs it: every send's commit waits for its WAL flush.
-    pg = await startEmbeddedPostgres({
-      dataDir: path.join(tmpDir, "pg"),
-      durable: process.env.BENCH_PG_DURABLE !== "0",
-    });
-    redis = await startRedisServer({ dir: path.join(tmpDir, "redis") });
-    await migrate(pg.url);
-  } catch (err) {
-    await stop();
-    throw err;
-  }
+    durable: process.env.BENCH_PG_DURABLE !== "0",
+    migrate: true,
+  });
   return {
-    tmpDir,
-    databaseUrl: pg.url,
-    redisUrl: redis.url,
-    redisPort: redis.port,
-    stop,
+    tmpDir: services.tmpDir,
+    databaseUrl: services.postgres.url,
+    redisUrl: services.redis.url,
+    redisPort: services.redis.port,
+    stop: services.stop,
   };
 }
 
