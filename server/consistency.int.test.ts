@@ -117,7 +117,7 @@ describe("crash between the database commit and Redis", () => {
     const before = await env.redis.tallySnapshot(meta, unread);
     expect(before.slice(2, 3)).toEqual([0]); // Redis has not heard of it: this is the drift a crash causes
 
-    await crasher.spawn({ crashAfterCommit: false }); // replays pending outbox entries at start
+    await crasher.restart({ TALLY_FAULT: undefined }); // replays pending outbox entries at start
     await expect.poll(() => env.db.outboxEvent.count(), { timeout: 10_000 }).toBe(0);
     const after = await env.redis.tallySnapshot(meta, unread);
     expect(after.slice(2)).toEqual([1, String(conversation.id), "1"]);

@@ -230,7 +230,7 @@ async function main(): Promise<void> {
       if (only.has("fanout")) {
         // An instance stopped from outside (seen on a shared machine) is replaced rather than failing the run.
         for (const [i, name] of ["A", "B"].entries()) {
-          if (instances[i] && !instances[i].alive()) {
+          if (instances[i] && !instances[i].alive) {
             log(`instance ${name} is gone; starting a new one for the fan-out measurement`);
             instances[i] = await startInstance(services, `${name}2`);
           }

@@ -33,6 +33,9 @@
  * outbox when the apply was lost, and a client applies versioned absolute values or an atomic snapshot. A replay
  * that must also reproduce an interleaving can take the overlap out with `concurrency: 1` (`--concurrency 1`).
  */
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import type { Redis } from "ioredis";
 import { createApi, type Api } from "../../../components/lib/api.ts";
 import type { ConversationDTO } from "../../contracts/index.ts";
@@ -43,7 +46,7 @@ import { unreadScriptKeys, userKeys } from "../../redis/keys.ts";
 import { createTestDatabase, type TestDatabase } from "../db.ts";
 import { rng } from "../random.ts";
 import { BrowserTab, type TabUser } from "./browser-tab.ts";
-import { Instance } from "./instances.ts";
+import { startInstance, type Instance } from "./instances.ts";
 import { Journal } from "./journal.ts";
 
 export type FaultKind = "flushall" | "redis-restart" | "kill-instance" | "crash-after-commit";
@@ -74,14 +77,6 @@ export interface SimEnvironment {
   close(): Promise<void>;
 }
 
-/** Stops a process the way a deploy does (SIGTERM), or with SIGKILL if it has not exited after 10 s. */
-async function halt(instance: Instance): Promise<void> {
-  if (!instance.alive) return;
-  const timer = setTimeout(() => void instance.kill("SIGKILL"), 10_000);
-  await instance.kill("SIGTERM");
-  clearTimeout(timer);
-}
-
 export async function createSimEnvironment(opts: {
   /** A superuser URL of the PostgreSQL cluster: each round gets a database of its own in it. */
   adminUrl: string;
@@ -90,8 +85,9 @@ export async function createSimEnvironment(opts: {
   withCrasher?: boolean;
 }): Promise<SimEnvironment> {
   let database: TestDatabase = await createTestDatabase(opts.adminUrl);
-  const base = { databaseUrl: database.url, redisUrl: opts.redisServer.url };
-  const instances = await Promise.all(Array.from({ length: opts.instances ?? 2 }, () => Instance.start(base)));
+  const dataRoot = await mkdtemp(path.join(os.tmpdir(), "tally-sim-"));
+  const base = { databaseUrl: database.url, redisUrl: opts.redisServer.url, dataRoot };
+  const instances = await Promise.all(Array.from({ length: opts.instances ?? 2 }, () => startInstance(base)));
   const all = () => [...instances, ...(env.crasher ? [env.crasher] : [])];
   const redis = createRedis(opts.redisServer.url);
   let used = false;
@@ -105,9 +101,10 @@ export async function createSimEnvironment(opts: {
     databaseUrl: database.url,
     async crasherUp() {
       if (!env.hasCrasher) throw new Error("this environment has no crashing instance");
-      const options = { databaseUrl: env.databaseUrl, redisUrl: opts.redisServer.url, crashAfterCommit: true };
-      if (!env.crasher) env.crasher = await Instance.start(options);
-      else if (!env.crasher.alive) await env.crasher.spawn(options);
+      const options = { ...base, databaseUrl: env.databaseUrl, crashAfterCommit: true };
+      if (!env.crasher) env.crasher = await startInstance(options);
+      else if (!env.crasher.alive)
+        await env.crasher.restart({ DATABASE_URL: env.databaseUrl, TALLY_FAULT: "crash-after-commit" });
       return env.crasher;
     },
     async freshRound() {
@@ -115,13 +112,14 @@ export async function createSimEnvironment(opts: {
         used = true;
         return;
       }
-      await Promise.all(all().map(halt));
+      // Stopped the way a deploy stops them (SIGTERM, SIGKILL after 10 s).
+      await Promise.all(all().map((i) => i.stop()));
       await env.db.$disconnect();
       await database.drop();
       database = await createTestDatabase(opts.adminUrl);
       // This redis-server was started for the simulation alone.
       await redis.flushall();
-      await Promise.all(instances.map((i) => i.spawn({ databaseUrl: database.url })));
+      await Promise.all(instances.map((i) => i.restart({ DATABASE_URL: database.url })));
       env.db = createDb(database.url, { max: 4 });
       env.databaseUrl = database.url;
     },
@@ -129,6 +127,7 @@ export async function createSimEnvironment(opts: {
       await Promise.allSettled(all().map((i) => i.stop()));
       await Promise.allSettled([redis.quit(), env.db.$disconnect()]);
       await database.drop().catch(() => undefined);
+      await rm(dataRoot, { recursive: true, force: true });
     },
   };
   return env;
@@ -435,7 +434,7 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
       const victim = env.instances[op.instance % env.instances.length]!;
       await victim.kill("SIGKILL");
       await sleep(200);
-      await victim.spawn();
+      await victim.restart();
       return "killed and restarted";
     }
     if (!env.hasCrasher || op.conv === null) return "skipped: no crashing instance or no conversation";
@@ -582,8 +581,8 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
   }
   // Every instance restarts (the crashing one just stops): nothing a client sent can still be running, and the
   // relay replays the outbox at start.
-  await Promise.all([...env.instances, ...(env.crasher ? [env.crasher] : [])].map(halt));
-  await Promise.all(env.instances.map((i) => i.spawn()));
+  await Promise.all([...env.instances, ...(env.crasher ? [env.crasher] : [])].map((i) => i.stop()));
+  await Promise.all(env.instances.map((i) => i.restart()));
   if (!(await until(async () => (await env.db.outboxEvent.count()) === 0, 30_000)))
     report.problems.push(`${await env.db.outboxEvent.count()} outbox entries still pending after 30 s`);
   log("quiesced");
