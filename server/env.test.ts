@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { loadEnv, readEnv as read, unreadTtlMs } from "./env.ts";
-import { logger } from "./log.ts";
+import { logger, setLogFormat } from "./log.ts";
 
 const readEnv = (vars: Record<string, string>) => read({ NODE_ENV: "test", ...vars });
 
@@ -62,6 +62,43 @@ describe("loadEnv", () => {
       expect(loadEnv(dir).LOG_LEVEL).toBe("debug");
       expect(logger.level).toBe("debug");
     } finally {
+      rmSync(dir, { recursive: true });
+    }
+  });
+
+  it("takes LOG_FORMAT from .env: pretty prints one readable line per event, json prints JSON", () => {
+    const printed: string[] = [];
+    const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
+      printed.push(String(chunk));
+      return true;
+    });
+    const pretty = withDotEnv("LOG_FORMAT=pretty\n");
+    const json = withDotEnv("LOG_FORMAT=json\n");
+    try {
+      delete process.env.LOG_FORMAT;
+      loadEnv(pretty);
+      logger.info({ port: 3000 }, "Tally is running");
+      delete process.env.LOG_FORMAT;
+      loadEnv(json);
+      logger.info({ port: 3000 }, "Tally is running");
+    } finally {
+      spy.mockRestore();
+      delete process.env.LOG_FORMAT;
+      setLogFormat("auto");
+      rmSync(pretty, { recursive: true });
+      rmSync(json, { recursive: true });
+    }
+    expect(printed[0]).toMatch(/^\[\d\d:\d\d:\d\d\] INFO: Tally is running \{"port":3000\}\n$/);
+    expect(JSON.parse(printed[1]!)).toMatchObject({ level: 30, msg: "Tally is running", port: 3000 });
+  });
+
+  it("names a bad LOG_FORMAT", () => {
+    delete process.env.LOG_FORMAT;
+    const dir = withDotEnv("LOG_FORMAT=xml\n");
+    try {
+      expect(() => loadEnv(dir)).toThrow(/LOG_FORMAT/);
+    } finally {
+      delete process.env.LOG_FORMAT;
       rmSync(dir, { recursive: true });
     }
   });

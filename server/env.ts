@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { defaultLimits, type LimitName, type LimitRules } from "./limits/limits.ts";
-import { logger } from "./log.ts";
+import { logger, setLogFormat } from "./log.ts";
 import type { CookiePolicy } from "./sessions/cookies.ts";
 
 /*
@@ -62,6 +62,8 @@ const schema = z.object({
   /** As root only: let the embedded PostgreSQL's user be granted search permission on DATA_DIR's parents. */
   EMBEDDED_PG_GRANT_ACCESS: flag("0"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** pretty: one readable line per event; json: JSON lines; auto: pretty on a terminal, JSON otherwise. */
+  LOG_FORMAT: z.enum(["auto", "pretty", "json"]).default("auto"),
   SEED_DEMO: flag("1"),
   SERVE_UI: flag("1"),
   /** The consistency lab (its namespace and routes); 0 leaves it out of the server entirely. */
@@ -152,10 +154,11 @@ export function loadDotEnv(root: string = projectRoot): void {
   if (existsSync(file)) process.loadEnvFile(file);
 }
 
-/** What every entry point calls first: .env, then validation (throws naming each bad variable), then the log level. */
+/** What every entry point calls first: .env, then validation (throws naming each bad variable), then the log's level and format. */
 export function loadEnv(root: string = projectRoot): Env {
   loadDotEnv(root);
   const env = readEnv();
   logger.level = env.LOG_LEVEL;
+  setLogFormat(env.LOG_FORMAT);
   return env;
 }

@@ -25,6 +25,7 @@ async function prepareNext(dev: boolean, port: number) {
     const build = spawnSync("npx", ["--no-install", "next", "build"], { cwd: root, stdio: "inherit" });
     if (build.status !== 0) throw new Error("`next build` failed");
   }
+  logger.info(dev ? "starting the UI in development mode (pages compile on first visit)" : "starting the UI");
   const nextApp = next({ dev, dir: root, hostname: "localhost", port });
   await nextApp.prepare();
   return nextApp;
@@ -85,7 +86,8 @@ async function main(): Promise<void> {
   });
   const address = httpServer.address();
   const port = typeof address === "object" && address ? address.port : env.PORT;
-  logger.info({ port, dev }, `Tally is running on http://localhost:${port}`);
+  const demo = env.SEED_DEMO === "1" ? ` and sign in as alice, bob, carol or dave (password ${DEMO_PASSWORD})` : "";
+  logger.info({ port, dev }, `Tally is running: open http://localhost:${port}${demo}`);
 
   let stopping = false;
   const stop = async (signal: string) => {
