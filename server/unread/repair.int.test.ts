@@ -88,6 +88,30 @@ describe("leaving a group and deleting a conversation", () => {
     expect(await h.db.message.count({ where: { conversationId: { in: [group.id, direct.id] } } })).toBe(0);
     expect(await h.db.outboxEvent.count()).toBe(0);
   });
+  it("a late event for a group the user left, arriving after Redis lost their state, does not bring it back", async () => {
+    const [ann, ben, cat] = [await user("ann"), await user("ben"), await user("cat")];
+    const group = await create(ann.token, [ben.user.name, cat.user.name], "Gone");
+    const direct = await create(ann.token, [ben.user.name]);
+    const annSocket = await h.connect(ann.token, 0);
+    await send(annSocket, group.id);
+    await send(annSocket, direct.id);
+    expect((await h.http(`/api/conversations/${group.id}/leave`, { method: "POST", token: ben.token })).status).toBe(
+      200,
+    );
+    // Redis loses ben's state (a FLUSHALL, a restart without persistence), "gone" mark included; then the group's
+    // message reaches his counters late, as a fan-out computed before he left would.
+    await h.redis.del(...Object.values(userKeys(ben.user.id)));
+    const unread = createUnreadService({ redis: h.redis, db: h.db });
+    const applied = await unread.applyOne({ userId: ben.user.id, conversationId: group.id, seenSeq: 1, readSeq: 0 });
+
+    expect(applied.update).toMatchObject({ conversationId: group.id, unreadCount: 0, totalUnread: 1 });
+    const keys = userKeys(ben.user.id);
+    for (const hash of [keys.unread, keys.seen, keys.read])
+      expect(await h.redis.hexists(hash, String(group.id))).toBe(0);
+    expect(await h.redis.hget(keys.unread, String(direct.id))).toBe("1");
+    expect(await list(ben.token)).toMatchObject({ totalUnread: 1, conversations: [{ id: direct.id }] });
+    expect(await reconcile({ db: h.db, unread }, { settleMs: 20 })).toMatchObject({ drifted: 0 });
+  });
 });
 
 describe("reconciliation", () => {

@@ -126,6 +126,14 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
   }
 
   async function rebuild(userId: number, mode: "merge" | "replace" = "merge"): Promise<RebuildReply> {
+    return (await rebuildWithMembers(userId, mode)).reply;
+  }
+
+  /** rebuild(), also saying which conversations the user was found in. */
+  async function rebuildWithMembers(
+    userId: number,
+    mode: "merge" | "replace",
+  ): Promise<{ reply: RebuildReply; conversationIds: Set<number> }> {
     const rows = await memberships(userId);
     const args: (number | string)[] = rows.flatMap((t) => [t.conversationId, t.lastSeq, t.lastReadSeq]);
     if (ttlMs > 0) {
@@ -144,7 +152,8 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
       args.push(...[...expired].flatMap(([conversationId, [seq, at]]) => [conversationId, seq, at]));
       args.push(...live);
     }
-    return redis.tallyRebuild(...unreadScriptKeys(userId, prefix), newEpoch(), mode, ...args);
+    const reply = await redis.tallyRebuild(...unreadScriptKeys(userId, prefix), newEpoch(), mode, ...args);
+    return { reply, conversationIds: new Set(rows.map((r) => r.conversationId)) };
   }
 
   function applyArgs(e: UnreadEvent): Parameters<Redis["tallyApply"]> {
@@ -156,11 +165,18 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
     const { userId, conversationId } = event;
     let result = toUpdate(conversationId, await redis.tallyApply(...applyArgs(event)));
     if (result) return { userId, ...result };
-    // State was missing: the rebuild reads the database, which already holds this event.
-    const rebuilt = await rebuild(userId);
-    result = toUpdate(conversationId, await redis.tallyApply(...applyArgs(event)));
+    // State was missing: the rebuild reads the database, which already holds this event. The event may be late,
+    // for a conversation the user has left since (a fan-out computed before they left); the "gone" mark that
+    // would have ignored it went with the rest of the state, so it is set again instead of applying the event.
+    const rebuilt = await rebuildWithMembers(userId, "merge");
+    result = toUpdate(
+      conversationId,
+      rebuilt.conversationIds.has(conversationId)
+        ? await redis.tallyApply(...applyArgs(event))
+        : await redis.tallyRemove(...unreadScriptKeys(userId, prefix), conversationId),
+    );
     if (!result) throw new Error(`unread state of user ${userId} vanished right after its rebuild`);
-    return { userId, update: result.update, changed: result.changed || rebuilt[3] !== "unchanged" };
+    return { userId, update: result.update, changed: result.changed || rebuilt.reply[3] !== "unchanged" };
   }
 
   /** Applies many events in one pipeline (a message fans out to every member). */
