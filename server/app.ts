@@ -20,6 +20,7 @@ import { createOutbox } from "./outbox/outbox.ts";
 import { createRelay } from "./outbox/relay.ts";
 import { requireSession } from "./sessions/socket-gate.ts";
 import { socketNotifier, type Notifier } from "./realtime/notifier.ts";
+import { commandsSettled } from "./realtime/command.ts";
 import type { TallyServer } from "./realtime/types.ts";
 import { sessionRoom, userRoom } from "./redis/keys.ts";
 import { sessionActions } from "./sessions/sessions.handlers.ts";
@@ -225,6 +226,8 @@ export function createApp({
       for (const module of mounted) await module.close();
       await relay.stop();
       await new Promise<void>((resolve) => void io.close(() => resolve()));
+      // A sync or a send that was running finishes before the caller disconnects the database under it.
+      await withTimeout(commandsSettled(io), 5_000).catch(() => undefined);
     },
   };
 }

@@ -1,7 +1,7 @@
 import type { ClientToServerEvents, Result } from "../contracts/index.ts";
 import { toApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import type { TallySocket } from "./types.ts";
+import type { TallyServer, TallySocket } from "./types.ts";
 
 /**
  * Wraps a socket command: ignores calls without an acknowledgement (nobody could be told the outcome),
@@ -27,6 +27,9 @@ export function command<T extends object>(
   };
 }
 
+/** The commands each server is running, so that closing it can wait for them before the database goes. */
+const running = new WeakMap<object, Set<Promise<unknown>>>();
+
 /** Handles the command `event` on `socket` with `run` (see `command`). */
 export function onCommand<T extends object>(
   socket: TallySocket,
@@ -34,5 +37,25 @@ export function onCommand<T extends object>(
   event: keyof ClientToServerEvents,
   run: (payload: unknown) => Promise<T>,
 ): void {
-  socket.on(event, command(log, event, run));
+  const server = socket.nsp.server;
+  let set = running.get(server);
+  if (!set) running.set(server, (set = new Set()));
+  const inFlight = set;
+  socket.on(
+    event,
+    command(log, event, (payload) => {
+      const p = run(payload);
+      inFlight.add(p);
+      void p.then(
+        () => inFlight.delete(p),
+        () => inFlight.delete(p),
+      );
+      return p;
+    }),
+  );
+}
+
+/** Resolves once every command running on `server` now has settled (its own outcome is answered elsewhere). */
+export async function commandsSettled(server: TallyServer): Promise<void> {
+  await Promise.allSettled([...(running.get(server) ?? [])]);
 }
