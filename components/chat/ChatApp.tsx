@@ -2,6 +2,7 @@
 
 import { ChatProvider, useChatStore } from "@/components/providers/ChatProvider";
 import { selectSessionStatus } from "@/components/store/selectors";
+import { ConnectionBanner } from "./ConnectionBanner";
 import { ConversationPane } from "./ConversationPane";
 import { Header } from "./Header";
 import { LoginScreen } from "./LoginScreen";
@@ -13,6 +14,7 @@ function Workspace() {
   return (
     <div className="app">
       <Header />
+      <ConnectionBanner />
       <div className="workspace" data-has-active={hasActive}>
         <Sidebar />
         <ConversationPane />

@@ -1,7 +1,7 @@
 "use client";
 
 import { useChatStore } from "@/components/providers/ChatProvider";
-import { selectConnected, selectShownTotal, selectUser } from "@/components/store/selectors";
+import { selectShownTotal, selectUser } from "@/components/store/selectors";
 import { TallyMark } from "./TallyMark";
 
 function AppBadge() {
@@ -20,7 +20,6 @@ function AppBadge() {
 
 export function Header() {
   const user = useChatStore(selectUser);
-  const connected = useChatStore(selectConnected);
   const signOut = useChatStore((s) => s.signOut);
 
   return (
@@ -31,11 +30,6 @@ export function Header() {
         <AppBadge />
       </div>
       <div className="account">
-        {!connected && (
-          <span className="connection" role="status">
-            Connecting…
-          </span>
-        )}
         <span className="user-name" data-testid="current-user">
           {user?.name}
         </span>

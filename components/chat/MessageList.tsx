@@ -5,7 +5,7 @@ import type { MessageDTO } from "@/server/contracts";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { formatFullDate, formatMessageTime } from "@/components/lib/format";
 import { selectMessageList, selectPending } from "@/components/store/selectors";
-import type { PendingMessage } from "@/components/store";
+import { PendingItem } from "./PendingItem";
 
 /** How close to an edge counts as "at" it, in pixels. */
 const EDGE = 80;
@@ -23,18 +23,6 @@ const Message = memo(function Message({ message, own }: { message: MessageDTO; o
     </li>
   );
 });
-
-function PendingItem({ item }: { item: PendingMessage }) {
-  return (
-    <li className="message own pending" data-testid="message-pending" aria-busy="true">
-      <div className="message-meta">
-        <span className="message-sender">You</span>
-        <span>sending…</span>
-      </div>
-      <div className="message-bubble">{item.content}</div>
-    </li>
-  );
-}
 
 export function MessageList({ conversationId }: { conversationId: number }) {
   const list = useChatStore(selectMessageList(conversationId));
@@ -118,7 +106,7 @@ export function MessageList({ conversationId }: { conversationId: number }) {
           <Message key={m.id} message={m} own={m.senderId === userId} />
         ))}
         {pending.map((p) => (
-          <PendingItem key={p.clientMsgId} item={p} />
+          <PendingItem key={p.clientMsgId} conversationId={conversationId} item={p} />
         ))}
       </ol>
     </div>

@@ -71,7 +71,6 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
 
       openConversation(conversationId) {
         set({ activeConversationId: conversationId });
-        get().clearSendError(conversationId);
         get().clearConversationError(conversationId);
         get().refreshMessages(conversationId);
         get().readIfActive(conversationId);
@@ -127,7 +126,6 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
             conversationErrors: without(s.conversationErrors, conversationId),
             messages: without(s.messages, conversationId),
             pending: without(s.pending, conversationId),
-            sendErrors: without(s.sendErrors, conversationId),
             unreadCounts: without(s.unreadCounts, conversationId),
             // Its count leaves the total in the same step as its row, so no badge ever disagrees with the rows.
             totalUnread: Math.max(0, s.totalUnread - counted),

@@ -1,6 +1,7 @@
 import type { StateCreator } from "zustand/vanilla";
 import { initialConversationsState } from "./conversations";
-import type { StoreRuntime } from "./runtime";
+import { clearDrafts } from "./drafts";
+import { clearOutbox, type StoreRuntime } from "./runtime";
 import type { ChatState, SessionSlice } from "./types";
 import { initialUnreadState } from "./unread";
 
@@ -19,12 +20,12 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
       for (const timer of rt.unreadWatch.values()) clearTimeout(timer);
       rt.unreadWatch.clear();
       rt.removed.clear();
+      clearOutbox(rt.outbox);
       set({
         ...initialUnreadState,
         ...initialConversationsState,
         messages: {},
         pending: {},
-        sendErrors: {},
         conversationErrors: {},
         user: null,
         sessionStatus: "signedOut",
@@ -52,8 +53,12 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
       },
 
       async signOut(everywhere = false) {
+        const userId = get().user?.id;
         // Clear the cookie before showing the sign-in form, so a quick new sign-in cannot be undone by it.
         await (everywhere ? rt.deps.session.signOutEverywhere() : rt.deps.session.signOut());
+        // Signing out means leaving this browser to someone else: no half-written text stays behind. (An expired
+        // session, below in verifySession, keeps them for the same person's next sign-in.)
+        if (userId !== undefined) clearDrafts(rt.deps.drafts, userId);
         reset();
       },
 
@@ -61,6 +66,7 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
         set({ connected: true });
         rt.sync.catchUpActive = true;
         get().requestSync(true);
+        get().resumeSending();
       },
 
       handleDisconnected() {
