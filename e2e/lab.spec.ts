@@ -49,6 +49,18 @@ test("the lab runs a small comparison of the four strategies, charts it and repl
     "false",
   ]);
 
+  // Both charts on one time axis: the same ticks, up to the longest strategy's run.
+  const ticks = (chart: string) =>
+    page
+      .getByTestId(chart)
+      .locator(".recharts-xAxis-tick-labels .recharts-cartesian-axis-tick-value")
+      .allTextContents();
+  const throughputTicks = await ticks("lab-chart-throughput");
+  expect(throughputTicks[0]).toBe("0 s");
+  expect(throughputTicks.length).toBeGreaterThan(1);
+  expect(await ticks("lab-chart-drift")).toEqual(throughputTicks);
+  await expect(page.getByTestId("lab-chart-axis")).toContainText(`0–${throughputTicks.at(-1)}`);
+
   for (const chart of ["lab-chart-throughput", "lab-chart-drift"]) {
     await expect(page.getByTestId(chart)).toBeVisible();
     // One drawn line per strategy.

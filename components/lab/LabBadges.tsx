@@ -1,6 +1,6 @@
 "use client";
 
-import { STRATEGY_COLORS, STRATEGY_LABELS } from "./colors";
+import { STRATEGY_COLORS, STRATEGY_SHORT_LABELS } from "./colors";
 import { useLabStore } from "./LabProvider";
 import { latestBadges } from "./store";
 
@@ -35,7 +35,7 @@ export function LabBadges() {
             <tr key={strategy} data-testid="lab-badge-row" data-strategy={strategy}>
               <th scope="row">
                 <span className="lab-swatch" style={{ background: STRATEGY_COLORS[strategy] }} />
-                {STRATEGY_LABELS[strategy].split(" (")[0]}
+                {STRATEGY_SHORT_LABELS[strategy]}
               </th>
               {users.map((id) => {
                 const b = badges.find((x) => x.userId === id);

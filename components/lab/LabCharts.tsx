@@ -3,7 +3,7 @@
 import { useMemo } from "react";
 import { CartesianGrid, Legend, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import type { LabSample } from "@/server/contracts";
-import { STRATEGY_COLORS, STRATEGY_LABELS } from "./colors";
+import { STRATEGY_COLORS, STRATEGY_SHORT_LABELS } from "./colors";
 import { useLabStore } from "./LabProvider";
 import { chartRows, sharedTimeAxis, STRATEGY_NAMES } from "./store";
 
@@ -33,7 +33,7 @@ function Chart({ title, testId, value, axis }: ChartProps) {
               key={name}
               type="monotone"
               dataKey={name}
-              name={STRATEGY_LABELS[name]}
+              name={STRATEGY_SHORT_LABELS[name]}
               stroke={STRATEGY_COLORS[name]}
               strokeWidth={2}
               dot={false}
@@ -60,12 +60,7 @@ export function LabCharts() {
   return (
     <div className="lab-charts">
       <Chart title="Throughput (operations/s)" testId="lab-chart-throughput" value={opsPerSec} axis={axis} />
-      <Chart
-        title="Drift (users whose badge ≠ the sum of their list)"
-        testId="lab-chart-drift"
-        value={driftUsers}
-        axis={axis}
-      />
+      <Chart title="Drift (users whose badge ≠ sum of list)" testId="lab-chart-drift" value={driftUsers} axis={axis} />
       <p className="lab-hint lab-charts-axis" data-testid="lab-chart-axis">
         Both charts: seconds since each strategy started, on one shared axis (0–{axis.domain[1]} s). The strategies run
         one after another, so a shorter line finished sooner.

@@ -43,7 +43,7 @@ describe("the run's summary", () => {
     expect(text).toContain(
       "Lock and WATCH still show ≠ truth (lock 2 counts, 1 badge; WATCH 5 counts, 3 badges) with zero drift: their badges add up",
     );
-    expect(text).toContain("out of order");
+    expect(text).toContain("out of order and a counter can't tell");
     expect(text).toContain("a read that lands after a send it never saw clears that message too");
     expect(text).toMatch(
       /Lua also matched the truth everywhere: its max-registers end in the same state whatever the order\.$/,

@@ -83,11 +83,11 @@ export const RESULT_COLUMNS: readonly ResultColumn[] = [
   { heading: "lost", meaning: `operations that failed all ${MAX_ATTEMPTS} attempts` },
   {
     heading: "drift (users / Σ)",
-    meaning: "users whose badge ≠ the sum of their conversations / Σ, by how much in all (the sum of the differences)",
+    meaning: "users whose badge ≠ the sum of their conversations / Σ, the sum of those differences",
   },
   {
     heading: "≠ truth (counts / totals)",
-    meaning: "conversation counts / badges that differ from the truth, even when they add up",
+    meaning: "conversation counts / badges that differ from the truth, even where they add up",
   },
 ];
 
@@ -209,9 +209,9 @@ export function summarize(results: readonly LabStrategyResult[], faults: Pick<La
         : "";
     sentences.push(
       `${capital(list(offTruth.map((r) => NAMES[r.strategy])))} still ${one ? "shows" : "show"} ≠ truth (${detail}) ` +
-        `with zero drift: ${one ? "its" : "their"} badges add up, but concurrent workers and redeliveries apply a ` +
-        "user's sends and reads out of order, and a counter can't tell: a read that lands after a send it never " +
-        `saw clears that message too.${restart}`,
+        `with zero drift: ${one ? "its" : "their"} badges add up, but workers and redeliveries apply a user's ` +
+        "sends and reads out of order and a counter can't tell, so a read that lands after a send it never saw " +
+        `clears that message too.${restart}`,
     );
   }
   const lost = results.filter((r) => r.lost > 0);
