@@ -15,7 +15,7 @@ export function NewConversationForm({ onDone }: { onDone: () => void }) {
     if (busy) return;
     const memberNames = members.split(/[\s,]+/).filter(Boolean);
     if (memberNames.length === 0) {
-      setError("Enter at least one user name.");
+      setError("Name a person to start a conversation with.");
       return;
     }
     if (await call(() => createConversation({ memberNames, title: title.trim() || undefined }))) onDone();
