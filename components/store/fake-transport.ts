@@ -161,6 +161,8 @@ export function conversation(id: number, overrides: Partial<ConversationDTO> = {
     lastReadSeq: lastSeq,
     unreadCount: 0,
     lastMessage: lastSeq > 0 ? message(id, lastSeq) : null,
+    // Before every message() of the fakes, so a conversation's messages are newer than its creation.
+    createdAt: new Date(Date.UTC(2024, 0, 1, 0, 0, id)).toISOString(),
     ...overrides,
   };
 }

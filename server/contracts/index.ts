@@ -29,6 +29,8 @@ export interface ConversationDTO {
   lastReadSeq: number;
   unreadCount: number;
   lastMessage: MessageDTO | null;
+  /** ISO 8601: when it was created; a conversation without messages sorts by it. */
+  createdAt: string;
 }
 
 /**
