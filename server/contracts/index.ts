@@ -91,6 +91,18 @@ export interface DemoAccounts {
   accounts: string[];
   password: string | null;
 }
+/** `GET /api/users?prefix=`: names of people who share a conversation with the caller, at most 10. */
+export interface UserLookup {
+  names: string[];
+}
+/**
+ * `GET /api/start`: what a page needs before anything else. `user` is null without a valid session (a 200, so a
+ * signed-out page load logs no failed request); `lab` says whether this server runs the consistency lab.
+ */
+export interface StartResponse {
+  user: UserDTO | null;
+  lab: boolean;
+}
 export interface MessagesResponse {
   messages: MessageDTO[];
 }

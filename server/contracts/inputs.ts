@@ -25,6 +25,11 @@ const memberName = z
   .trim()
   .regex(USER_NAME, { error: (issue) => `No user called '${String(issue.input)}'.` });
 
+/** `GET /api/users?prefix=`: the start of a name, by the same rules as a name. */
+export const userLookupQuery = z.strictObject({
+  prefix: z.string().trim().regex(USER_NAME, "Type the start of a name: 1–32 letters, digits, _ or -."),
+});
+
 const id = z.number().int().positive().max(2_147_483_647);
 const seq = z.number().int().min(0).max(2_147_483_647);
 
