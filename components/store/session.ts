@@ -19,6 +19,9 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
       for (const timer of rt.unreadWatch.values()) clearTimeout(timer);
       rt.unreadWatch.clear();
       rt.removed.clear();
+      for (const cursor of rt.cursors.values()) cursor.cancel();
+      rt.cursors.clear();
+      rt.view = null;
       set({
         ...initialUnreadState,
         ...initialConversationsState,
