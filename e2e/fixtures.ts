@@ -10,7 +10,7 @@ import { freePort } from "../server/embedded/ports.ts";
 import type { ConversationDTO, SessionResponse, Snapshot, UserDTO } from "../server/contracts/index.ts";
 import { installBadgeRecorder, installWindowControl } from "./support/browser-scripts.ts";
 import { readEnvironment, type E2eEnvironment } from "./support/environment.ts";
-import { appBadge, blur, hide, lookAt, openConversation } from "./support/tally-page.ts";
+import { appShell, blur, hide, lookAt, openConversation } from "./support/tally-page.ts";
 import { instanceDataDir, startTallyServer, type TallyServer } from "./support/tally-server.ts";
 
 /** Where a new tab stands: looked at (and brought to the front), hidden behind another tab, or on screen unfocused. */
@@ -160,7 +160,7 @@ async function signedIn(
     async openTab(server, options = {}) {
       const page = await context.newPage();
       await page.goto(server);
-      await expect(appBadge(page)).toBeVisible();
+      await expect(appShell(page)).toBeVisible();
       if (options.window !== undefined) await placements[options.window](page);
       if (options.open !== undefined) await openConversation(page, options.open);
       return page;

@@ -27,6 +27,40 @@ test("the lab runs a small comparison of the four strategies, charts it and repl
   await expect(rows.and(page.locator('[data-strategy="naive"]'))).not.toHaveAttribute("data-drift", "0");
   await expect(rows.and(page.locator('[data-strategy="lua"]'))).toHaveAttribute("data-drift", "0");
 
+  // One sentence says what the table shows, computed from it.
+  const summary = page.getByTestId("lab-summary");
+  await expect(summary).toContainText(/^Naive drifted on \d+ users? \(badges off by \d+ in all\)/);
+  await expect(summary).toContainText("Lua kept every badge equal to the sum of its conversations");
+  // Every column is explained under the table and in its tooltip.
+  const legend = page.getByTestId("lab-results-legend");
+  for (const term of ["aborted", "drift (users / Σ)", "≠ truth (counts / totals)", "retries", "lock waits", "lost"]) {
+    await expect(legend.getByText(term, { exact: true })).toBeVisible();
+  }
+  await expect(page.getByRole("columnheader", { name: "aborted" })).toHaveAttribute("title", /redelivered/);
+
+  // The live badges: the hot user's badge and the sum of their conversations, per strategy; Lua's agree.
+  const badgeRows = page.getByTestId("lab-badge-row");
+  await expect(badgeRows).toHaveCount(4);
+  const luaBadges = badgeRows.and(page.locator('[data-strategy="lua"]')).getByTestId("lab-badge");
+  await expect(luaBadges).toHaveCount(3);
+  expect(await luaBadges.evaluateAll((cells) => cells.map((c) => c.getAttribute("data-off")))).toEqual([
+    "false",
+    "false",
+    "false",
+  ]);
+
+  // Both charts on one time axis: the same ticks, up to the longest strategy's run.
+  const ticks = (chart: string) =>
+    page
+      .getByTestId(chart)
+      .locator(".recharts-xAxis-tick-labels .recharts-cartesian-axis-tick-value")
+      .allTextContents();
+  const throughputTicks = await ticks("lab-chart-throughput");
+  expect(throughputTicks[0]).toBe("0 s");
+  expect(throughputTicks.length).toBeGreaterThan(1);
+  expect(await ticks("lab-chart-drift")).toEqual(throughputTicks);
+  await expect(page.getByTestId("lab-chart-axis")).toContainText(`0–${throughputTicks.at(-1)}`);
+
   for (const chart of ["lab-chart-throughput", "lab-chart-drift"]) {
     await expect(page.getByTestId(chart)).toBeVisible();
     // One drawn line per strategy.
@@ -36,13 +70,104 @@ test("the lab runs a small comparison of the four strategies, charts it and repl
   await page.getByTestId("lab-story-race").click();
   const columns = page.getByTestId("lab-story-column");
   await expect(columns).toHaveCount(4, { timeout: 30_000 });
+  const next = page.getByTestId("lab-story-next");
+  await expect(page.getByTestId("lab-story-prev")).toBeDisabled();
+  await next.click();
+  await expect(page.getByTestId("lab-story-prev")).toBeEnabled();
   await page.getByRole("button", { name: "To the end" }).click();
+  // The last step: nowhere further to go.
+  await expect(next).toBeDisabled();
+  await expect(page.getByRole("button", { name: "To the end" })).toBeDisabled();
+  await page.getByTestId("lab-story-prev").click();
+  await expect(next).toBeEnabled();
+  await next.click();
+  await expect(next).toBeDisabled();
   const naive = columns.and(page.locator('[data-strategy="naive"]'));
   await expect(naive.getByTestId("lab-story-badge")).toHaveText("1");
   await expect(naive.getByTestId("lab-story-list")).toHaveText("0");
   await expect(columns.and(page.locator('[data-strategy="lua"]')).getByTestId("lab-story-verdict")).toContainText(
     "badge = list = truth",
   );
+});
+
+test("the lab explains its words and fills the fault fields from a preset", async ({ signUp, env }) => {
+  const presenter = await signUp("lab_words");
+  const page = await presenter.context.newPage();
+  await page.goto(`${env.serverA}/lab`);
+
+  // The glossary opens from the keyboard and names every piece of jargon.
+  const glossary = page.getByTestId("lab-glossary");
+  await glossary.locator("summary").focus();
+  await page.keyboard.press("Enter");
+  await expect(glossary).toHaveAttribute("open", "");
+  for (const term of [
+    "lock (SET NX PX)",
+    "WATCH / MULTI",
+    "max-register",
+    "hot user",
+    "drift",
+    "truth",
+    "redelivery",
+  ]) {
+    await expect(glossary.getByText(term, { exact: true })).toBeVisible();
+  }
+  await expect(glossary.getByText("drift (users / Σ)", { exact: true })).toBeVisible();
+  await expect(page.getByTestId("lab-hotUserShare")).toHaveAttribute("aria-description", /User 1/);
+
+  await expect(page.getByTestId("lab-preset-none")).toHaveAttribute("aria-pressed", "true");
+  await page.getByTestId("lab-preset-crash").click();
+  await expect(page.getByTestId("lab-stepFailureRate")).toHaveValue("0.03");
+  await expect(page.getByTestId("lab-workerDeathRate")).toHaveValue("0.002");
+  await expect(page.getByTestId("lab-stepDelayMs")).toHaveValue("0");
+  await expect(page.getByTestId("lab-preset-crash")).toHaveAttribute("aria-pressed", "true");
+  await expect(page.getByTestId("lab-preset-none")).toHaveAttribute("aria-pressed", "false");
+
+  await page.getByTestId("lab-preset-slow").click();
+  await expect(page.getByTestId("lab-stepFailureRate")).toHaveValue("0");
+  await expect(page.getByTestId("lab-stepDelayMs")).toHaveValue("5");
+
+  await page.getByTestId("lab-preset-everything").click();
+  await expect(page.getByTestId("lab-stepFailureRate")).toHaveValue("0.03");
+  await expect(page.getByTestId("lab-stepDelayMs")).toHaveValue("5");
+  await expect(page.getByTestId("lab-redisRestart")).toBeChecked();
+
+  // A field changed by hand is no preset any more; "none" clears every fault.
+  await page.getByTestId("lab-stepDelayMs").fill("7");
+  await expect(page.locator('.lab-preset[aria-pressed="true"]')).toHaveCount(0);
+  await page.getByTestId("lab-preset-none").click();
+  await expect(page.getByTestId("lab-stepDelayMs")).toHaveValue("0");
+  await expect(page.getByTestId("lab-workerDeathRate")).toHaveValue("0");
+  await expect(page.getByTestId("lab-redisRestart")).not.toBeChecked();
+});
+
+test("the lab fits a 375 px wide phone: nothing overflows sideways, the header is whole", async ({ signUp, env }) => {
+  const presenter = await signUp("lab_phone");
+  const page = await presenter.context.newPage();
+  await page.setViewportSize({ width: 375, height: 740 });
+  await page.goto(`${env.serverA}/lab`);
+  await page.getByTestId("lab-glossary").locator("summary").click();
+
+  await page.getByTestId("lab-operations").fill("200");
+  await page.getByTestId("lab-users").fill("5");
+  await page.getByTestId("lab-workers").fill("3");
+  await page.getByTestId("lab-run").click();
+  await expect(page.getByTestId("lab-status")).toHaveAttribute("data-status", "finished", { timeout: 60_000 });
+  await expect(page.getByTestId("lab-summary")).toBeVisible();
+  await page.getByTestId("lab-story-crash").click();
+  await expect(page.getByTestId("lab-story-column")).toHaveCount(4, { timeout: 30_000 });
+  await page.getByRole("button", { name: "To the end" }).click();
+
+  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+  // The header's title and link are shown whole, inside the screen.
+  const header = page.getByTestId("lab-header");
+  for (const part of [header.getByRole("heading", { name: "Tally · Consistency lab" }), header.getByRole("link")]) {
+    const box = (await part.boundingBox())!;
+    expect(box.x).toBeGreaterThanOrEqual(0);
+    expect(box.x + box.width).toBeLessThanOrEqual(375);
+    expect(await part.evaluate((el) => el.scrollWidth <= el.clientWidth && el.scrollHeight <= el.clientHeight)).toBe(
+      true,
+    );
+  }
 });
 
 test("the lab asks anonymous visitors to sign in", async ({ newContext, env }) => {

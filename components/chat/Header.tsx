@@ -1,17 +1,22 @@
 "use client";
 
 import { useChatStore } from "@/components/providers/ChatProvider";
-import { selectConnected, selectShownTotal, selectUser } from "@/components/store/selectors";
+import { selectShownTotal, selectUser } from "@/components/store/selectors";
 import { TallyMark } from "./TallyMark";
 
+/**
+ * The total. At 0 it is only hidden from sight, not removed: screen readers still say "No unread messages",
+ * and tests keep reading its data-count.
+ */
 function AppBadge() {
   const total = useChatStore(selectShownTotal);
   return (
     <span
-      className={total > 0 ? "badge" : "badge badge-zero"}
+      className={total > 0 ? "badge" : "badge visually-hidden"}
       data-testid="app-badge"
       data-count={total}
-      aria-label={`${total} unread`}
+      role="img"
+      aria-label={total > 0 ? `${total} unread ${total === 1 ? "message" : "messages"}` : "No unread messages"}
     >
       {total}
     </span>
@@ -20,8 +25,8 @@ function AppBadge() {
 
 export function Header() {
   const user = useChatStore(selectUser);
-  const connected = useChatStore(selectConnected);
   const signOut = useChatStore((s) => s.signOut);
+  const lab = useChatStore((s) => s.lab);
 
   return (
     <header className="topbar">
@@ -31,10 +36,10 @@ export function Header() {
         <AppBadge />
       </div>
       <div className="account">
-        {!connected && (
-          <span className="connection" role="status">
-            Connecting…
-          </span>
+        {lab && (
+          <a className="button ghost" href="/lab" data-testid="lab-link" title="The consistency lab">
+            Lab
+          </a>
         )}
         <span className="user-name" data-testid="current-user">
           {user?.name}

@@ -6,7 +6,8 @@ import { useChatStore } from "@/components/providers/ChatProvider";
 import { formatFullDate, formatMessageTime } from "@/components/lib/format";
 import { selectMessageList, selectPending, selectShownUnread } from "@/components/store/selectors";
 import { latestSeq } from "@/components/store/runtime";
-import type { OnScreen, PendingMessage } from "@/components/store";
+import type { OnScreen } from "@/components/store";
+import { PendingItem } from "./PendingItem";
 
 /** How close to an edge counts as "at" it, in pixels. */
 const EDGE = 80;
@@ -30,18 +31,6 @@ const Message = memo(function Message({ message, own }: { message: MessageDTO; o
     </li>
   );
 });
-
-function PendingItem({ item }: { item: PendingMessage }) {
-  return (
-    <li className="message own pending" data-testid="message-pending" aria-busy="true">
-      <div className="message-meta">
-        <span className="message-sender">You</span>
-        <span>sending…</span>
-      </div>
-      <div className="message-bubble">{item.content}</div>
-    </li>
-  );
-}
 
 function UnreadDivider() {
   return (
@@ -258,7 +247,7 @@ export function MessageList({ conversationId }: { conversationId: number }) {
             <MessageItem key={m.id} message={m} own={m.senderId === userId} divider={m.seq === dividerBefore} />
           ))}
           {pending.map((p) => (
-            <PendingItem key={p.clientMsgId} item={p} />
+            <PendingItem key={p.clientMsgId} conversationId={conversationId} item={p} />
           ))}
         </ol>
       </div>

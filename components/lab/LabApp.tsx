@@ -1,9 +1,11 @@
 "use client";
 
 import { TallyMark } from "@/components/chat/TallyMark";
+import { LabBadges } from "./LabBadges";
 import { LabBots } from "./LabBots";
 import { LabCharts } from "./LabCharts";
 import { LabForm } from "./LabForm";
+import { LabGlossary } from "./LabGlossary";
 import { LabProvider, useLabStore } from "./LabProvider";
 import { LabResults } from "./LabResults";
 import { LabStoryMode } from "./LabStory";
@@ -23,7 +25,7 @@ function Body() {
     return (
       <main className="lab-main">
         <p className="lab-lead" data-testid="lab-signed-out">
-          The lab is open to any signed-in user. <a href="/">Sign in</a> first, then come back to /lab.
+          The lab is open to any signed-in user. <a href="/?next=/lab">Sign in</a> and you come back here.
         </p>
       </main>
     );
@@ -37,8 +39,12 @@ function Body() {
           two-step writes, a per-user lock, WATCH/MULTI and Tally&apos;s Lua scripts. Drift is a badge that disagrees
           with the sum of the list.
         </p>
+        <LabGlossary />
         <LabForm />
-        <LabCharts />
+        <div className="lab-live">
+          <LabCharts />
+          <LabBadges />
+        </div>
       </section>
       <LabResults />
       <LabStoryMode />
@@ -51,13 +57,16 @@ export function LabApp() {
   return (
     <LabProvider>
       <div className="lab">
-        <header className="topbar">
+        <header className="topbar lab-topbar" data-testid="lab-header">
           <div className="brand">
             <TallyMark />
-            <span className="brand-name">Tally · Consistency lab</span>
+            <h1 className="brand-name">Tally · Consistency lab</h1>
           </div>
-          <a className="link" href="/">
-            Back to the chat
+          <a className="link lab-back" href="/" aria-label="Back to the chat">
+            <span className="lab-back-long">Back to the chat</span>
+            <span className="lab-back-short" aria-hidden="true">
+              ← Chat
+            </span>
           </a>
         </header>
         <Body />

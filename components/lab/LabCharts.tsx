@@ -3,11 +3,18 @@
 import { useMemo } from "react";
 import { CartesianGrid, Legend, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import type { LabSample } from "@/server/contracts";
-import { STRATEGY_COLORS, STRATEGY_LABELS } from "./colors";
+import { STRATEGY_COLORS, STRATEGY_SHORT_LABELS } from "./colors";
 import { useLabStore } from "./LabProvider";
-import { chartRows, STRATEGY_NAMES } from "./store";
+import { chartRows, sharedTimeAxis, STRATEGY_NAMES } from "./store";
 
-function Chart({ title, testId, value }: { title: string; testId: string; value: (s: LabSample) => number }) {
+interface ChartProps {
+  title: string;
+  testId: string;
+  value: (s: LabSample) => number;
+  axis: ReturnType<typeof sharedTimeAxis>;
+}
+
+function Chart({ title, testId, value, axis }: ChartProps) {
   const samples = useLabStore((s) => s.samples);
   const strategies = useLabStore((s) => s.run?.strategies ?? s.strategies);
   const rows = useMemo(() => chartRows(samples, value), [samples, value]);
@@ -17,7 +24,7 @@ function Chart({ title, testId, value }: { title: string; testId: string; value:
       <ResponsiveContainer width="100%" height={240}>
         <LineChart data={rows} margin={{ top: 8, right: 16, bottom: 4, left: 0 }}>
           <CartesianGrid strokeDasharray="3 3" opacity={0.4} />
-          <XAxis dataKey="t" type="number" domain={[0, "dataMax"]} unit=" s" tickCount={6} />
+          <XAxis dataKey="t" type="number" domain={axis.domain} ticks={axis.ticks} unit=" s" allowDataOverflow />
           <YAxis allowDecimals={false} width={56} />
           <Tooltip />
           <Legend />
@@ -26,7 +33,7 @@ function Chart({ title, testId, value }: { title: string; testId: string; value:
               key={name}
               type="monotone"
               dataKey={name}
-              name={STRATEGY_LABELS[name]}
+              name={STRATEGY_SHORT_LABELS[name]}
               stroke={STRATEGY_COLORS[name]}
               strokeWidth={2}
               dot={false}
@@ -43,12 +50,21 @@ function Chart({ title, testId, value }: { title: string; testId: string; value:
 const opsPerSec = (s: LabSample) => s.opsPerSec;
 const driftUsers = (s: LabSample) => s.drift.users;
 
-/** Throughput and drift per strategy, over seconds since each strategy started (they run one after another). */
+/**
+ * Throughput and drift per strategy, over seconds since each strategy started (they run one after another), on
+ * one time axis shared by every line of both charts.
+ */
 export function LabCharts() {
+  const samples = useLabStore((s) => s.samples);
+  const axis = useMemo(() => sharedTimeAxis(samples), [samples]);
   return (
     <div className="lab-charts">
-      <Chart title="Throughput (operations/s)" testId="lab-chart-throughput" value={opsPerSec} />
-      <Chart title="Drift (users whose badge ≠ the sum of their list)" testId="lab-chart-drift" value={driftUsers} />
+      <Chart title="Throughput (operations/s)" testId="lab-chart-throughput" value={opsPerSec} axis={axis} />
+      <Chart title="Drift (users whose badge ≠ sum of list)" testId="lab-chart-drift" value={driftUsers} axis={axis} />
+      <p className="lab-hint lab-charts-axis" data-testid="lab-chart-axis">
+        Both charts: seconds since each strategy started, on one shared axis (0–{axis.domain[1]} s). The strategies run
+        one after another, so a shorter line finished sooner.
+      </p>
     </div>
   );
 }

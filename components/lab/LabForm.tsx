@@ -4,25 +4,53 @@ import type { FormEvent } from "react";
 import type { LabFaults } from "@/server/contracts";
 import type { LabForm as Form } from "./store";
 import { STRATEGY_LABELS } from "./colors";
+import { FAULT_PRESETS, glossaryMeaning, matchingPreset } from "./explain";
 import { useLabStore } from "./LabProvider";
 import { NumberFields, type NumberFieldSpec } from "./NumberField";
 import { STRATEGY_NAMES } from "./store";
 
 const FIELDS: (NumberFieldSpec & { key: keyof Omit<Form, "faults"> })[] = [
-  { key: "operations", label: "Operations per strategy", min: 1, max: 1_000_000 },
-  { key: "users", label: "Users", min: 1, max: 10_000 },
+  { key: "operations", label: "Operations per strategy", min: 1, max: 1_000_000, hint: glossaryMeaning("operation") },
+  { key: "users", label: "Users", min: 1, max: 10_000, hint: "How many users the operations are spread over." },
   { key: "conversationsPerUser", label: "Conversations per user", min: 1, max: 100 },
-  { key: "workers", label: "Concurrent workers", min: 1, max: 64 },
+  { key: "workers", label: "Concurrent workers", min: 1, max: 64, hint: glossaryMeaning("worker") },
   { key: "sendShare", label: "Share of sends (rest: reads)", min: 0, max: 1, step: 0.05 },
-  { key: "hotUserShare", label: "Share on one hot user", min: 0, max: 1, step: 0.05 },
-  { key: "seed", label: "Seed", min: 0, max: 2 ** 31 - 1 },
+  {
+    key: "hotUserShare",
+    label: "Share on one hot user",
+    min: 0,
+    max: 1,
+    step: 0.05,
+    hint: glossaryMeaning("hot user"),
+  },
+  { key: "seed", label: "Seed", min: 0, max: 2 ** 31 - 1, hint: glossaryMeaning("seed") },
 ];
 
 const FAULT_FIELDS: (NumberFieldSpec & { key: keyof Omit<LabFaults, "redisRestart"> })[] = [
-  { key: "stepFailureRate", label: "Second step fails (probability)", min: 0, max: 0.5, step: 0.01 },
-  { key: "stepDelayMs", label: "Delay between the steps (ms)", min: 0, max: 1000 },
+  {
+    key: "stepFailureRate",
+    label: "Second step fails (probability)",
+    min: 0,
+    max: 0.5,
+    step: 0.01,
+    hint: "The operation fails right after its first write (WATCH and Lua: before their one write); it is redelivered.",
+  },
+  {
+    key: "stepDelayMs",
+    label: "Delay between the steps (ms)",
+    min: 0,
+    max: 1000,
+    hint: "A slow server: a pause between the two steps, which widens the window for races.",
+  },
   { key: "stepDelayRate", label: "…on this share of operations", min: 0, max: 1, step: 0.05 },
-  { key: "workerDeathRate", label: "Worker dies holding the lock (probability)", min: 0, max: 0.1, step: 0.001 },
+  {
+    key: "workerDeathRate",
+    label: "Worker dies holding the lock (probability)",
+    min: 0,
+    max: 0.1,
+    step: 0.001,
+    hint: "The worker dies between the steps and releases nothing: the lock stays taken until it expires.",
+  },
 ];
 
 const NO_NOTICES: string[] = [];
@@ -39,6 +67,7 @@ export function LabForm() {
   const start = useLabStore((s) => s.start);
   const stop = useLabStore((s) => s.stop);
   const busy = status === "starting" || status === "running";
+  const preset = matchingPreset(form.faults);
 
   function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
@@ -50,10 +79,11 @@ export function LabForm() {
       <fieldset>
         <legend>Strategies</legend>
         {STRATEGY_NAMES.map((name) => (
-          <label key={name} className="lab-check">
+          <label key={name} className="lab-check" title={glossaryMeaning(STRATEGY_LABELS[name])}>
             <input
               type="checkbox"
               data-testid={`lab-strategy-${name}`}
+              aria-description={glossaryMeaning(STRATEGY_LABELS[name])}
               checked={strategies.includes(name)}
               onChange={() => toggleStrategy(name)}
               disabled={busy}
@@ -68,8 +98,25 @@ export function LabForm() {
       </fieldset>
       <fieldset>
         <legend>Faults</legend>
+        <div className="lab-presets" role="group" aria-label="Fault presets">
+          {FAULT_PRESETS.map((p) => (
+            <button
+              key={p.id}
+              type="button"
+              className="lab-preset"
+              data-testid={`lab-preset-${p.id}`}
+              aria-pressed={preset === p.id}
+              title={p.description}
+              aria-description={p.description}
+              onClick={() => setFaults(p.faults)}
+              disabled={busy}
+            >
+              {p.label}
+            </button>
+          ))}
+        </div>
         <NumberFields fields={FAULT_FIELDS} values={form.faults} onChange={setFaults} disabled={busy} />
-        <label className="lab-check">
+        <label className="lab-check" title="Redis restarts empty halfway through each strategy.">
           <input
             type="checkbox"
             data-testid="lab-redisRestart"

@@ -1,35 +1,46 @@
 "use client";
 
-import { STRATEGY_COLORS } from "./colors";
+import type { ReactNode } from "react";
+import { STRATEGY_COLORS, STRATEGY_LABELS } from "./colors";
+import { columnMeaning, glossaryMeaning, RESULT_COLUMNS, summarize } from "./explain";
 import { useLabStore } from "./LabProvider";
+
+function Heading({ heading, children }: { heading: string; children?: ReactNode }) {
+  return (
+    <th scope="col" title={columnMeaning(heading)}>
+      {children ?? heading}
+    </th>
+  );
+}
 
 /** The final numbers of every strategy; drift and differences from the truth are what the lab is about. */
 export function LabResults() {
   const result = useLabStore((s) => s.result);
+  const redisRestart = useLabStore((s) => s.run?.workload.faults.redisRestart ?? s.form.faults.redisRestart);
   if (!result) return null;
   return (
     <section className="lab-section" aria-labelledby="lab-results-title">
       <h2 id="lab-results-title">Results</h2>
       <div className="lab-table-wrap">
-        <table className="lab-table" data-testid="lab-results">
+        <table className="lab-table" data-testid="lab-results" aria-describedby="lab-results-legend">
           <thead>
             <tr>
-              <th>strategy</th>
-              <th>ops/s</th>
-              <th>p50 ms</th>
-              <th>p99 ms</th>
-              <th>retries</th>
-              <th>lock waits</th>
-              <th>aborted</th>
-              <th>lost</th>
-              <th>drift (users / Σ)</th>
-              <th>≠ truth (counts / totals)</th>
+              <th scope="col">strategy</th>
+              <Heading heading="ops/s" />
+              <Heading heading="p50 / p99 ms">p50 ms</Heading>
+              <Heading heading="p50 / p99 ms">p99 ms</Heading>
+              <Heading heading="retries" />
+              <Heading heading="lock waits" />
+              <Heading heading="aborted" />
+              <Heading heading="lost" />
+              <Heading heading="drift (users / Σ)" />
+              <Heading heading="≠ truth (counts / totals)" />
             </tr>
           </thead>
           <tbody>
             {result.results.map((r) => (
               <tr key={r.strategy} data-testid="lab-result-row" data-strategy={r.strategy} data-drift={r.drift.users}>
-                <th scope="row">
+                <th scope="row" title={glossaryMeaning(STRATEGY_LABELS[r.strategy])}>
                   <span className="lab-swatch" style={{ background: STRATEGY_COLORS[r.strategy] }} />
                   {r.strategy}
                 </th>
@@ -51,6 +62,17 @@ export function LabResults() {
           </tbody>
         </table>
       </div>
+      <p className="lab-summary" data-testid="lab-summary" aria-live="polite">
+        {summarize(result.results, { redisRestart })}
+      </p>
+      <dl className="lab-legend" id="lab-results-legend" data-testid="lab-results-legend">
+        {RESULT_COLUMNS.map((c) => (
+          <div key={c.heading}>
+            <dt>{c.heading}</dt>
+            <dd>{c.meaning}</dd>
+          </div>
+        ))}
+      </dl>
     </section>
   );
 }

@@ -56,6 +56,8 @@ export function LabStoryMode() {
   const loadStory = useLabStore((s) => s.loadStory);
   const stepStory = useLabStore((s) => s.stepStory);
   const longest = Math.max(0, ...story.stories.map((s) => s.steps.length));
+  const atStart = story.step <= 1;
+  const atEnd = story.step >= longest;
   return (
     <section className="lab-section" aria-labelledby="lab-story-title">
       <h2 id="lab-story-title">Story mode</h2>
@@ -71,16 +73,28 @@ export function LabStoryMode() {
         </button>
         {story.stories.length > 0 && (
           <>
-            <button type="button" className="button ghost" data-testid="lab-story-prev" onClick={() => stepStory(-1)}>
+            <button
+              type="button"
+              className="button ghost"
+              data-testid="lab-story-prev"
+              onClick={() => stepStory(-1)}
+              disabled={atStart}
+            >
               ← Back
             </button>
-            <button type="button" className="button primary" data-testid="lab-story-next" onClick={() => stepStory(1)}>
+            <button
+              type="button"
+              className="button primary"
+              data-testid="lab-story-next"
+              onClick={() => stepStory(1)}
+              disabled={atEnd}
+            >
               Next step →
             </button>
-            <button type="button" className="button ghost" onClick={() => stepStory(longest)}>
+            <button type="button" className="button ghost" onClick={() => stepStory(longest)} disabled={atEnd}>
               To the end
             </button>
-            <span className="lab-status">
+            <span className="lab-status" data-testid="lab-story-position">
               step {story.step} / {longest}
             </span>
           </>

@@ -5,6 +5,8 @@ export interface NumberFieldSpec {
   max: number;
   /** Defaults to 1, as for any number input. */
   step?: number;
+  /** What the field means, shown as its tooltip. */
+  hint?: string;
 }
 
 interface NumberFieldProps extends NumberFieldSpec {
@@ -21,6 +23,7 @@ export function NumberField({
   min,
   max,
   step = 1,
+  hint,
   testId,
   value,
   onValue,
@@ -28,11 +31,12 @@ export function NumberField({
   className = "lab-field",
 }: NumberFieldProps) {
   return (
-    <label className={className}>
+    <label className={className} title={hint}>
       <span>{label}</span>
       <input
         type="number"
         data-testid={testId}
+        aria-description={hint}
         min={min}
         max={max}
         step={step}

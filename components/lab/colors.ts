@@ -13,3 +13,11 @@ export const STRATEGY_LABELS: Record<LabStrategyName, string> = {
   watch: "WATCH / MULTI",
   lua: "Lua (production)",
 };
+
+/** Where space is short (chart legends, the badge view); the glossary explains the long names. */
+export const STRATEGY_SHORT_LABELS: Record<LabStrategyName, string> = {
+  naive: "naive",
+  lock: "lock",
+  watch: "WATCH",
+  lua: "Lua",
+};

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { LabRunInfo, LabSample, Result } from "@/server/contracts";
-import { chartRows, createLabStore, DEFAULT_FORM, type LabTransport } from "./store";
+import { chartRows, createLabStore, DEFAULT_FORM, latestBadges, sharedTimeAxis, type LabTransport } from "./store";
 
 function transport(overrides: Partial<LabTransport> = {}): LabTransport & { starts: unknown[] } {
   const starts: unknown[] = [];
@@ -31,6 +31,7 @@ const sample = (strategy: LabSample["strategy"], t: number, runId = "r1"): LabSa
   opsPerSec: t * 100,
   completed: t * 10,
   drift: { users: strategy === "naive" ? 1 : 0, amount: 1 },
+  badges: [{ userId: 1, badge: 3, sum: strategy === "naive" ? 2 : 3 }],
 });
 
 describe("lab store", () => {
@@ -96,6 +97,32 @@ describe("lab store", () => {
     expect(rows).toEqual([
       { t: 0.25, naive: 25, lua: 26 },
       { t: 0.5, naive: 50 },
+    ]);
+  });
+
+  it("puts every strategy of both charts on one time axis, as long as the longest, in whole ticks", () => {
+    const empty = { naive: [], lock: [], watch: [], lua: [] };
+    expect(sharedTimeAxis(empty)).toEqual({ domain: [0, 0.25], ticks: [0, 0.25] });
+    const axis = sharedTimeAxis({
+      ...empty,
+      naive: [sample("naive", 0.3), sample("naive", 0.6)],
+      lock: [sample("lock", 1), sample("lock", 4.2)],
+    });
+    expect(axis).toEqual({ domain: [0, 5], ticks: [0, 1, 2, 3, 4, 5] });
+    const long = sharedTimeAxis({ ...empty, lua: [sample("lua", 61)] });
+    expect(long.domain).toEqual([0, 75]);
+    expect(long.ticks.length).toBeLessThanOrEqual(7);
+  });
+
+  it("shows each strategy's newest badges, in the strategies' order, empty before it starts", () => {
+    const rows = latestBadges(
+      { naive: [sample("naive", 0.25), sample("naive", 0.5)], lock: [], watch: [], lua: [sample("lua", 1)] },
+      ["lua", "naive", "lock"],
+    );
+    expect(rows).toEqual([
+      { strategy: "naive", badges: [{ userId: 1, badge: 3, sum: 2 }] },
+      { strategy: "lock", badges: [] },
+      { strategy: "lua", badges: [{ userId: 1, badge: 3, sum: 3 }] },
     ]);
   });
 });

@@ -2,6 +2,7 @@ import { createStore } from "zustand/vanilla";
 import type {
   BotsInput,
   BotsStatus,
+  LabBadge,
   LabFaults,
   LabRunInfo,
   LabRunInput,
@@ -210,4 +211,33 @@ export function chartRows(
     }
   }
   return [...rows.values()].sort((a, b) => a.t - b.t);
+}
+
+/** Each strategy's badges in its newest sample (none before it starts), in the order of `strategies`. */
+export function latestBadges(
+  samples: Record<LabStrategyName, LabSample[]>,
+  strategies: readonly LabStrategyName[],
+): Array<{ strategy: LabStrategyName; badges: LabBadge[] }> {
+  return STRATEGY_NAMES.filter((name) => strategies.includes(name)).map((strategy) => ({
+    strategy,
+    badges: samples[strategy].at(-1)?.badges ?? [],
+  }));
+}
+
+const TIME_STEPS = [0.25, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600];
+
+/**
+ * One time axis for every chart and strategy: from 0 to the longest strategy's last sample, rounded up to a
+ * whole tick, with at most 6 ticks, so lines of strategies that ran for different times compare by eye.
+ */
+export function sharedTimeAxis(samples: Record<LabStrategyName, LabSample[]>): {
+  domain: [number, number];
+  ticks: number[];
+} {
+  let longest = 0;
+  for (const name of STRATEGY_NAMES) longest = Math.max(longest, samples[name].at(-1)?.t ?? 0);
+  const step = TIME_STEPS.find((s) => longest / s <= 6) ?? Math.ceil(longest / 6 / 600) * 600;
+  const end = Math.max(step, Math.ceil(longest / step) * step);
+  const ticks = Array.from({ length: Math.round(end / step) + 1 }, (_, i) => Math.round(i * step * 100) / 100);
+  return { domain: [0, end], ticks };
 }

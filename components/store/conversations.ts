@@ -4,13 +4,13 @@ import { createReadCursor, type ReadCursor } from "./read-cursor";
 import { isBeingRead, type StoreRuntime } from "./runtime";
 import type { ChatState, ConversationsSlice } from "./types";
 
+/** Its last message's time, or while it has none its creation time: creating a conversation is activity too. */
 function activityTime(conversation: ConversationDTO): number | null {
-  if (!conversation.lastMessage) return null;
-  const time = Date.parse(conversation.lastMessage.createdAt);
+  const time = Date.parse(conversation.lastMessage?.createdAt ?? conversation.createdAt);
   return Number.isNaN(time) ? null : time;
 }
 
-/** Newest activity first; conversations without messages follow, newest id first. */
+/** Newest activity first (a new conversation counts from its creation); ties and unknown times: newest id first. */
 export function compareConversations(a: ConversationDTO, b: ConversationDTO): number {
   const ta = activityTime(a);
   const tb = activityTime(b);
@@ -139,7 +139,6 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
       openConversation(conversationId) {
         leaveView(conversationId);
         set({ activeConversationId: conversationId });
-        get().clearSendError(conversationId);
         get().clearConversationError(conversationId);
         get().refreshMessages(conversationId);
         get().readIfActive(conversationId);
@@ -200,7 +199,6 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
             conversationErrors: without(s.conversationErrors, conversationId),
             messages: without(s.messages, conversationId),
             pending: without(s.pending, conversationId),
-            sendErrors: without(s.sendErrors, conversationId),
             unreadCounts: without(s.unreadCounts, conversationId),
             // Its count leaves the total in the same step as its row, so no badge ever disagrees with the rows.
             totalUnread: Math.max(0, s.totalUnread - counted),

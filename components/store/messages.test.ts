@@ -1,7 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ConversationDTO, MessageDTO } from "@/server/contracts";
-import { conversation, flush, message, ME, setup, snapshot } from "./fake-transport";
+import { draftKey, memoryStorage } from "./drafts";
+import { BOB, conversation, flush, message, ME, setup, snapshot } from "./fake-transport";
 import { extendTail, mergeMessages, NO_ANSWER_MESSAGE, PAGE_SIZE } from "./messages";
+import { selectQueuedCount } from "./selectors";
 
 // Fake timers: a test moves time itself (flush() by a few ms), so no outcome depends on the machine's speed.
 beforeEach(() => {
@@ -15,8 +17,8 @@ const range = (conversationId: number, from: number, to: number): MessageDTO[] =
   Array.from({ length: to - from + 1 }, (_, i) => message(conversationId, from + i));
 const seqs = (items: MessageDTO[] | undefined) => items?.map((m) => m.seq);
 
-async function synced(conversations: ConversationDTO[]) {
-  const t = setup();
+async function synced(conversations: ConversationDTO[], options: Parameters<typeof setup>[0] = {}) {
+  const t = setup(options);
   t.store.getState().requestSync();
   t.transport.syncs[0]?.resolve(snapshot(conversations, 1));
   await flush();
@@ -144,73 +146,256 @@ describe("history", () => {
 });
 
 describe("sending", () => {
+  const refusal = (
+    code: "invalid" | "forbidden" | "unavailable" | "rate_limited",
+    text: string,
+    retryAfterMs?: number,
+  ) =>
+    ({ ok: false, error: { code, message: text, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) } }) as const;
+  const pendingOf = (t: Awaited<ReturnType<typeof synced>>, id: number) =>
+    t.store.getState().pending[id]?.map((p) => ({ id: p.clientMsgId, status: p.status, error: p.error }));
+  const stored = (id: number, seq: number, clientMsgId: string, content = `text ${seq}`) =>
+    message(id, seq, { senderId: ME.id, senderName: ME.name, clientMsgId, content });
+
   it("shows a pending item and inserts the acknowledged message", async () => {
     const t = await synced([conversation(1, { lastSeq: 1 })]);
     const sending = t.store.getState().sendMessage(1, "  hello  ");
     expect(t.store.getState().pending[1]).toMatchObject([{ clientMsgId: "client-1", content: "hello" }]);
     expect(t.transport.sends[0]?.input).toEqual({ conversationId: 1, clientMsgId: "client-1", content: "hello" });
 
-    const stored = message(1, 2, { senderId: ME.id, clientMsgId: "client-1", content: "hello" });
-    t.transport.sends[0]?.resolve({ ok: true, message: stored });
+    const ack = stored(1, 2, "client-1", "hello");
+    t.transport.sends[0]?.resolve({ ok: true, message: ack });
     expect(await sending).toBe(true);
     const s = t.store.getState();
     expect(s.pending[1]).toEqual([]);
-    expect(s.messages[1]?.items).toEqual([stored]);
-    expect(s.conversations[1]?.lastMessage).toEqual(stored);
+    expect(s.messages[1]?.items).toEqual([ack]);
+    expect(s.conversations[1]?.lastMessage).toEqual(ack);
   });
 
   it("ignores blank messages", async () => {
     const t = await synced([conversation(1)]);
     expect(await t.store.getState().sendMessage(1, " \n ")).toBe(false);
     expect(t.transport.sends).toHaveLength(0);
+    expect(t.store.getState().pending[1]).toBeUndefined();
   });
 
-  it("shows the server's error and drops the pending item", async () => {
-    const t = await synced([conversation(1)]);
-    const sending = t.store.getState().sendMessage(1, "x".repeat(5000));
-    t.transport.sends[0]?.resolve({ ok: false, error: { code: "invalid", message: "Message too long" } });
-    expect(await sending).toBe(false);
-    expect(t.store.getState().sendErrors[1]).toBe("Message too long");
-    expect(t.store.getState().pending[1]).toEqual([]);
+  it("queues sends made offline and sends them after reconnecting, one at a time, in order", async () => {
+    const t = await synced([conversation(1), conversation(2)]);
+    t.store.getState().handleDisconnected();
+    const results = [
+      t.store.getState().sendMessage(1, "one"),
+      t.store.getState().sendMessage(2, "two"),
+      t.store.getState().sendMessage(1, "three"),
+    ];
+    await flush();
+    expect(t.transport.sends).toHaveLength(0);
+    expect(pendingOf(t, 1)).toEqual([
+      { id: "client-1", status: "queued", error: null },
+      { id: "client-3", status: "queued", error: null },
+    ]);
+    expect(selectQueuedCount(t.store.getState())).toBe(3);
 
-    t.store.getState().clearSendError(1);
-    expect(t.store.getState().sendErrors[1]).toBeUndefined();
+    t.store.getState().handleConnected();
+    for (const [i, [id, clientMsgId]] of (
+      [
+        [1, "client-1"],
+        [2, "client-2"],
+        [1, "client-3"],
+      ] as const
+    ).entries()) {
+      // The next one goes out only once the one before is acknowledged.
+      expect(t.transport.sends).toHaveLength(i + 1);
+      expect(t.transport.sends[i]?.input).toMatchObject({ conversationId: id, clientMsgId });
+      t.transport.sends[i]?.resolve({ ok: true, message: stored(id, i + 1, clientMsgId) });
+      await flush();
+    }
+    expect(await Promise.all(results)).toEqual([true, true, true]);
+    expect(t.transport.sends).toHaveLength(3);
+    expect(selectQueuedCount(t.store.getState())).toBe(0);
   });
 
-  it("retries with the same clientMsgId when the ack times out", async () => {
+  it("keeps a message whose acknowledgement is late pending, and the next one waits behind it", async () => {
     const t = await synced([conversation(1)]);
+    void t.store.getState().sendMessage(1, "slow");
+    await flush();
+    expect(pendingOf(t, 1)).toEqual([{ id: "client-1", status: "sending", error: null }]);
+    // The composer is free: the next message is taken at once and queued behind.
+    void t.store.getState().sendMessage(1, "next");
+    expect(pendingOf(t, 1)?.map((p) => p.status)).toEqual(["sending", "queued"]);
+    expect(t.transport.sends).toHaveLength(1);
+    t.transport.sends[0]?.resolve({ ok: true, message: stored(1, 1, "client-1") });
+    await flush();
+    expect(t.transport.sends[1]?.input.clientMsgId).toBe("client-2");
+  });
+
+  it("resends a message whose acknowledgement timed out with the same clientMsgId, after a backoff", async () => {
+    const t = await synced([conversation(1)], { retryDelayMs: 1000 });
     const sending = t.store.getState().sendMessage(1, "hi");
     t.transport.sends[0]?.reject(new Error("operation has timed out"));
     await flush();
+    expect(pendingOf(t, 1)).toEqual([{ id: "client-1", status: "queued", error: NO_ANSWER_MESSAGE }]);
+    expect(t.transport.sends).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(t.transport.sends).toHaveLength(2);
     t.transport.sends[1]?.reject(new Error("operation has timed out"));
     await flush();
-    t.transport.sends[2]?.resolve({ ok: true, message: message(1, 1, { clientMsgId: "client-1" }) });
+    // The backoff doubles.
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(t.transport.sends).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(t.transport.sends).toHaveLength(3);
+    t.transport.sends[2]?.resolve({ ok: true, message: stored(1, 1, "client-1") });
     expect(await sending).toBe(true);
     expect(t.transport.sends.map((s) => s.input.clientMsgId)).toEqual(["client-1", "client-1", "client-1"]);
+    expect(t.store.getState().pending[1]).toEqual([]);
   });
 
-  it("gives up after three unanswered attempts", async () => {
+  it("resends at once on reconnect, with the same clientMsgId, and forgets the stale failure", async () => {
+    const t = await synced([conversation(1)], { retryDelayMs: 60_000 });
+    void t.store.getState().sendMessage(1, "hi");
+    t.transport.sends[0]?.resolve(refusal("unavailable", "The service is temporarily unavailable; try again."));
+    await flush();
+    expect(pendingOf(t, 1)?.[0]?.error).toMatch(/temporarily unavailable/);
+
+    t.store.getState().handleDisconnected();
+    t.store.getState().handleConnected();
+    expect(pendingOf(t, 1)).toEqual([{ id: "client-1", status: "sending", error: null }]);
+    expect(t.transport.sends.map((s) => s.input.clientMsgId)).toEqual(["client-1", "client-1"]);
+  });
+
+  it("puts no note on a message whose attempt failed because the connection dropped", async () => {
     const t = await synced([conversation(1)]);
-    const sending = t.store.getState().sendMessage(1, "hi");
-    for (let i = 0; i < 3; i++) {
-      t.transport.sends[i]?.reject(new Error("operation has timed out"));
-      await flush();
-    }
-    expect(await sending).toBe(false);
-    expect(t.transport.sends).toHaveLength(3);
-    expect(t.store.getState().sendErrors[1]).toBe(NO_ANSWER_MESSAGE);
+    void t.store.getState().sendMessage(1, "hi");
+    t.store.getState().handleDisconnected();
+    t.transport.sends[0]?.reject(new Error("socket has been disconnected"));
+    await flush();
+    expect(pendingOf(t, 1)).toEqual([{ id: "client-1", status: "queued", error: null }]);
+    expect(t.transport.sends).toHaveLength(1);
+  });
+
+  it("waits as long as a rate limit says before sending again", async () => {
+    const t = await synced([conversation(1)]);
+    void t.store.getState().sendMessage(1, "hi");
+    t.transport.sends[0]?.resolve(refusal("rate_limited", "Slow down.", 2500));
+    await flush();
+    expect(pendingOf(t, 1)?.[0]).toMatchObject({ status: "queued", error: "Slow down." });
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(t.transport.sends).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(500);
+    expect(t.transport.sends[1]?.input.clientMsgId).toBe("client-1");
+  });
+
+  it("shows a refusal on the message, moves on, and lets the person retry or discard", async () => {
+    const t = await synced([conversation(1)]);
+    const first = t.store.getState().sendMessage(1, "not allowed");
+    const second = t.store.getState().sendMessage(1, "fine");
+    t.transport.sends[0]?.resolve(refusal("forbidden", "You are not a member of this conversation."));
+    expect(await first).toBe(false);
+    expect(pendingOf(t, 1)?.[0]).toEqual({
+      id: "client-1",
+      status: "refused",
+      error: "You are not a member of this conversation.",
+    });
+    // A refusal needs the person's choice; it does not hold up the rest of the queue, nor count as waiting.
+    expect(t.transport.sends[1]?.input.clientMsgId).toBe("client-2");
+    expect(selectQueuedCount(t.store.getState())).toBe(1);
+    t.transport.sends[1]?.resolve({ ok: true, message: stored(1, 1, "client-2") });
+    expect(await second).toBe(true);
+    await flush();
+    expect(t.transport.sends).toHaveLength(2);
+
+    t.store.getState().retryPending(1, "client-1");
+    expect(t.transport.sends[2]?.input).toEqual({ conversationId: 1, clientMsgId: "client-1", content: "not allowed" });
+    t.transport.sends[2]?.resolve(refusal("invalid", "A message is at most 4000 characters."));
+    await flush();
+    expect(pendingOf(t, 1)?.[0]).toMatchObject({ status: "refused", error: "A message is at most 4000 characters." });
+
+    t.store.getState().discardPending(1, "client-1");
     expect(t.store.getState().pending[1]).toEqual([]);
+    expect(t.store.getState().messages[1]?.items.map((m) => m.clientMsgId)).toEqual(["client-2"]);
+  });
+
+  it("never discards a message that may be on its way", async () => {
+    const t = await synced([conversation(1)]);
+    void t.store.getState().sendMessage(1, "hi");
+    t.store.getState().discardPending(1, "client-1");
+    expect(pendingOf(t, 1)).toHaveLength(1);
   });
 
   it("shows the message once when its push overtakes the ack", async () => {
     const t = await synced([conversation(1)]);
     const sending = t.store.getState().sendMessage(1, "hi");
-    const stored = message(1, 1, { senderId: ME.id, clientMsgId: "client-1", content: "hi" });
-    t.store.getState().receiveMessage(stored);
+    const ack = stored(1, 1, "client-1", "hi");
+    t.store.getState().receiveMessage(ack);
     expect(t.store.getState().pending[1]).toEqual([]);
-    t.transport.sends[0]?.resolve({ ok: true, message: stored });
-    await sending;
-    expect(t.store.getState().messages[1]?.items).toEqual([stored]);
+    t.transport.sends[0]?.resolve({ ok: true, message: ack });
+    expect(await sending).toBe(true);
+    expect(t.store.getState().messages[1]?.items).toEqual([ack]);
+  });
+
+  it("does not send again a message whose push arrived after its acknowledgement was lost", async () => {
+    const t = await synced([conversation(1)]);
+    const sending = t.store.getState().sendMessage(1, "hi");
+    void t.store.getState().sendMessage(1, "after");
+    t.store.getState().handleDisconnected();
+    t.transport.sends[0]?.reject(new Error("socket has been disconnected"));
+    await flush();
+    t.store.getState().receiveMessage(stored(1, 1, "client-1", "hi"));
+    expect(await sending).toBe(true);
+    t.store.getState().handleConnected();
+    expect(t.transport.sends.map((s) => s.input.clientMsgId)).toEqual(["client-1", "client-2"]);
+  });
+
+  it("drops queued messages of a conversation that went away", async () => {
+    const t = await synced([conversation(1), conversation(2)]);
+    t.store.getState().handleDisconnected();
+    const gone = t.store.getState().sendMessage(1, "to nowhere");
+    void t.store.getState().sendMessage(2, "still here");
+    t.store.getState().removeConversation(1);
+    t.store.getState().handleConnected();
+    expect(await gone).toBe(false);
+    expect(t.transport.sends.map((s) => s.input.clientMsgId)).toEqual(["client-2"]);
+  });
+});
+
+describe("drafts", () => {
+  it("keeps a draft per user and conversation, clears it once sent, and on sign-out only the user's own", async () => {
+    const storage = memoryStorage();
+    const me = setup({ drafts: storage });
+    const bob = setup({ drafts: storage });
+    bob.store.setState({ user: BOB });
+
+    me.store.getState().saveDraft(1, "half a thought");
+    me.store.getState().saveDraft(2, "another");
+    bob.store.getState().saveDraft(1, "bob's words");
+    expect(me.store.getState().draftOf(1)).toBe("half a thought");
+    expect(me.store.getState().draftOf(2)).toBe("another");
+    expect(bob.store.getState().draftOf(1)).toBe("bob's words");
+    expect(bob.store.getState().draftOf(2)).toBe("");
+    // A fresh page (a reload) of the same user finds them.
+    const reloaded = setup({ drafts: storage });
+    expect(reloaded.store.getState().draftOf(1)).toBe("half a thought");
+
+    void me.store.getState().sendMessage(2, "another");
+    expect(me.store.getState().draftOf(2)).toBe("");
+    expect(storage.getItem(draftKey(ME.id, 2))).toBeNull();
+    me.store.getState().saveDraft(1, "");
+    expect(storage.getItem(draftKey(ME.id, 1))).toBeNull();
+
+    me.store.getState().saveDraft(1, "left behind");
+    await me.store.getState().signOut();
+    expect(storage.getItem(draftKey(ME.id, 1))).toBeNull();
+    expect(bob.store.getState().draftOf(1)).toBe("bob's words");
+  });
+
+  it("keeps working when storage refuses", () => {
+    const broken = memoryStorage();
+    broken.setItem = () => {
+      throw new Error("QuotaExceededError");
+    };
+    const t = setup({ drafts: broken });
+    t.store.getState().saveDraft(1, "x");
+    expect(t.store.getState().draftOf(1)).toBe("");
   });
 });
 

@@ -1,15 +1,19 @@
 import type { StateCreator } from "zustand/vanilla";
-import type { MessageDTO, MessagesResponse, Result } from "@/server/contracts";
+import type { ErrorCode, MessageDTO, MessagesResponse, Result } from "@/server/contracts";
 import { sortConversationIds, withMessage } from "./conversations";
-import { latestSeq, sleep, type StoreRuntime } from "./runtime";
-import type { ChatState, MessageList, MessagesQuery, MessagesSlice } from "./types";
+import { readDraft, writeDraft } from "./drafts";
+import { latestSeq, type StoreRuntime } from "./runtime";
+import type { ChatState, MessageList, MessagesQuery, MessagesSlice, PendingMessage } from "./types";
 
 export const PAGE_SIZE = 50;
 export const CATCH_UP_PAGE = 200;
 /** Beyond this many missed messages, reloading the newest page is cheaper than replaying them all. */
 export const MAX_CATCH_UP = 1000;
-export const SEND_ATTEMPTS = 3;
-export const NO_ANSWER_MESSAGE = "The server did not answer, so the message was not sent. Please try again.";
+/** The longest pause between two attempts at a send that failed for a passing reason. */
+export const MAX_SEND_RETRY_MS = 30_000;
+export const NO_ANSWER_MESSAGE = "The server has not answered yet; trying again.";
+/** Refusals that may pass by themselves; any other refusal waits for the person (retry or discard). */
+const TRANSIENT: ReadonlySet<ErrorCode> = new Set<ErrorCode>(["unavailable", "rate_limited"]);
 
 export const EMPTY_LIST: MessageList = {
   items: [],
@@ -97,6 +101,7 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
                   ...s.messages,
                   [id]: { ...list, items, tailSeq: list.loaded ? extendTail(items, list.tailSeq) : list.tailSeq },
                 },
+          // The push of a queued message can overtake its acknowledgement (and a refused retry can have been stored).
           pending: waiting?.some((p) => p.clientMsgId === message.clientMsgId)
             ? { ...s.pending, [id]: waiting.filter((p) => p.clientMsgId !== message.clientMsgId) }
             : s.pending,
@@ -105,6 +110,11 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
             conversations === s.conversations ? s.conversationOrder : sortConversationIds(conversations),
         };
       });
+      // Stored by an attempt whose acknowledgement never came: the queue must not send it again.
+      if (message.senderId === get().user?.id && rt.outbox.settle.has(message.clientMsgId)) {
+        leaveQueue(message.clientMsgId);
+        settle(message.clientMsgId, true);
+      }
     }
 
     /** A fetched page can hold messages newer than the list entry knows of. */
@@ -128,14 +138,97 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
       });
     }
 
-    function setSendError(conversationId: number, message: string): void {
-      set((s) => ({ sendErrors: { ...s.sendErrors, [conversationId]: message } }));
+    function findPending(conversationId: number, clientMsgId: string): PendingMessage | undefined {
+      return get().pending[conversationId]?.find((p) => p.clientMsgId === clientMsgId);
+    }
+
+    function patchPending(
+      conversationId: number,
+      clientMsgId: string,
+      patch: (item: PendingMessage) => Partial<PendingMessage>,
+    ): void {
+      set((s) => {
+        const waiting = s.pending[conversationId];
+        if (!waiting?.some((p) => p.clientMsgId === clientMsgId)) return {};
+        const next = waiting.map((p) => (p.clientMsgId === clientMsgId ? { ...p, ...patch(p) } : p));
+        return { pending: { ...s.pending, [conversationId]: next } };
+      });
+    }
+
+    function settle(clientMsgId: string, stored: boolean): void {
+      const resolve = rt.outbox.settle.get(clientMsgId);
+      rt.outbox.settle.delete(clientMsgId);
+      resolve?.(stored);
+    }
+
+    function leaveQueue(clientMsgId: string): void {
+      rt.outbox.queue = rt.outbox.queue.filter((q) => q.clientMsgId !== clientMsgId);
+    }
+
+    /** Sends the oldest queued message, if connected, nothing is on the wire and no backoff is running. */
+    function pump(): void {
+      const box = rt.outbox;
+      if (box.busy || box.retryTimer || !get().connected) return;
+      for (;;) {
+        const next = box.queue[0];
+        if (!next) return;
+        const item = findPending(next.conversationId, next.clientMsgId);
+        if (item && item.status !== "refused") {
+          void attempt(next.conversationId, item);
+          return;
+        }
+        // Its conversation went away (leave, delete): the message has nowhere to go.
+        box.queue.shift();
+        settle(next.clientMsgId, false);
+      }
+    }
+
+    async function attempt(conversationId: number, item: PendingMessage): Promise<void> {
+      const box = rt.outbox;
+      const { clientMsgId } = item;
+      const generation = rt.generation;
+      box.busy = true;
+      patchPending(conversationId, clientMsgId, () => ({ status: "sending" }));
+      let res: Awaited<ReturnType<typeof rt.deps.transport.send>> | null;
+      try {
+        // Every attempt carries the message's own clientMsgId, so the server stores it at most once.
+        res = await rt.deps.transport.send({ conversationId, clientMsgId, content: item.content });
+      } catch {
+        res = null; // No acknowledgement: the outcome is unknown, so the message stays queued.
+      }
+      if (generation !== rt.generation) return;
+      box.busy = false;
+
+      if (res?.ok) {
+        box.failures = 0;
+        leaveQueue(clientMsgId);
+        ingest(res.message);
+        dropPending(conversationId, clientMsgId);
+        settle(clientMsgId, true);
+      } else if (res && !TRANSIENT.has(res.error.code)) {
+        leaveQueue(clientMsgId);
+        const error = res.error.message;
+        patchPending(conversationId, clientMsgId, () => ({ status: "refused", error }));
+        settle(clientMsgId, false);
+      } else {
+        box.failures += 1;
+        // Offline, the banner says why; a note on the message would only go stale.
+        const error = get().connected ? (res?.error.message ?? NO_ANSWER_MESSAGE) : null;
+        patchPending(conversationId, clientMsgId, () => ({ status: "queued", error }));
+        const backoff = Math.min(rt.deps.retryDelayMs * 2 ** (box.failures - 1), MAX_SEND_RETRY_MS);
+        const delay = res?.ok === false ? (res.error.retryAfterMs ?? backoff) : backoff;
+        box.retryTimer = setTimeout(() => {
+          box.retryTimer = null;
+          pump();
+        }, delay);
+        return;
+      }
+      pump();
     }
 
     return {
       messages: {},
       pending: {},
-      sendErrors: {},
 
       async loadLatest(conversationId) {
         if (get().messages[conversationId]?.loading) return;
@@ -242,43 +335,67 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
         if (!list.loading && latestSeq(get(), conversationId) > list.tailSeq) void get().catchUp(conversationId);
       },
 
-      async sendMessage(conversationId, content) {
+      sendMessage(conversationId, content) {
         const text = content.trim();
-        if (!text) return false;
+        if (!text) return Promise.resolve(false);
         const clientMsgId = rt.deps.newId();
-        const generation = rt.generation;
-        set((s) => {
-          const sendErrors = { ...s.sendErrors };
-          delete sendErrors[conversationId];
-          const waiting = s.pending[conversationId] ?? [];
-          const item = { clientMsgId, content: text, createdAt: new Date().toISOString() };
-          return { sendErrors, pending: { ...s.pending, [conversationId]: [...waiting, item] } };
-        });
+        const item: PendingMessage = {
+          clientMsgId,
+          content: text,
+          createdAt: new Date().toISOString(),
+          status: "queued",
+          error: null,
+        };
+        set((s) => ({ pending: { ...s.pending, [conversationId]: [...(s.pending[conversationId] ?? []), item] } }));
+        // Accepted into the queue: the draft has become this message.
+        get().saveDraft(conversationId, "");
+        const stored = new Promise<boolean>((resolve) => rt.outbox.settle.set(clientMsgId, resolve));
+        rt.outbox.queue.push({ conversationId, clientMsgId });
+        pump();
+        return stored;
+      },
 
-        for (let attempt = 0; attempt < SEND_ATTEMPTS; attempt++) {
-          if (attempt > 0) await sleep(rt.deps.retryDelayMs);
-          if (generation !== rt.generation) return false;
-          let res;
-          try {
-            // The same clientMsgId on every attempt lets the server store the message at most once.
-            res = await rt.deps.transport.send({ conversationId, clientMsgId, content: text });
-          } catch {
-            continue;
-          }
-          if (generation !== rt.generation) return false;
-          if (res.ok) {
-            ingest(res.message);
-            dropPending(conversationId, clientMsgId);
-            return true;
-          }
-          dropPending(conversationId, clientMsgId);
-          setSendError(conversationId, res.error.message);
-          return false;
-        }
-        if (generation !== rt.generation) return false;
+      retryPending(conversationId, clientMsgId) {
+        if (findPending(conversationId, clientMsgId)?.status !== "refused") return;
+        patchPending(conversationId, clientMsgId, () => ({ status: "queued", error: null }));
+        rt.outbox.queue.push({ conversationId, clientMsgId });
+        pump();
+      },
+
+      discardPending(conversationId, clientMsgId) {
+        // Only a refused message: one that may be on its way could be stored after all.
+        if (findPending(conversationId, clientMsgId)?.status !== "refused") return;
         dropPending(conversationId, clientMsgId);
-        setSendError(conversationId, NO_ANSWER_MESSAGE);
-        return false;
+      },
+
+      resumeSending() {
+        const box = rt.outbox;
+        if (box.retryTimer) clearTimeout(box.retryTimer);
+        box.retryTimer = null;
+        box.failures = 0;
+        set((s) => {
+          let changed = false;
+          const pending: Record<number, PendingMessage[]> = {};
+          for (const [id, items] of Object.entries(s.pending)) {
+            const stale = items.some((p) => p.status !== "refused" && p.error !== null);
+            changed ||= stale;
+            pending[Number(id)] = stale
+              ? items.map((p) => (p.status === "refused" ? p : { ...p, error: null }))
+              : items;
+          }
+          return changed ? { pending } : {};
+        });
+        pump();
+      },
+
+      draftOf(conversationId) {
+        const userId = get().user?.id;
+        return userId === undefined ? "" : readDraft(rt.deps.drafts, userId, conversationId);
+      },
+
+      saveDraft(conversationId, text) {
+        const userId = get().user?.id;
+        if (userId !== undefined) writeDraft(rt.deps.drafts, userId, conversationId, text);
       },
 
       receiveMessage(message) {
@@ -295,15 +412,6 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
           get().refreshMessages(id);
           get().readIfActive(id);
         }
-      },
-
-      clearSendError(conversationId) {
-        if (get().sendErrors[conversationId] === undefined) return;
-        set((s) => {
-          const sendErrors = { ...s.sendErrors };
-          delete sendErrors[conversationId];
-          return { sendErrors };
-        });
       },
     };
   };

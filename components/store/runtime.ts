@@ -1,4 +1,5 @@
 import type { UnreadUpdate } from "@/server/contracts";
+import { defaultDraftStorage } from "./drafts";
 import type { ReadCursor } from "./read-cursor";
 import type { ChatState, ChatStoreDeps, OnScreen } from "./types";
 
@@ -29,6 +30,32 @@ export interface StoreRuntime {
   view: (OnScreen & { conversationId: number }) | null;
   /** The read cursor (components/store/read-cursor.ts) of each conversation read here. */
   cursors: Map<number, ReadCursor>;
+  outbox: Outbox;
+}
+
+/** The send queue (components/store/messages.ts); what it shows lives in the store's `pending`. */
+export interface Outbox {
+  /** Messages to send, oldest first, across conversations; a refused one leaves it until retried. */
+  queue: { conversationId: number; clientMsgId: string }[];
+  /** One message on the wire at a time, so they are stored in the order they were sent. */
+  busy: boolean;
+  /** Transient failures in a row, for the backoff. */
+  failures: number;
+  retryTimer: ReturnType<typeof setTimeout> | null;
+  /** Settles sendMessage's promise: true once stored, false once refused or dropped. */
+  settle: Map<string, (stored: boolean) => void>;
+}
+
+/** Forgets the queue (sign-out); every sendMessage still waiting resolves false. */
+export function clearOutbox(outbox: Outbox): void {
+  if (outbox.retryTimer) clearTimeout(outbox.retryTimer);
+  outbox.retryTimer = null;
+  outbox.queue = [];
+  outbox.busy = false;
+  outbox.failures = 0;
+  const waiting = [...outbox.settle.values()];
+  outbox.settle.clear();
+  for (const settle of waiting) settle(false);
 }
 
 export function createRuntime(deps: ChatStoreDeps): StoreRuntime {
@@ -39,6 +66,7 @@ export function createRuntime(deps: ChatStoreDeps): StoreRuntime {
       staleUnreadMs: 2000,
       readDebounceMs: 300,
       ...deps,
+      drafts: deps.drafts ?? defaultDraftStorage(),
     },
     generation: 0,
     sync: { token: 0, buffer: [], probes: [], wanted: new Map(), failures: 0, catchUpActive: false, retryTimer: null },
@@ -46,6 +74,7 @@ export function createRuntime(deps: ChatStoreDeps): StoreRuntime {
     removed: new Set(),
     view: null,
     cursors: new Map(),
+    outbox: { queue: [], busy: false, failures: 0, retryTimer: null, settle: new Map() },
   };
 }
 

@@ -40,11 +40,13 @@ export const selectPending =
   (id: number) =>
   (s: ChatState): PendingMessage[] =>
     s.pending[id] ?? NO_PENDING;
+/** Messages waiting to go out (queued or on the wire), in every conversation; refused ones wait for a choice. */
+export const selectQueuedCount = (s: ChatState): number => {
+  let count = 0;
+  for (const items of Object.values(s.pending)) for (const p of items) if (p.status !== "refused") count++;
+  return count;
+};
 export const selectConversationError =
   (id: number) =>
   (s: ChatState): string | null =>
     s.conversationErrors[id] ?? null;
-export const selectSendError =
-  (id: number) =>
-  (s: ChatState): string | null =>
-    s.sendErrors[id] ?? null;

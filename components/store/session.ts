@@ -1,6 +1,7 @@
 import type { StateCreator } from "zustand/vanilla";
 import { initialConversationsState } from "./conversations";
-import type { StoreRuntime } from "./runtime";
+import { clearDrafts } from "./drafts";
+import { clearOutbox, type StoreRuntime } from "./runtime";
 import type { ChatState, SessionSlice } from "./types";
 import { initialUnreadState } from "./unread";
 
@@ -19,6 +20,7 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
       for (const timer of rt.unreadWatch.values()) clearTimeout(timer);
       rt.unreadWatch.clear();
       rt.removed.clear();
+      clearOutbox(rt.outbox);
       for (const cursor of rt.cursors.values()) cursor.cancel();
       rt.cursors.clear();
       rt.view = null;
@@ -27,7 +29,6 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
         ...initialConversationsState,
         messages: {},
         pending: {},
-        sendErrors: {},
         conversationErrors: {},
         user: null,
         sessionStatus: "signedOut",
@@ -39,11 +40,13 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
       user: null,
       sessionStatus: "loading",
       connected: false,
+      lab: false,
 
       async restoreSession() {
         const res = await rt.deps.session.current();
+        if (res.ok) set({ lab: res.lab });
         if (get().sessionStatus !== "loading") return;
-        if (res.ok) set({ user: res.user, sessionStatus: "signedIn" });
+        if (res.ok && res.user) set({ user: res.user, sessionStatus: "signedIn" });
         else set({ sessionStatus: "signedOut" });
       },
 
@@ -55,8 +58,12 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
       },
 
       async signOut(everywhere = false) {
+        const userId = get().user?.id;
         // Clear the cookie before showing the sign-in form, so a quick new sign-in cannot be undone by it.
         await (everywhere ? rt.deps.session.signOutEverywhere() : rt.deps.session.signOut());
+        // Signing out means leaving this browser to someone else: no half-written text stays behind. (An expired
+        // session, below in verifySession, keeps them for the same person's next sign-in.)
+        if (userId !== undefined) clearDrafts(rt.deps.drafts, userId);
         reset();
       },
 
@@ -64,6 +71,7 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
         set({ connected: true });
         rt.sync.catchUpActive = true;
         get().requestSync(true);
+        get().resumeSending();
       },
 
       handleDisconnected() {
@@ -72,7 +80,9 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
 
       async verifySession() {
         const res = await rt.deps.session.current();
-        if (res.ok || res.error.code !== "unauthorized") return true;
+        // Only a server that answers "no session" signs this tab out; an unreachable one proves nothing.
+        const signedOut = res.ok ? res.user === null : res.error.code === "unauthorized";
+        if (!signedOut) return true;
         if (get().sessionStatus === "signedIn") reset();
         return false;
       },

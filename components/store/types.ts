@@ -9,6 +9,7 @@ import type {
   Credentials,
   SessionResponse,
   Snapshot,
+  StartResponse,
   UnreadUpdate,
   UserDTO,
 } from "@/server/contracts";
@@ -38,7 +39,8 @@ export interface ChatTransport {
 
 /** HTTP session calls; these always resolve (network failures become `unavailable`). */
 export interface SessionTransport {
-  current(): Promise<Result<{ user: UserDTO }>>;
+  /** The session the cookie holds (`user: null` without one) and what the server offers. */
+  current(): Promise<Result<StartResponse>>;
   signIn(credentials: Credentials): Promise<Result<SessionResponse>>;
   signUp(credentials: Credentials): Promise<Result<SessionResponse>>;
   signOut(): Promise<Result>;
@@ -50,8 +52,10 @@ export interface ChatStoreDeps {
   session: SessionTransport;
   /** Defaults to crypto.randomUUID, which exists only in secure contexts. */
   newId?: () => string;
-  /** Pause between send attempts after a missing acknowledgement, and the first sync retry delay. */
+  /** The first pause before a send or a sync is tried again after a missing acknowledgement (then doubling). */
   retryDelayMs?: number;
+  /** Where drafts are kept between conversations and reloads; defaults to localStorage in a browser. */
+  drafts?: DraftStorage;
   /**
    * How long the conversation being read may keep a count before the client assumes it missed the message
    * (a lost push) and fetches it, so that the read follows.
@@ -78,6 +82,8 @@ export interface SessionSlice {
   user: UserDTO | null;
   sessionStatus: SessionStatus;
   connected: boolean;
+  /** Whether the server runs the consistency lab (known once restoreSession has answered). */
+  lab: boolean;
   restoreSession(): Promise<void>;
   /** Resolves with the server's error message, or null on success. */
   /** Signs in, or with `create` makes the account first; returns the server's message on failure. */
@@ -146,27 +152,52 @@ export interface MessageList {
   error: string | null;
 }
 
+/** The part of the Web Storage API drafts need, so tests (and pages without localStorage) can give their own. */
+export type DraftStorage = Pick<Storage, "getItem" | "setItem" | "removeItem" | "key" | "length">;
+
+/**
+ * A message not (known to be) stored yet. `queued`: waiting for its turn or for the connection; `sending`: on the
+ * wire; `refused`: the server said no (e.g. `invalid`, `forbidden`), so it waits for the person to retry or discard.
+ */
+export type PendingStatus = "queued" | "sending" | "refused";
+
 export interface PendingMessage {
   clientMsgId: string;
   content: string;
   createdAt: string;
+  status: PendingStatus;
+  /** Why it is not stored yet: the refusal, or (while queued) the last transient failure, forgotten on reconnect. */
+  error: string | null;
 }
 
 export interface MessagesSlice {
   messages: Record<number, MessageList>;
+  /** Per conversation, in the order they were sent. */
   pending: Record<number, PendingMessage[]>;
-  sendErrors: Record<number, string>;
   loadLatest(conversationId: number): Promise<void>;
   loadOlder(conversationId: number): Promise<void>;
   /** Fetches everything after the gap-free tail (`?after=`). */
   catchUp(conversationId: number): Promise<void>;
   /** Loads the newest page if nothing is loaded yet, else catches up when the list is known to be behind. */
   refreshMessages(conversationId: number): void;
-  /** Resolves true once the server stored the message. */
+  /**
+   * Queues the message (shown pending at once, the conversation's draft cleared); the queue sends one message at a
+   * time, in order, while connected, always with the message's own clientMsgId. Resolves true once the server
+   * stored it, false when it was refused, discarded or dropped (sign-out, conversation gone); a transient failure
+   * (no answer, `unavailable`, `rate_limited`) keeps it queued and retried, so the promise waits.
+   */
   sendMessage(conversationId: number, content: string): Promise<boolean>;
+  /** Puts a refused message back at the end of the queue, with the same clientMsgId. */
+  retryPending(conversationId: number, clientMsgId: string): void;
+  /** Drops a refused message (the server never stored it, so nothing else needs to know). */
+  discardPending(conversationId: number, clientMsgId: string): void;
+  /** The connection is back: forget transient failures and send what is queued now. */
+  resumeSending(): void;
+  /** The signed-in user's draft for a conversation ("" when none). */
+  draftOf(conversationId: number): string;
+  saveDraft(conversationId: number, text: string): void;
   /** A message:new push. */
   receiveMessage(message: MessageDTO): void;
-  clearSendError(conversationId: number): void;
 }
 
 export interface UnreadSlice {

@@ -4,6 +4,9 @@ import type { LabStrategyName, LabWorkload } from "./lab.ts";
 
 export const STRATEGIES: readonly LabStrategyName[] = ["naive", "lock", "watch", "lua"];
 
+/** Attempts per operation: the first and the redeliveries (as Tally's outbox redelivers after a failure). */
+export const MAX_ATTEMPTS = 25;
+
 /** Defaults: a small hot-user comparison that finishes in a few seconds on two cores. */
 export const DEFAULT_WORKLOAD: LabWorkload = {
   seed: 1,

@@ -64,6 +64,15 @@ export interface LabDrift {
   amount: number;
 }
 
+/** One user's badge next to the sum of their conversations, as a strategy stores them at a moment. */
+export interface LabBadge {
+  userId: number;
+  /** The stored total: what the app icon would show. */
+  badge: number;
+  /** The sum of the user's conversation counts: what the list adds up to. */
+  sum: number;
+}
+
 /** One point of the live charts, about every 250 ms while a strategy runs. */
 export interface LabSample {
   runId: string;
@@ -72,8 +81,10 @@ export interface LabSample {
   t: number;
   opsPerSec: number;
   completed: number;
-  /** Observed at that moment, operations in flight included (up to 200 users are sampled). */
+  /** Observed at that moment, operations in flight included (up to 100 users are sampled). */
   drift: LabDrift;
+  /** The hot user (1) and the next user or two, for the live badge view. */
+  badges: LabBadge[];
 }
 
 export interface LabStrategyResult {

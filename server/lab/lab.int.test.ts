@@ -96,6 +96,16 @@ describe("the /lab namespace", () => {
       wrong: { counts: 0, totals: 0 },
     });
     expect(new Set(samples.map((s) => s.strategy))).toEqual(new Set(["naive", "lock", "watch", "lua"]));
+    // The live badge view: the hot user and the next two, as the strategy left them.
+    for (const r of result.results) {
+      const last = samples.filter((s) => s.strategy === r.strategy).at(-1)!;
+      expect(last.badges.map((b) => b.userId)).toEqual([1, 2, 3]);
+      expect(last.badges.filter((b) => b.badge !== b.sum).length).toBeLessThanOrEqual(r.drift.users);
+    }
+    const luaBadges = samples.filter((s) => s.strategy === "lua").at(-1)!.badges;
+    expect(luaBadges.every((b) => b.badge === b.sum)).toBe(true);
+    // The hot user gets most operations: their badge is not an empty 0 = 0.
+    expect(luaBadges[0]!.badge).toBeGreaterThan(0);
     expect(await lab.emitWithAck("lab:status")).toMatchObject({ ok: true, run: null });
   });
 

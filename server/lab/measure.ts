@@ -1,4 +1,4 @@
-import type { LabDrift } from "../contracts/lab.ts";
+import type { LabBadge, LabDrift } from "../contracts/lab.ts";
 import type { UserState } from "./strategies/types.ts";
 import type { Truth } from "./workload.ts";
 
@@ -15,6 +15,16 @@ export function driftOf(states: Iterable<UserState>): LabDrift {
     }
   }
   return { users, amount };
+}
+
+/** Each user's badge and the sum of their conversations; `states[i]` belongs to `userIds[i]` (missing: 0). */
+export function badgesOf(userIds: number[], states: readonly (UserState | undefined)[]): LabBadge[] {
+  return userIds.map((userId, i) => {
+    const state = states[i];
+    let sum = 0;
+    for (const n of state?.counts.values() ?? []) sum += n;
+    return { userId, badge: state?.total ?? 0, sum };
+  });
 }
 
 /** Conversation counts and totals that differ from the truth; `states[i]` belongs to `userIds[i]`. */

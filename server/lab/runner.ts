@@ -1,15 +1,23 @@
 import type { Redis } from "ioredis";
+import { MAX_ATTEMPTS } from "../contracts/lab-defaults.ts";
 import type { LabSample, LabStrategyName, LabStrategyResult, LabWorkload } from "../contracts/lab.ts";
 import type { LabRedis } from "./lab-redis.ts";
 import { sleep } from "./lock.ts";
-import { driftOf, percentile, round, wrongOf } from "./measure.ts";
+import { badgesOf, driftOf, percentile, round, wrongOf } from "./measure.ts";
 import { createStrategy } from "./strategies/index.ts";
-import { StepFailed, WorkerDied, type OpHooks, type OpStats, type Strategy } from "./strategies/types.ts";
+import {
+  StepFailed,
+  WorkerDied,
+  type OpHooks,
+  type OpStats,
+  type Strategy,
+  type UserState,
+} from "./strategies/types.ts";
 import { createWorkload, HOT_USER, type LabOp, type Workload } from "./workload.ts";
 
-/** Attempts per operation: the first and the redeliveries (as Tally's outbox redelivers after a failure). */
-export const MAX_ATTEMPTS = 25;
 const SAMPLE_USERS = 100;
+/** Users shown in the live badge view: the hot user first (the sampled list starts with them). */
+const BADGE_USERS = 3;
 
 export interface RunStrategyOptions {
   name: LabStrategyName;
@@ -108,10 +116,19 @@ export async function runStrategy(opts: RunStrategyOptions): Promise<StrategyRun
   }
 
   const started = performance.now();
-  opts.onSample?.({ strategy: opts.name, t: 0, opsPerSec: 0, completed: 0, drift: { users: 0, amount: 0 } });
+  const badgeUsers = sampled.slice(0, BADGE_USERS);
+  const noBadges = badgesOf(badgeUsers, []);
+  opts.onSample?.({
+    strategy: opts.name,
+    t: 0,
+    opsPerSec: 0,
+    completed: 0,
+    drift: { users: 0, amount: 0 },
+    badges: noBadges,
+  });
   let lastT = started;
   let lastCompleted = 0;
-  let lastDrift = { users: 0, amount: 0 };
+  let last = { drift: { users: 0, amount: 0 }, badges: noBadges };
   let sampling = false;
   const sampler = setInterval(() => {
     if (sampling || !opts.onSample) return;
@@ -123,15 +140,16 @@ export async function runStrategy(opts: RunStrategyOptions): Promise<StrategyRun
     lastCompleted = done;
     strategy
       .read(monitor, sampled)
-      .then((states) => (lastDrift = driftOf(states)))
-      .catch(() => lastDrift)
-      .then((drift) => {
+      .then((states) => (last = { drift: driftOf(states), badges: badgesOf(badgeUsers, states) }))
+      .catch(() => last)
+      .then(({ drift, badges }) => {
         opts.onSample?.({
           strategy: opts.name,
           t: round((now - started) / 1000, 2),
           opsPerSec: Math.round(opsPerSec),
           completed: done,
           drift,
+          badges,
         });
       })
       .finally(() => (sampling = false));
@@ -146,7 +164,7 @@ export async function runStrategy(opts: RunStrategyOptions): Promise<StrategyRun
   await restarting;
   if (monitor.status !== "ready") await new Promise((resolve) => monitor.once("ready", resolve));
 
-  const states = [];
+  const states: UserState[] = [];
   for (let i = 0; i < users.length; i += 500) {
     states.push(...(await strategy.read(monitor, users.slice(i, i + 500))));
   }
@@ -159,6 +177,11 @@ export async function runStrategy(opts: RunStrategyOptions): Promise<StrategyRun
     opsPerSec: Math.round(completed / Math.max(seconds, 1e-6)),
     completed,
     drift,
+    // `states[i]` belongs to user i + 1.
+    badges: badgesOf(
+      badgeUsers,
+      badgeUsers.map((id) => states[id - 1]),
+    ),
   });
   return {
     workload,

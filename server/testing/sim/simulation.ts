@@ -518,7 +518,7 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
         await settle(calls);
         return ok
           ? `${clientMsgId} acknowledged`
-          : `${clientMsgId} not sent: ${tab.store.getState().sendErrors[id] ?? "conversation removed"}`;
+          : `${clientMsgId} not sent: ${tab.store.getState().pending[id]?.find((p) => p.clientMsgId === clientMsgId)?.error ?? "conversation removed"}`;
       }
       case "open": {
         const id = await conversationOf(op.conv);

@@ -1,0 +1,202 @@
+import type { Page } from "@playwright/test";
+import type { MessageDTO } from "../server/contracts/index.ts";
+import { expect, test, type TestUser } from "./fixtures.ts";
+import {
+  badgeSums,
+  expectBadgeSums,
+  expectMessageSeqs,
+  expectTotalUnread,
+  messages,
+  openConversation,
+  watchBadgeSums,
+} from "./support/tally-page.ts";
+
+/** Set to a folder to keep screenshots of the states these tests reach (for looking at them, not for asserting). */
+const SHOTS = process.env.TALLY_SCREENSHOTS;
+async function shot(page: Page, name: string): Promise<void> {
+  if (SHOTS) await page.screenshot({ path: `${SHOTS}/${name}.png` });
+}
+
+const input = (page: Page) => page.getByTestId("message-input");
+const pending = (page: Page) => page.getByTestId("message-pending");
+const banner = (page: Page) => page.getByTestId("connection-banner");
+
+/** Types and sends through the composer without waiting for the server: the composer is free again at once. */
+async function queue(page: Page, text: string): Promise<void> {
+  await input(page).fill(text);
+  await input(page).press("Enter");
+  await expect(input(page)).toHaveValue("");
+}
+
+/** The conversation's messages as the server stored them, read as `user` through `server`. */
+async function storedMessages(user: TestUser, server: string, conversationId: number): Promise<MessageDTO[]> {
+  const res = await user.context.request.get(`${server}/api/conversations/${conversationId}/messages`, {
+    headers: { authorization: `Bearer ${user.token}` },
+  });
+  expect(res.ok()).toBe(true);
+  return ((await res.json()) as { messages: MessageDTO[] }).messages;
+}
+
+test("a draft survives switching conversations and a reload, and is gone once sent", async ({
+  alice,
+  bob,
+  carol,
+  env,
+}) => {
+  const withBob = await alice.createConversation([bob.name]);
+  const withCarol = await alice.createConversation([carol.name]);
+  const page = await alice.openTab(env.serverA, { open: withBob.id });
+
+  await input(page).fill("half a thought for bob");
+  await openConversation(page, withCarol.id);
+  await expect(input(page)).toHaveValue("");
+  await input(page).fill("a line\nfor carol");
+  await openConversation(page, withBob.id);
+  await expect(input(page)).toHaveValue("half a thought for bob");
+
+  await page.reload();
+  await openConversation(page, withCarol.id);
+  await expect(input(page)).toHaveValue("a line\nfor carol");
+  await openConversation(page, withBob.id);
+  await expect(input(page)).toHaveValue("half a thought for bob");
+
+  // Sent: the draft became the message, and a reload does not bring it back.
+  await input(page).press("Enter");
+  await expect(messages(page).filter({ hasText: "half a thought for bob" })).toHaveAttribute("data-seq", "1");
+  await page.reload();
+  await openConversation(page, withBob.id);
+  await expect(input(page)).toHaveValue("");
+  await openConversation(page, withCarol.id);
+  await expect(input(page)).toHaveValue("a line\nfor carol");
+});
+
+test("sends made offline show pending in order and are stored exactly once, in order, after reconnecting", async ({
+  alice,
+  bob,
+  env,
+}) => {
+  test.setTimeout(90_000);
+  const conversation = await alice.createConversation([bob.name]);
+  const bobPage = await bob.openTab(env.serverB);
+  await expectTotalUnread(bobPage, 0);
+  await watchBadgeSums(bobPage);
+  // Opening the conversation needs the list, which the first sync over the socket brings: alice is connected.
+  const alicePage = await alice.openTab(env.serverA, { open: conversation.id });
+  await expect(banner(alicePage)).toHaveCount(0);
+
+  await alice.context.setOffline(true);
+  await expect(banner(alicePage)).toHaveText(/^You're offline — messages will be sent when the connection is back\./);
+  for (const text of ["one", "two", "three"]) await queue(alicePage, text);
+  await expect(pending(alicePage)).toHaveText([/one/, /two/, /three/]);
+  await expect(pending(alicePage).first()).toContainText("waiting for connection");
+  await expect(banner(alicePage)).toContainText("3 messages waiting to be sent.");
+  await shot(alicePage, "offline-banner-with-pending");
+  expect(await storedMessages(bob, env.serverB, conversation.id)).toEqual([]);
+
+  await alice.context.setOffline(false);
+  await expect(banner(alicePage)).toHaveCount(0, { timeout: 30_000 });
+  await expect(pending(alicePage)).toHaveCount(0);
+  await expectMessageSeqs(alicePage, [1, 2, 3]);
+  await expect(messages(alicePage)).toHaveText([/one/, /two/, /three/]);
+
+  const stored = await storedMessages(bob, env.serverB, conversation.id);
+  expect(stored.map((m) => [m.seq, m.content])).toEqual([
+    [1, "one"],
+    [2, "two"],
+    [3, "three"],
+  ]);
+  expect(new Set(stored.map((m) => m.clientMsgId)).size).toBe(3);
+
+  await expectTotalUnread(bobPage, 3);
+  await expect.poll(async () => (await bob.snapshot(env.serverB)).totalUnread).toBe(3);
+  // +3 once: one message at a time or all at once, never beyond 3 and never a total the rows did not add up to.
+  const values = (await badgeSums(bobPage)).map((s) => s.app).filter((v, i, all) => i === 0 || all[i - 1] !== v);
+  expect([
+    [0, 1, 2, 3],
+    [0, 3],
+    [0, 1, 3],
+    [0, 2, 3],
+  ]).toContainEqual(values);
+  await expectBadgeSums(bobPage, values);
+});
+
+test("the connection banner appears while the server is gone and clears, with nothing stale left, once back", async ({
+  alice,
+  bob,
+  env,
+  startServer,
+}) => {
+  test.setTimeout(90_000);
+  const server = await startServer("banner");
+  const conversation = await alice.createConversation([bob.name]);
+  const page = await alice.openTab(server.url, { open: conversation.id });
+  await expect(banner(page)).toHaveCount(0);
+
+  await server.stop();
+  await expect(banner(page)).toHaveText("Reconnecting…");
+  await expect(banner(page)).toHaveAttribute("data-state", "reconnecting");
+  await queue(page, "while the server was gone");
+  await expect(banner(page)).toHaveText("Reconnecting… 1 message waiting to be sent.");
+  await expect(pending(page)).toHaveCount(1);
+
+  await server.restart();
+  await expect(banner(page)).toHaveCount(0, { timeout: 30_000 });
+  await expect(messages(page).filter({ hasText: "while the server was gone" })).toHaveAttribute("data-seq", "1");
+  await expect(pending(page)).toHaveCount(0);
+  await expect(page.getByTestId("pending-error")).toHaveCount(0);
+  expect((await storedMessages(bob, env.serverA, conversation.id)).map((m) => m.content)).toEqual([
+    "while the server was gone",
+  ]);
+});
+
+test("a refused message says why and offers retry and discard", async ({ alice, bob, env }) => {
+  const conversation = await alice.createConversation([bob.name]);
+  const page = await alice.openTab(env.serverA, { open: conversation.id });
+
+  // PostgreSQL text cannot hold NUL, so the server refuses it (`invalid`); nothing else in the UI stops it.
+  await queue(page, "before\u0000after");
+  await queue(page, "the next one still goes");
+  const refused = pending(page);
+  await expect(refused).toHaveCount(1);
+  await expect(refused).toHaveAttribute("data-status", "refused");
+  await expect(refused.getByTestId("pending-error")).toContainText("NUL character");
+  await expect(messages(page).filter({ hasText: "the next one still goes" })).toHaveAttribute("data-seq", "1");
+  await shot(page, "refused-with-retry-discard");
+
+  // Retry sends it again (refused again, so still there); discard removes it.
+  await refused.getByTestId("pending-retry").click();
+  await expect(refused).toHaveAttribute("data-status", "refused");
+  await refused.getByTestId("pending-discard").click();
+  await expect(pending(page)).toHaveCount(0);
+  expect((await storedMessages(alice, env.serverA, conversation.id)).map((m) => m.content)).toEqual([
+    "the next one still goes",
+  ]);
+});
+
+test("the composer counts characters near the limit and will not send past it", async ({ alice, bob, env }) => {
+  const conversation = await alice.createConversation([bob.name]);
+  const page = await alice.openTab(env.serverA, { open: conversation.id });
+  const counter = page.getByTestId("char-counter");
+
+  await input(page).fill("x".repeat(3000));
+  await expect(counter).toHaveCount(0);
+  await input(page).fill("x".repeat(3950));
+  await expect(counter).toHaveText("3,950 / 4,000");
+  await expect(counter).toHaveAttribute("data-over", "false");
+  await shot(page, "counter-near-limit");
+
+  await input(page).fill(`${"x".repeat(4001)}  `);
+  await expect(counter).toHaveText("4,001 / 4,000 — 1 too many to send");
+  await expect(counter).toHaveAttribute("data-over", "true");
+  await expect(page.getByTestId("send-button")).toBeDisabled();
+  await input(page).press("Enter");
+  await shot(page, "counter-over-limit");
+  await expect(pending(page)).toHaveCount(0);
+  await expect(input(page)).toHaveValue(`${"x".repeat(4001)}  `);
+
+  await input(page).press("Backspace");
+  await input(page).press("Backspace");
+  await input(page).press("Backspace");
+  await expect(counter).toHaveText("4,000 / 4,000");
+  await expect(page.getByTestId("send-button")).toBeEnabled();
+});
