@@ -1,14 +1,22 @@
 "use client";
 
-import { memo, useEffect, useLayoutEffect, useRef } from "react";
+import { memo, useEffect, useLayoutEffect, useRef, useState } from "react";
 import type { MessageDTO } from "@/server/contracts";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { formatFullDate, formatMessageTime } from "@/components/lib/format";
-import { selectMessageList, selectPending } from "@/components/store/selectors";
+import { selectMessageList, selectPending, selectShownUnread } from "@/components/store/selectors";
+import { latestSeq } from "@/components/store/runtime";
+import type { OnScreen } from "@/components/store";
 import { PendingItem } from "./PendingItem";
 
 /** How close to an edge counts as "at" it, in pixels. */
 const EDGE = 80;
+/** Scrolled to within this of the bottom, the list follows it: what arrives is scrolled into view. */
+const AT_BOTTOM = 2;
+/** A message whose bubble is taller than the screen counts as seen once this much of its end is on screen. */
+const LAST_LINE = 24;
+/** Room left above the "New messages" divider when the conversation opens on it. */
+const DIVIDER_MARGIN = 8;
 
 const Message = memo(function Message({ message, own }: { message: MessageDTO; own: boolean }) {
   return (
@@ -24,21 +32,117 @@ const Message = memo(function Message({ message, own }: { message: MessageDTO; o
   );
 });
 
+function UnreadDivider() {
+  return (
+    <li className="unread-divider" data-testid="unread-divider" role="separator" aria-label="New messages">
+      <span>New messages</span>
+    </li>
+  );
+}
+
+/** A message counts as seen when half its bubble, or the end of it, is inside the scroller. */
+function isSeen(bubble: DOMRect, view: DOMRect): boolean {
+  const shown = Math.min(bubble.bottom, view.bottom) - Math.max(bubble.top, view.top);
+  if (shown <= 0) return false;
+  if (shown * 2 >= bubble.height) return true;
+  return bubble.bottom <= view.bottom + 1 && bubble.bottom - Math.min(LAST_LINE, bubble.height) >= view.top - 1;
+}
+
 export function MessageList({ conversationId }: { conversationId: number }) {
   const list = useChatStore(selectMessageList(conversationId));
   const pending = useChatStore(selectPending(conversationId));
   const userId = useChatStore((s) => s.user?.id);
   const loadOlder = useChatStore((s) => s.loadOlder);
   const refresh = useChatStore((s) => s.refreshMessages);
+  const setOnScreen = useChatStore((s) => s.setOnScreen);
+  const unseen = useChatStore(selectShownUnread(conversationId));
+  const countsKnown = useChatStore((s) => s.epoch !== null);
+  const latest = useChatStore((s) => latestSeq(s, conversationId));
+
+  /**
+   * The first message that was unread when the conversation was opened (null: none; undefined: the counts are
+   * not known yet). Fixed then, so the divider stays where reading started until the conversation is left.
+   */
+  const [divider, setDivider] = useState<number | null | undefined>(() =>
+    countsKnown ? (unseen > 0 ? latest - unseen + 1 : null) : undefined,
+  );
+  // Opened before the first snapshot (a reload): fixed as soon as the counts arrive.
+  if (divider === undefined && countsKnown) setDivider(unseen > 0 ? latest - unseen + 1 : null);
 
   const scroller = useRef<HTMLDivElement>(null);
   const nearBottom = useRef(true);
   /** Scroll geometry from just before older messages were requested, to keep the view still when they land. */
   const anchor = useRef<{ height: number; top: number; firstSeq: number | undefined } | null>(null);
   const pendingCount = useRef(0);
+  /** The first scroll (to the divider or the bottom) is done; only from then on does what is shown count. */
+  const [positioned, setPositioned] = useState(false);
+  const [atBottom, setAtBottom] = useState(true);
+  /** The bubbles the IntersectionObserver last saw inside the scroller. */
+  const intersecting = useRef(new Set<Element>());
+  const observer = useRef<IntersectionObserver | null>(null);
 
   const { items, hasMore, loading, loaded, error } = list;
   const firstSeq = items[0]?.seq;
+  const dividerBefore = divider == null ? undefined : items.find((m) => m.seq >= divider)?.seq;
+  const dividerLoaded = divider === null || (firstSeq !== undefined && firstSeq <= (divider ?? 0)) || !hasMore;
+
+  function measure(): OnScreen | null {
+    const el = scroller.current;
+    if (!el) return null;
+    const view = el.getBoundingClientRect();
+    let highestSeq = 0;
+    for (const bubble of intersecting.current) {
+      const seq = Number((bubble.parentElement as HTMLElement | null)?.dataset.seq ?? 0);
+      if (seq > highestSeq && bubble.isConnected && isSeen(bubble.getBoundingClientRect(), view)) highestSeq = seq;
+    }
+    const following = el.scrollHeight - el.scrollTop - el.clientHeight <= AT_BOTTOM;
+    return { highestSeq, following };
+  }
+
+  /** Tells the store what is on screen; it decides whether that counts (visible and focused window). */
+  function report() {
+    if (!positioned) return;
+    const seen = measure();
+    if (!seen) return;
+    setAtBottom(seen.following);
+    setOnScreen(conversationId, seen);
+  }
+  // The observer's callback and the unmount see the latest closure through this.
+  const reportRef = useRef(report);
+  useLayoutEffect(() => {
+    reportRef.current = report;
+  });
+
+  useEffect(() => {
+    const el = scroller.current;
+    if (!el) return;
+    const seen = intersecting.current;
+    const io = new IntersectionObserver(
+      (entries) => {
+        for (const entry of entries) {
+          if (entry.isIntersecting) seen.add(entry.target);
+          else seen.delete(entry.target);
+        }
+        reportRef.current();
+      },
+      { root: el, threshold: [0, 0.5, 1] },
+    );
+    observer.current = io;
+    return () => {
+      io.disconnect();
+      observer.current = null;
+      seen.clear();
+      setOnScreen(conversationId, null);
+    };
+  }, [conversationId, setOnScreen]);
+
+  // Every message bubble is watched (observing one twice is a no-op); removed ones simply stop intersecting.
+  useLayoutEffect(() => {
+    const io = observer.current;
+    const el = scroller.current;
+    if (!io || !el) return;
+    for (const bubble of el.querySelectorAll("[data-seq] > .message-bubble")) io.observe(bubble);
+  }, [items]);
 
   function requestOlder() {
     const el = scroller.current;
@@ -49,14 +153,47 @@ export function MessageList({ conversationId }: { conversationId: number }) {
 
   function onScroll() {
     const el = scroller.current;
-    if (!el) return;
+    if (!el || !positioned) return;
     nearBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < EDGE;
     if (el.scrollTop < EDGE) requestOlder();
+    report();
   }
 
-  useLayoutEffect(() => {
+  function jumpToLatest() {
     const el = scroller.current;
     if (!el) return;
+    el.scrollTop = el.scrollHeight;
+    nearBottom.current = true;
+    report();
+  }
+
+  // Opening: older pages are loaded until the first unread message is, however many that takes.
+  useEffect(() => {
+    if (positioned || divider == null || dividerLoaded || !loaded || loading) return;
+    void loadOlder(conversationId);
+  }, [positioned, divider, dividerLoaded, loaded, loading, conversationId, loadOlder]);
+
+  // Opening: on the divider when what is unread does not fit on screen, else at the bottom.
+  useLayoutEffect(() => {
+    const el = scroller.current;
+    if (!el || positioned || !loaded || divider === undefined || !dividerLoaded) return;
+    const mark = el.querySelector<HTMLElement>("[data-testid=unread-divider]");
+    const top = mark ? mark.getBoundingClientRect().top - el.getBoundingClientRect().top + el.scrollTop : null;
+    if (top !== null && el.scrollHeight - top > el.clientHeight) {
+      el.scrollTop = top - DIVIDER_MARGIN;
+      nearBottom.current = false;
+    } else {
+      el.scrollTop = el.scrollHeight;
+      nearBottom.current = true;
+    }
+    pendingCount.current = pending.length;
+    setPositioned(true);
+  }, [positioned, loaded, divider, dividerLoaded, items, pending.length]);
+
+  // Once positioned, and after every change of the list, what is on screen is reported again.
+  useLayoutEffect(() => {
+    const el = scroller.current;
+    if (!el || !positioned) return;
     const sent = pending.length > pendingCount.current;
     pendingCount.current = pending.length;
     const held = anchor.current;
@@ -67,48 +204,75 @@ export function MessageList({ conversationId }: { conversationId: number }) {
       el.scrollTop = el.scrollHeight;
       nearBottom.current = true;
     }
-  }, [items, pending, firstSeq]);
+    report();
+    // report() reads the current render's values; it is meant to run when these change.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [items, pending, firstSeq, positioned]);
 
   // A first page shorter than the viewport cannot be scrolled, so older pages are fetched without a scroll.
   useEffect(() => {
     const el = scroller.current;
-    if (!el || !loaded || loading || !hasMore) return;
+    if (!el || !positioned || !loaded || loading || !hasMore) return;
     if (el.scrollHeight <= el.clientHeight + EDGE) {
       anchor.current = { height: el.scrollHeight, top: el.scrollTop, firstSeq };
       void loadOlder(conversationId);
     }
-  }, [loaded, loading, hasMore, firstSeq, conversationId, loadOlder]);
+  }, [positioned, loaded, loading, hasMore, firstSeq, conversationId, loadOlder]);
 
   return (
-    <div className="message-scroller" data-testid="message-list" ref={scroller} onScroll={onScroll}>
-      {loaded && !hasMore && items.length > 0 && <p className="history-start">Start of the conversation</p>}
-      {loading && <p className="history-status">Loading…</p>}
-      {error && (
-        <p className="history-status form-error" role="alert">
-          {error}{" "}
-          <button
-            type="button"
-            className="link"
-            onClick={() => {
-              refresh(conversationId);
-              requestOlder();
-            }}
-          >
-            Retry
-          </button>
-        </p>
+    <div className="message-area">
+      <div className="message-scroller" data-testid="message-list" ref={scroller} onScroll={onScroll}>
+        {loaded && !hasMore && items.length > 0 && <p className="history-start">Start of the conversation</p>}
+        {loading && <p className="history-status">Loading…</p>}
+        {error && (
+          <p className="history-status form-error" role="alert">
+            {error}{" "}
+            <button
+              type="button"
+              className="link"
+              onClick={() => {
+                refresh(conversationId);
+                requestOlder();
+              }}
+            >
+              Retry
+            </button>
+          </p>
+        )}
+        {loaded && items.length === 0 && pending.length === 0 && (
+          <p className="history-start">No messages yet. Say hello!</p>
+        )}
+        <ol className="message-list" aria-live="polite" style={positioned ? undefined : { visibility: "hidden" }}>
+          {items.map((m) => (
+            <MessageItem key={m.id} message={m} own={m.senderId === userId} divider={m.seq === dividerBefore} />
+          ))}
+          {pending.map((p) => (
+            <PendingItem key={p.clientMsgId} conversationId={conversationId} item={p} />
+          ))}
+        </ol>
+      </div>
+      {positioned && !atBottom && (
+        <button
+          type="button"
+          className="jump-to-latest"
+          data-testid="jump-to-latest"
+          data-count={unseen}
+          aria-label={unseen > 0 ? `${unseen} new messages, jump to the latest` : "Jump to the latest message"}
+          onClick={jumpToLatest}
+        >
+          {unseen > 0 ? `${unseen} new` : "Latest"} <span aria-hidden="true">↓</span>
+        </button>
       )}
-      {loaded && items.length === 0 && pending.length === 0 && (
-        <p className="history-start">No messages yet. Say hello!</p>
-      )}
-      <ol className="message-list" aria-live="polite">
-        {items.map((m) => (
-          <Message key={m.id} message={m} own={m.senderId === userId} />
-        ))}
-        {pending.map((p) => (
-          <PendingItem key={p.clientMsgId} conversationId={conversationId} item={p} />
-        ))}
-      </ol>
     </div>
+  );
+}
+
+function MessageItem({ message, own, divider }: { message: MessageDTO; own: boolean; divider: boolean }) {
+  if (!divider) return <Message message={message} own={own} />;
+  return (
+    <>
+      <UnreadDivider />
+      <Message message={message} own={own} />
+    </>
   );
 }

@@ -147,44 +147,87 @@ describe("conversation order", () => {
   });
 });
 
+/** The server holds messages 1..`lastSeq` of conversation `id` and answers every page of them. */
+function history(t: Awaited<ReturnType<typeof synced>>, id: number, lastSeq: number) {
+  t.transport.auto.fetchMessages = (conversationId, query) => {
+    if (conversationId !== id) return { ok: true, messages: [] };
+    const all = Array.from({ length: lastSeq }, (_, i) => message(id, i + 1));
+    const after = all.filter((m) => m.seq > (query.after ?? 0) && m.seq < (query.before ?? Infinity));
+    const limit = query.limit ?? 50;
+    return { ok: true, messages: query.after === undefined ? after.slice(-limit) : after.slice(0, limit) };
+  };
+}
+
+/** The message list sits at its bottom: every loaded message is on screen. */
+const AT_BOTTOM = { highestSeq: 0, following: true };
+/** The list is scrolled up: messages up to `seq` are on screen, newer ones below it are not. */
+const scrolledTo = (seq: number) => ({ highestSeq: seq, following: false });
+
 describe("reading the active conversation", () => {
-  it("reads up to lastSeq on open while the tab is visible and focused", async () => {
+  it("reads what the list shows, and nothing before it reports", async () => {
     const t = await synced([conversation(1, { lastSeq: 6, lastReadSeq: 2, unreadCount: 4 })], 3);
+    history(t, 1, 6);
     attend(t);
     t.store.getState().openConversation(1);
-    expect(t.transport.reads.map((r) => r.input)).toEqual([{ conversationId: 1, seq: 6 }]);
+    await flush();
+    expect(t.transport.reads).toHaveLength(0);
 
-    t.transport.reads[0]?.resolve({ ok: true, unread: update(1, 0, 0, 4), changed: true });
+    t.store.getState().setOnScreen(1, scrolledTo(4));
+    expect(t.transport.reads.map((r) => r.input)).toEqual([{ conversationId: 1, seq: 4 }]);
+    t.transport.reads[0]?.resolve({ ok: true, unread: update(1, 2, 2, 4), changed: true });
+    await flush();
+    expect(t.store.getState()).toMatchObject({ totalUnread: 2, unreadCounts: { 1: 2 } });
+
+    t.store.getState().setOnScreen(1, AT_BOTTOM);
+    expect(t.transport.reads.map((r) => r.input.seq)).toEqual([4, 6]);
+    t.transport.reads[1]?.resolve({ ok: true, unread: update(1, 0, 0, 5), changed: true });
     await flush();
     expect(t.store.getState()).toMatchObject({ totalUnread: 0, unreadCounts: { 1: 0 } });
   });
 
   it("does not read a conversation that has nothing new", async () => {
     const t = await synced([conversation(1, { lastSeq: 6 })]);
+    history(t, 1, 6);
     attend(t);
     t.store.getState().openConversation(1);
+    await flush();
+    t.store.getState().setOnScreen(1, AT_BOTTOM);
+    expect(t.transport.reads).toHaveLength(0);
+  });
+
+  it("ignores a report for a conversation that is not open", async () => {
+    const t = await synced([conversation(1, { lastSeq: 2, lastReadSeq: 0, unreadCount: 2 }), conversation(2)]);
+    history(t, 1, 2);
+    attend(t);
+    t.store.getState().openConversation(2);
+    t.store.getState().setOnScreen(1, scrolledTo(2));
     expect(t.transport.reads).toHaveLength(0);
   });
 
   it.each([
     ["hidden", { visible: false, focused: true }],
     ["unfocused", { visible: true, focused: false }],
-  ])("does not read while the tab is %s, and reads once it is back", async (_name, window) => {
+  ])("does not read while the tab is %s, and reads what is on screen once it is back", async (_name, window) => {
     const t = await synced([conversation(1, { lastSeq: 6, lastReadSeq: 2, unreadCount: 4 })], 3);
+    history(t, 1, 6);
     t.store.getState().setVisible(window.visible);
     t.store.getState().setFocused(window.focused);
     t.store.getState().openConversation(1);
+    await flush();
+    t.store.getState().setOnScreen(1, AT_BOTTOM);
     t.store.getState().receiveMessage(message(1, 7));
     expect(t.transport.reads).toHaveLength(0);
+    expect(selectShownUnread(1)(t.store.getState())).toBe(4);
 
     attend(t);
     expect(t.transport.reads.map((r) => r.input)).toEqual([{ conversationId: 1, seq: 7 }]);
   });
 
-  it("reads every new message of the conversation being read, and no other", async () => {
+  it("reads every new message of the conversation being read while its list follows the bottom, and no other", async () => {
     const t = await synced([conversation(1, { lastSeq: 2 }), conversation(2, { lastSeq: 1 })], 3);
     attend(t);
     t.store.getState().openConversation(1);
+    t.store.getState().setOnScreen(1, AT_BOTTOM);
     t.store.getState().receiveMessage(message(1, 3));
     t.store.getState().receiveMessage(message(2, 2));
     t.store.getState().receiveMessage(message(1, 4));
@@ -194,17 +237,44 @@ describe("reading the active conversation", () => {
     ]);
   });
 
+  it("does not read what arrives below a list scrolled up; it counts until the list shows it", async () => {
+    const t = await synced([conversation(1, { lastSeq: 5 })], 3);
+    history(t, 1, 5);
+    attend(t);
+    t.store.getState().openConversation(1);
+    await flush();
+    t.store.getState().setOnScreen(1, scrolledTo(2));
+    for (const [i, seq] of [6, 7, 8].entries()) {
+      t.store.getState().receiveMessage(message(1, seq));
+      t.store.getState().applyUnread(update(1, i + 1, i + 1, 4 + i));
+    }
+    expect(t.transport.reads).toHaveLength(0);
+    const shown = (s = t.store.getState()) => ({ one: selectShownUnread(1)(s), total: selectShownTotal(s) });
+    expect(shown()).toEqual({ one: 3, total: 3 });
+
+    // Scrolling down: the badge counts down at once, before the server answers.
+    t.store.getState().setOnScreen(1, scrolledTo(7));
+    expect(shown()).toEqual({ one: 1, total: 1 });
+    expect(t.transport.reads.map((r) => r.input.seq)).toEqual([7]);
+    t.store.getState().setOnScreen(1, AT_BOTTOM);
+    expect(shown()).toEqual({ one: 0, total: 0 });
+    expect(t.transport.reads.map((r) => r.input.seq)).toEqual([7, 8]);
+  });
+
   it("never re-sends a read for a seq it already asked for, but allows a higher one", async () => {
     const t = await synced([conversation(1, { lastSeq: 2 })]);
     attend(t);
     t.store.getState().openConversation(1);
+    t.store.getState().setOnScreen(1, AT_BOTTOM);
     t.store.getState().receiveMessage(message(1, 3));
     t.store.getState().receiveMessage(message(1, 3));
     t.store.getState().setFocused(false);
     t.store.getState().setFocused(true);
     t.store.getState().receiveMessage(message(1, 2));
     t.store.getState().readIfActive(1);
+    t.store.getState().setOnScreen(1, scrolledTo(2));
     expect(t.transport.reads.map((r) => r.input.seq)).toEqual([3]);
+    t.store.getState().setOnScreen(1, AT_BOTTOM);
     t.store.getState().receiveMessage(message(1, 4));
     expect(t.transport.reads.map((r) => r.input.seq)).toEqual([3, 4]);
   });
@@ -214,14 +284,18 @@ describe("reading the active conversation", () => {
     t.transport.auto.fetchMessages = () => ({ ok: true, messages: [message(1, 1), message(1, 2), message(1, 3)] });
     t.store.getState().openConversation(1);
     await flush();
+    t.store.getState().setOnScreen(1, AT_BOTTOM);
     attend(t);
     expect(t.transport.reads.map((r) => r.input)).toEqual([{ conversationId: 1, seq: 3 }]);
   });
 
   it("lets a failed read be sent again", async () => {
     const t = await synced([conversation(1, { lastSeq: 5, lastReadSeq: 1, unreadCount: 4 })]);
+    history(t, 1, 5);
     attend(t);
     t.store.getState().openConversation(1);
+    await flush();
+    t.store.getState().setOnScreen(1, AT_BOTTOM);
     t.transport.reads[0]?.reject(new Error("timeout"));
     await flush();
     t.store.getState().setFocused(false);
@@ -229,11 +303,15 @@ describe("reading the active conversation", () => {
     expect(t.transport.reads.map((r) => r.input.seq)).toEqual([5, 5]);
   });
 
-  it("takes read positions from each snapshot and reads what is still unread", async () => {
+  it("takes read positions from each snapshot and reads what is still unread once it is on screen", async () => {
     const t = await synced([conversation(1, { lastSeq: 5 })]);
+    history(t, 1, 5);
     attend(t);
     t.store.getState().openConversation(1);
+    await flush();
+    t.store.getState().setOnScreen(1, AT_BOTTOM);
     expect(t.transport.reads).toHaveLength(0);
+    history(t, 1, 8);
     t.store.getState().requestSync();
     t.transport.syncs[0]?.resolve(snapshot([conversation(1, { lastSeq: 8, lastReadSeq: 5, unreadCount: 3 })], 9));
     await flush();
@@ -244,42 +322,102 @@ describe("reading the active conversation", () => {
     const t = await synced([conversation(1, { lastSeq: 1 })]);
     attend(t);
     t.store.getState().openConversation(1);
+    t.store.getState().setOnScreen(1, AT_BOTTOM);
     t.store.getState().receiveMessage(message(1, 2, { senderId: ME.id, senderName: ME.name }));
     expect(t.transport.reads.map((r) => r.input.seq)).toEqual([2]);
+  });
+
+  it("sends one read for a scroll through many messages, after the debounce", async () => {
+    const t = await synced([conversation(1, { lastSeq: 9, lastReadSeq: 0, unreadCount: 9 })], 3, {
+      readDebounceMs: 300,
+    });
+    history(t, 1, 9);
+    attend(t);
+    t.store.getState().openConversation(1);
+    await flush();
+    for (const seq of [2, 3, 5, 4, 7]) t.store.getState().setOnScreen(1, scrolledTo(seq));
+    expect(selectShownUnread(1)(t.store.getState())).toBe(2);
+    await vi.advanceTimersByTimeAsync(299);
+    expect(t.transport.reads).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(t.transport.reads.map((r) => r.input.seq)).toEqual([7]);
+  });
+
+  it("sends what was seen at once when another conversation is opened, and nothing of the new one unseen", async () => {
+    const t = await synced(
+      [conversation(1, { lastSeq: 9, lastReadSeq: 0, unreadCount: 9 }), conversation(2, { lastSeq: 0 })],
+      3,
+      { readDebounceMs: 300 },
+    );
+    history(t, 1, 9);
+    attend(t);
+    t.store.getState().openConversation(1);
+    await flush();
+    t.store.getState().setOnScreen(1, scrolledTo(4));
+    t.store.getState().openConversation(2);
+    expect(t.transport.reads.map((r) => r.input)).toEqual([{ conversationId: 1, seq: 4 }]);
+    // The list of conversation 1, unmounting after the switch, says it is gone: nothing more.
+    t.store.getState().setOnScreen(1, null);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(t.transport.reads).toHaveLength(1);
   });
 });
 
 describe("what the badges show", () => {
   const STALE_MS = 2000;
-  /** Conversation 1 (two messages, both read) open while the user looks, its history loaded; no fetch queued. */
+  /** Conversation 1 (two messages, both read) open at its bottom while the user looks; no fetch queued. */
   async function readingConversationOne() {
     const t = await synced([conversation(1, { lastSeq: 2 })], 3, { staleUnreadMs: STALE_MS });
     t.transport.auto.fetchMessages = () => ({ ok: true, messages: [message(1, 1), message(1, 2)] });
     attend(t);
     t.store.getState().openConversation(1);
     await flush();
+    t.store.getState().setOnScreen(1, AT_BOTTOM);
     t.transport.fetches.length = 0;
     return t;
   }
 
-  it("shows no count for the conversation being read, so a push and its read never flash a badge", async () => {
+  it("shows no count for a message that arrives on screen, whichever of its push and its count comes first", async () => {
     const t = await synced([conversation(1, { lastSeq: 1 }), conversation(2, { unreadCount: 2, lastReadSeq: 0 })], 3);
     attend(t);
     t.store.getState().openConversation(1);
+    t.store.getState().setOnScreen(1, AT_BOTTOM);
     const shown = () => {
       const s = t.store.getState();
       return { one: selectShownUnread(1)(s), two: selectShownUnread(2)(s), total: selectShownTotal(s) };
     };
 
+    // The count first, then the message.
     t.store.getState().applyUnread(update(1, 1, 3, 4));
     expect(t.store.getState().totalUnread).toBe(3);
     expect(shown()).toEqual({ one: 0, two: 2, total: 2 });
+    t.store.getState().receiveMessage(message(1, 2));
+    expect(shown()).toEqual({ one: 0, two: 2, total: 2 });
+    // The message first, then the count.
+    t.store.getState().receiveMessage(message(1, 3));
+    t.store.getState().applyUnread(update(1, 2, 4, 5));
+    expect(shown()).toEqual({ one: 0, two: 2, total: 2 });
 
+    // Not looking: what arrives counts.
     t.store.getState().setFocused(false);
+    t.store.getState().receiveMessage(message(1, 4));
+    t.store.getState().applyUnread(update(1, 3, 5, 6));
     expect(shown()).toEqual({ one: 1, two: 2, total: 3 });
     t.store.getState().setFocused(true);
-    t.store.getState().setVisible(false);
-    expect(shown()).toEqual({ one: 1, two: 2, total: 3 });
+    expect(shown()).toEqual({ one: 0, two: 2, total: 2 });
+  });
+
+  it("shows the server's count when it is lower than what this tab has not seen (another tab read further)", async () => {
+    const t = await synced([conversation(1, { lastSeq: 5, lastReadSeq: 0, unreadCount: 5 })], 3);
+    history(t, 1, 5);
+    attend(t);
+    t.store.getState().openConversation(1);
+    await flush();
+    t.store.getState().setOnScreen(1, scrolledTo(1));
+    expect(selectShownUnread(1)(t.store.getState())).toBe(4);
+    t.store.getState().applyUnread(update(1, 1, 1, 4));
+    expect(selectShownUnread(1)(t.store.getState())).toBe(1);
+    expect(selectShownTotal(t.store.getState())).toBe(1);
   });
 
   it("fetches a message whose push was lost when the conversation being read keeps a count", async () => {
@@ -307,6 +445,16 @@ describe("what the badges show", () => {
     expect(t.transport.fetches).toHaveLength(0);
     expect(t.store.getState().totalUnread).toBe(0);
   });
+
+  it("does not fetch for messages the person has not scrolled to", async () => {
+    const t = await readingConversationOne();
+    t.store.getState().setOnScreen(1, scrolledTo(1));
+    t.store.getState().receiveMessage(message(1, 3));
+    t.store.getState().applyUnread(update(1, 1, 1, 4));
+    await vi.advanceTimersByTimeAsync(10 * STALE_MS);
+    expect(t.transport.fetches).toHaveLength(0);
+    expect(selectShownTotal(t.store.getState())).toBe(1);
+  });
 });
 
 describe("an acknowledgement of a read that changed nothing", () => {
@@ -316,6 +464,7 @@ describe("an acknowledgement of a read that changed nothing", () => {
     const t = await synced([conversation(1, { lastSeq: 3, lastReadSeq: 2 }), conversation(2)], 3);
     attend(t);
     t.store.getState().openConversation(1);
+    t.store.getState().setOnScreen(1, scrolledTo(3));
     t.transport.reads[0]?.resolve({ ok: true, unread: update(1, 0, 1, 4), changed: false });
     await flush();
     expect(t.store.getState()).toMatchObject({ version: 3, totalUnread: 0 });
@@ -333,6 +482,7 @@ describe("an acknowledgement of a read that changed nothing", () => {
     const t = await synced([conversation(1, { lastSeq: 3, lastReadSeq: 2 })], 5);
     attend(t);
     t.store.getState().openConversation(1);
+    t.store.getState().setOnScreen(1, scrolledTo(3));
     t.transport.reads[0]?.resolve({ ok: true, unread: update(1, 0, 0, 5), changed: false });
     await flush();
     expect(t.transport.syncs).toHaveLength(0);

@@ -1,6 +1,7 @@
 import type { StateCreator } from "zustand/vanilla";
 import type { ConversationDTO, MessageDTO, Result } from "@/server/contracts";
-import { isBeingRead, latestSeq, type StoreRuntime } from "./runtime";
+import { createReadCursor, type ReadCursor } from "./read-cursor";
+import { isBeingRead, type StoreRuntime } from "./runtime";
 import type { ChatState, ConversationsSlice } from "./types";
 
 /** Its last message's time, or while it has none its creation time: creating a conversation is activity too. */
@@ -37,6 +38,7 @@ export const initialConversationsState = {
   conversationOrder: [],
   activeConversationId: null,
   readRequested: {},
+  seenSeq: {},
   conversationErrors: {},
 } satisfies Partial<ConversationsSlice>;
 
@@ -64,12 +66,78 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
       return null;
     }
 
+    function sendRead(conversationId: number, seq: number): void {
+      const previous = get().readRequested[conversationId];
+      if (seq <= (previous ?? 0)) return;
+      set((s) => ({ readRequested: { ...s.readRequested, [conversationId]: seq } }));
+
+      const generation = rt.generation;
+      // A read that failed must not block the same seq forever; a newer request stays as it is.
+      const rollBack = () => {
+        if (generation !== rt.generation || get().readRequested[conversationId] !== seq) return;
+        set((s) => {
+          const readRequested = { ...s.readRequested };
+          if (previous === undefined) delete readRequested[conversationId];
+          else readRequested[conversationId] = previous;
+          return { readRequested };
+        });
+      };
+      rt.deps.transport.read({ conversationId, seq }).then((res) => {
+        if (generation !== rt.generation) return;
+        if (res.ok) {
+          if (res.changed) get().applyUnread(res.unread);
+          else get().probeUnread(res.unread);
+        } else rollBack();
+      }, rollBack);
+    }
+
+    function cursorOf(conversationId: number): ReadCursor {
+      let cursor = rt.cursors.get(conversationId);
+      if (cursor) return cursor;
+      cursor = createReadCursor(
+        {
+          debounceMs: rt.deps.readDebounceMs,
+          floor: () => get().readRequested[conversationId] ?? 0,
+          send: (seq) => sendRead(conversationId, seq),
+          onSeen: (seq) =>
+            set((s) => ({
+              seenSeq: { ...s.seenSeq, [conversationId]: Math.max(seq, s.seenSeq[conversationId] ?? 0) },
+            })),
+        },
+        get().seenSeq[conversationId] ?? 0,
+      );
+      rt.cursors.set(conversationId, cursor);
+      return cursor;
+    }
+
+    /**
+     * The highest seq the open conversation's list shows; with the list at its bottom, the newest loaded one.
+     * Messages at or below the read cursor count too (they are read), so that with a list that shows nothing yet
+     * a count arriving ahead of its message is still explained by that message.
+     */
+    function onScreen(conversationId: number): number {
+      const view = rt.view;
+      if (view?.conversationId !== conversationId) return 0;
+      const s = get();
+      const newest = view.following ? (s.messages[conversationId]?.items.at(-1)?.seq ?? 0) : 0;
+      return Math.max(view.highestSeq, newest, s.readRequested[conversationId] ?? 0);
+    }
+
+    /** Another conversation (or none) is opened: what was seen in the previous one is sent now. */
+    function leaveView(next: number | null): void {
+      const previous = get().activeConversationId;
+      if (previous === next) return;
+      rt.view = null;
+      if (previous !== null) rt.cursors.get(previous)?.flush();
+    }
+
     return {
       ...initialConversationsState,
       visible: false,
       focused: false,
 
       openConversation(conversationId) {
+        leaveView(conversationId);
         set({ activeConversationId: conversationId });
         get().clearConversationError(conversationId);
         get().refreshMessages(conversationId);
@@ -77,6 +145,7 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
       },
 
       closeConversation() {
+        leaveView(null);
         set({ activeConversationId: null });
       },
 
@@ -111,6 +180,9 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         const watch = rt.unreadWatch.get(conversationId);
         if (watch) clearTimeout(watch);
         rt.unreadWatch.delete(conversationId);
+        rt.cursors.get(conversationId)?.cancel();
+        rt.cursors.delete(conversationId);
+        if (rt.view?.conversationId === conversationId) rt.view = null;
 
         const counted = s.unreadCounts[conversationId] ?? 0;
         set((s) => {
@@ -123,6 +195,7 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
                 : s.conversationOrder.filter((id) => id !== conversationId),
             activeConversationId: s.activeConversationId === conversationId ? null : s.activeConversationId,
             readRequested: without(s.readRequested, conversationId),
+            seenSeq: without(s.seenSeq, conversationId),
             conversationErrors: without(s.conversationErrors, conversationId),
             messages: without(s.messages, conversationId),
             pending: without(s.pending, conversationId),
@@ -184,32 +257,25 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         if (active !== null) get().readIfActive(active);
       },
 
+      setOnScreen(conversationId, view) {
+        if (view === null) {
+          if (rt.view?.conversationId !== conversationId) return;
+          rt.view = null;
+          rt.cursors.get(conversationId)?.flush();
+          return;
+        }
+        if (get().activeConversationId !== conversationId) return;
+        rt.view = { conversationId, ...view };
+        get().readIfActive(conversationId);
+      },
+
       readIfActive(conversationId) {
         const state = get();
-        if (!isBeingRead(state, conversationId)) return;
-        const seq = latestSeq(state, conversationId);
-        const previous = state.readRequested[conversationId];
-        if (seq <= 0 || seq <= (previous ?? 0)) return;
-        set((s) => ({ readRequested: { ...s.readRequested, [conversationId]: seq } }));
-
-        const generation = rt.generation;
-        // A read that failed must not block the same seq forever; a newer request stays as it is.
-        const rollBack = () => {
-          if (generation !== rt.generation || get().readRequested[conversationId] !== seq) return;
-          set((s) => {
-            const readRequested = { ...s.readRequested };
-            if (previous === undefined) delete readRequested[conversationId];
-            else readRequested[conversationId] = previous;
-            return { readRequested };
-          });
-        };
-        rt.deps.transport.read({ conversationId, seq }).then((res) => {
-          if (generation !== rt.generation) return;
-          if (res.ok) {
-            if (res.changed) get().applyUnread(res.unread);
-            else get().probeUnread(res.unread);
-          } else rollBack();
-        }, rollBack);
+        if (state.activeConversationId !== conversationId) return;
+        cursorOf(conversationId).observe({
+          attending: isBeingRead(state, conversationId),
+          onScreen: onScreen(conversationId),
+        });
       },
     };
   };

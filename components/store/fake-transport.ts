@@ -116,6 +116,7 @@ export function setup(options: Partial<ChatStoreDeps> = {}) {
     newId: () => `client-${++ids}`,
     retryDelayMs: 0,
     staleUnreadMs: 60_000,
+    readDebounceMs: 0,
     ...options,
   });
   store.setState({ user: ME, sessionStatus: "signedIn", connected: true });

@@ -1,6 +1,7 @@
 import type { UnreadUpdate } from "@/server/contracts";
 import { defaultDraftStorage } from "./drafts";
-import type { ChatState, ChatStoreDeps } from "./types";
+import type { ReadCursor } from "./read-cursor";
+import type { ChatState, ChatStoreDeps, OnScreen } from "./types";
 
 /** Per-store bookkeeping that never renders, so it lives beside the zustand state rather than in it. */
 export interface StoreRuntime {
@@ -25,6 +26,10 @@ export interface StoreRuntime {
   unreadWatch: Map<number, ReturnType<typeof setTimeout>>;
   /** Conversations removed here; pushes for them that were already on the way must not bring them back. */
   removed: Set<number>;
+  /** What the open conversation's message list shows, as it last reported (null: nothing reported yet). */
+  view: (OnScreen & { conversationId: number }) | null;
+  /** The read cursor (components/store/read-cursor.ts) of each conversation read here. */
+  cursors: Map<number, ReadCursor>;
   outbox: Outbox;
 }
 
@@ -59,6 +64,7 @@ export function createRuntime(deps: ChatStoreDeps): StoreRuntime {
       newId: defaultNewId,
       retryDelayMs: 1000,
       staleUnreadMs: 2000,
+      readDebounceMs: 300,
       ...deps,
       drafts: deps.drafts ?? defaultDraftStorage(),
     },
@@ -66,6 +72,8 @@ export function createRuntime(deps: ChatStoreDeps): StoreRuntime {
     sync: { token: 0, buffer: [], probes: [], wanted: new Map(), failures: 0, catchUpActive: false, retryTimer: null },
     unreadWatch: new Map(),
     removed: new Set(),
+    view: null,
+    cursors: new Map(),
     outbox: { queue: [], busy: false, failures: 0, retryTimer: null, settle: new Map() },
   };
 }
@@ -87,8 +95,22 @@ export function latestSeq(state: ChatState, conversationId: number): number {
   return Math.max(fromList, fromMessages);
 }
 
+/** The conversation is open in a window that is visible and focused: what its list shows is being seen. */
 export function isBeingRead(state: ChatState, conversationId: number): boolean {
   return state.activeConversationId === conversationId && state.visible && state.focused;
+}
+
+/**
+ * The count a badge shows: the server's, less the messages this tab has seen whose read the server has not
+ * applied yet (so a badge counts down as the person scrolls, and a message that arrives on screen never shows up
+ * in it). Unread counts are seqs above the cursor (server/redis/lua/apply.lua), so the messages above the highest
+ * seen seq bound it; the server's own count wins when it is lower (another tab read further, expiry).
+ */
+export function shownUnread(state: ChatState, conversationId: number): number {
+  const count = state.unreadCounts[conversationId] ?? 0;
+  const seen = state.seenSeq[conversationId];
+  if (seen === undefined || count === 0) return count;
+  return Math.min(count, Math.max(0, latestSeq(state, conversationId) - seen));
 }
 
 export function sleep(ms: number): Promise<void> {

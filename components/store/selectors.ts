@@ -1,23 +1,26 @@
 import { EMPTY_LIST } from "./messages";
-import { isBeingRead } from "./runtime";
+import { shownUnread } from "./runtime";
 import type { ChatState, MessageList, PendingMessage } from "./types";
 
 // Selectors must return stable references: zustand re-renders (or loops) on a fresh [] every call.
 const NO_PENDING: PendingMessage[] = [];
 
 /**
- * What the badges show. The conversation being read shows no count: it is on screen, and its read is already
- * on the way, so a push that raises it and the acknowledgement that clears it a moment later must not make a
- * badge flash. Shown total minus the hidden count keeps "total = sum of the rows" true for what is shown.
+ * What the badges show: the server's count, less what this tab has seen and the server has not counted off yet
+ * (runtime.ts `shownUnread`). The total drops by the same amounts, so "total = sum of the rows" holds for what is
+ * shown.
  */
 export const selectShownUnread =
   (id: number) =>
   (s: ChatState): number =>
-    isBeingRead(s, id) ? 0 : (s.unreadCounts[id] ?? 0);
+    shownUnread(s, id);
 
 export const selectShownTotal = (s: ChatState): number => {
-  const active = s.activeConversationId;
-  const hidden = active !== null && isBeingRead(s, active) ? (s.unreadCounts[active] ?? 0) : 0;
+  let hidden = 0;
+  for (const key of Object.keys(s.seenSeq)) {
+    const id = Number(key);
+    hidden += (s.unreadCounts[id] ?? 0) - shownUnread(s, id);
+  }
   return Math.max(0, s.totalUnread - hidden);
 };
 

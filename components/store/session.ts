@@ -21,6 +21,9 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
       rt.unreadWatch.clear();
       rt.removed.clear();
       clearOutbox(rt.outbox);
+      for (const cursor of rt.cursors.values()) cursor.cancel();
+      rt.cursors.clear();
+      rt.view = null;
       set({
         ...initialUnreadState,
         ...initialConversationsState,

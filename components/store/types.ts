@@ -61,6 +61,19 @@ export interface ChatStoreDeps {
    * (a lost push) and fetches it, so that the read follows.
    */
   staleUnreadMs?: number;
+  /** Reads of what scrolled into view within this window go out as one (components/store/read-cursor.ts). */
+  readDebounceMs?: number;
+}
+
+/** What the open conversation's message list shows, as the list measures it. */
+export interface OnScreen {
+  /** The highest seq whose message is mostly on screen (half its bubble, or its last line); 0 for none. */
+  highestSeq: number;
+  /**
+   * The list sits at its bottom and keeps to it: a message that arrives is scrolled into view before it is
+   * painted, so every loaded message counts as on screen.
+   */
+  following: boolean;
 }
 
 export type SessionStatus = "loading" | "signedOut" | "signedIn";
@@ -93,6 +106,8 @@ export interface ConversationsSlice {
   focused: boolean;
   /** Highest seq a read was requested for, per conversation; avoids re-sending the same read. */
   readRequested: Record<number, number>;
+  /** Highest seq on screen while the window was visible and focused, per conversation (the read cursor). */
+  seenSeq: Record<number, number>;
   /** The server's refusal of the last leave or delete, per conversation. */
   conversationErrors: Record<number, string>;
   openConversation(conversationId: number): void;
@@ -114,7 +129,15 @@ export interface ConversationsSlice {
   clearConversationError(conversationId: number): void;
   setVisible(visible: boolean): void;
   setFocused(focused: boolean): void;
-  /** Sends conversation:read up to the newest known seq if the conversation is being read. */
+  /**
+   * The message list of the open conversation reports what it shows (null: it is gone). Messages count as read
+   * once on screen while the window is visible and focused.
+   */
+  setOnScreen(conversationId: number, view: OnScreen | null): void;
+  /**
+   * Moves the read cursor of the open conversation to what is on screen, if the window is visible and focused;
+   * the read is sent after the debounce (components/store/read-cursor.ts).
+   */
   readIfActive(conversationId: number): void;
 }
 

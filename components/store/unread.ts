@@ -1,7 +1,7 @@
 import type { StateCreator } from "zustand/vanilla";
 import type { ConversationDTO, Snapshot, UnreadUpdate } from "@/server/contracts";
 import { sortConversationIds } from "./conversations";
-import { isBeingRead, type StoreRuntime } from "./runtime";
+import { isBeingRead, shownUnread, type StoreRuntime } from "./runtime";
 import type { ChatState, UnreadSlice } from "./types";
 
 export type UnreadVerdict = "apply" | "ignore" | "resync";
@@ -77,7 +77,11 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
       }, delay);
     }
 
-    /** Normally the message:new and its read follow at once; if not, the push was lost and is fetched. */
+    /**
+     * A count the messages this tab knows of do not explain (the badge shows less than the server counts) is
+     * normally explained a moment later by the message:new, or settled by the read's acknowledgement; if not, the
+     * push was lost and the messages are fetched.
+     */
     function watchWhileRead(conversationId: number): void {
       if (rt.unreadWatch.has(conversationId)) return;
       const generation = rt.generation;
@@ -85,7 +89,7 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
         rt.unreadWatch.delete(conversationId);
         const s = get();
         if (generation !== rt.generation || !isBeingRead(s, conversationId)) return;
-        if ((s.unreadCounts[conversationId] ?? 0) === 0) return;
+        if (shownUnread(s, conversationId) === (s.unreadCounts[conversationId] ?? 0)) return;
         void get().catchUp(conversationId);
       }, rt.deps.staleUnreadMs);
       rt.unreadWatch.set(conversationId, timer);

@@ -41,7 +41,8 @@ const sum = (counts: Record<number, number>) => Object.values(counts).reduce((a,
  * server instance. Only opening the socket differs from the page: a token instead of the cookie, and the Origin
  * header a page would send. The tab watches every state the store takes and reports to the journal what must
  * never be seen: a total that is not the sum of the counts, a count that drops although nobody read, a conversation
- * that disappears although nobody left or deleted it.
+ * that disappears although nobody left or deleted it. Its person looks at the bottom of the open conversation
+ * (`view`), so what arrives there is read as soon as the tab is visible and focused.
  */
 export class BrowserTab {
   readonly name: string;
@@ -168,8 +169,13 @@ export class BrowserTab {
       transport: this.observe(link.transport),
       session: sessionTransport(client),
       newId: () => (this.lastId = `${this.name}.${++this.ids}`),
+      // Reads go out as the page's would with nothing to coalesce: at once, so each operation awaits its own.
+      readDebounceMs: 0,
     });
-    this.unsubscribe = store.subscribe((state, prev) => this.judge(state, prev));
+    this.unsubscribe = store.subscribe((state, prev) => {
+      this.judge(state, prev);
+      this.view(store, state, prev);
+    });
     return [store, link];
   }
 
@@ -225,6 +231,16 @@ export class BrowserTab {
         );
       },
     };
+  }
+
+  /**
+   * The page's message list, as the simulated person keeps it: at the bottom of the open conversation, so every
+   * message the store has loaded is on screen (the store reads it while the tab is visible and focused).
+   */
+  private view(store: ChatStore, state: ChatState, prev: ChatState): void {
+    const id = state.activeConversationId;
+    if (id === null || id === prev.activeConversationId) return;
+    store.getState().setOnScreen(id, { highestSeq: 0, following: true });
   }
 
   /** Every state the store takes: what a badge could show at that moment. */

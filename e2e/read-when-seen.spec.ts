@@ -1,0 +1,223 @@
+import { randomUUID } from "node:crypto";
+import type { Page } from "@playwright/test";
+import { io, type Socket } from "socket.io-client";
+import type { ClientToServerEvents, ServerToClientEvents } from "../server/contracts/index.ts";
+import { expect, test, type TestUser } from "./fixtures.ts";
+import {
+  appBadge,
+  badgeSums,
+  conversationItem,
+  expectMessageSeqs,
+  messages,
+  openConversation,
+  watchBadgeSums,
+} from "./support/tally-page.ts";
+
+type ApiSocket = Socket<ServerToClientEvents, ClientToServerEvents>;
+
+/** A socket of `user` on `server`, as the page opens it but authenticated by token: the fast path for setup. */
+async function connect(user: TestUser, server: string): Promise<ApiSocket> {
+  const socket: ApiSocket = io(server, {
+    auth: { token: user.token },
+    extraHeaders: { origin: new URL(server).origin },
+    transports: ["websocket"],
+    forceNew: true,
+  });
+  await new Promise<void>((resolve, reject) => {
+    socket.once("connect", resolve);
+    socket.once("connect_error", reject);
+  });
+  return socket;
+}
+
+/** Sends `count` messages in order; a send refused by the rate limit (60 per 3 s) is tried again. */
+async function sendMany(socket: ApiSocket, conversationId: number, count: number, prefix: string): Promise<void> {
+  for (let i = 1; i <= count; i++) {
+    const input = { conversationId, clientMsgId: randomUUID(), content: `${prefix} ${i}` };
+    for (;;) {
+      const res = await socket.timeout(10_000).emitWithAck("message:send", input);
+      if (res.ok) break;
+      if (res.error.code !== "rate_limited") throw new Error(`send refused: ${res.error.message}`);
+      // The limit's window frees up within 3 s; the same clientMsgId makes the retry safe.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+}
+
+async function markRead(user: TestUser, server: string, conversationId: number, seq: number): Promise<void> {
+  const socket = await connect(user, server);
+  try {
+    const res = await socket.timeout(10_000).emitWithAck("conversation:read", { conversationId, seq });
+    expect(res.ok).toBe(true);
+  } finally {
+    socket.disconnect();
+  }
+}
+
+const count = async (page: Page): Promise<number> => Number(await appBadge(page).getAttribute("data-count"));
+const rowCount = async (page: Page, id: number): Promise<number> =>
+  Number(await conversationItem(page, id).getAttribute("data-unread"));
+
+/** Scrolls the message list by `by` pixels (or to its bottom) and says how far from the bottom it then is. */
+function scrollList(page: Page, by: number | "bottom" | "top"): Promise<number> {
+  return page.getByTestId("message-list").evaluate((el, step) => {
+    if (step === "bottom") el.scrollTop = el.scrollHeight;
+    else if (step === "top") el.scrollTop = 0;
+    else el.scrollTop += step;
+    return el.scrollHeight - el.scrollTop - el.clientHeight;
+  }, by);
+}
+
+/** The app badge equalled the sum of the rows after every DOM update, and never went up after `from`. */
+async function expectSumsCountingDown(page: Page, from: number): Promise<void> {
+  const sums = await badgeSums(page);
+  expect(
+    sums.filter((s) => s.app !== s.rows),
+    "app badge ≠ sum of the rows",
+  ).toEqual([]);
+  const values = sums.map((s) => s.app);
+  const start = values.indexOf(from);
+  expect(start, `the badge showed ${from}: ${values.join(", ")}`).toBeGreaterThanOrEqual(0);
+  const after = values.slice(start);
+  expect(after, "the badge only counts down").toEqual([...after].sort((a, b) => b - a));
+}
+
+test("120 unread open at the first of them, and count down only as they scroll into view, the same in both tabs and on the server", async ({
+  alice,
+  bob,
+  env,
+}) => {
+  test.setTimeout(180_000);
+  const conversation = await bob.createConversation([alice.name]);
+  const bobSocket = await connect(bob, env.serverB);
+  try {
+    await sendMany(bobSocket, conversation.id, 5, "read before");
+    await markRead(alice, env.serverA, conversation.id, 5);
+    await sendMany(bobSocket, conversation.id, 120, "unread");
+  } finally {
+    bobSocket.disconnect();
+  }
+  const serverCount = async () => (await alice.snapshot(env.serverB)).totalUnread;
+  expect(await serverCount()).toBe(120);
+
+  // Alice: the conversation open in a hidden tab on B, and a tab on A she looks at.
+  const behind = await alice.openTab(env.serverB, { window: "hidden", open: conversation.id });
+  const front = await alice.openTab(env.serverA, { window: "looking" });
+  await watchBadgeSums(front);
+  await watchBadgeSums(behind);
+  await expect(appBadge(front)).toHaveAttribute("data-count", "120");
+  await openConversation(front, conversation.id);
+
+  // It opens on the first unread message, below the divider, with every page down to it loaded.
+  const divider = front.getByTestId("unread-divider");
+  await expect(divider).toBeInViewport();
+  await expect(divider).toHaveText("New messages");
+  await expect(front.locator("[data-testid=unread-divider] + [data-testid=message]")).toHaveAttribute("data-seq", "6");
+  await expect(messages(front).first()).toHaveAttribute("data-seq", "1");
+  await expect(messages(front).last()).toHaveAttribute("data-seq", "125");
+  await expect(messages(front).filter({ hasText: /^unread 120$/ })).not.toBeInViewport();
+
+  // What the first screen shows is read, the rest is not; both tabs and the server agree.
+  const agreed = async (): Promise<number | null> => {
+    const [a, aRow, b, s] = await Promise.all([
+      count(front),
+      rowCount(front, conversation.id),
+      count(behind),
+      serverCount(),
+    ]);
+    return a === aRow && a === b && a === s ? a : null;
+  };
+  let previous = 120;
+  await expect.poll(async () => ((await agreed()) ?? 120) < previous).toBe(true);
+  previous = (await agreed()) ?? previous;
+  expect(previous).toBeGreaterThan(0);
+
+  // Scrolling down a screen at a time: the count drops at each step, and reaches 0 only at the bottom.
+  const steps: number[] = [previous];
+  const height = await front.getByTestId("message-list").evaluate((el) => el.clientHeight);
+  for (;;) {
+    const left = await scrollList(front, Math.round(height * 0.8));
+    const before = previous;
+    await expect
+      .poll(async () => {
+        const now = await agreed();
+        return now !== null && now < before;
+      })
+      .toBe(true);
+    previous = (await agreed()) ?? previous;
+    steps.push(previous);
+    if (left <= 2) break;
+    expect(previous, `still ${left}px above the bottom`).toBeGreaterThan(0);
+  }
+  expect(previous).toBe(0);
+  expect(steps.length).toBeGreaterThan(3);
+  await expect.poll(serverCount).toBe(0);
+  expect((await alice.snapshot()).conversations.find((c) => c.id === conversation.id)?.lastReadSeq).toBe(125);
+
+  // The divider stays where reading started while the conversation is open.
+  await expect(front.locator("[data-testid=unread-divider] + [data-testid=message]")).toHaveAttribute("data-seq", "6");
+  await expectSumsCountingDown(front, 120);
+  await expectSumsCountingDown(behind, 120);
+});
+
+test("scrolled up, new messages count and wait behind 'N new ↓'; a click shows and reads them", async ({
+  alice,
+  bob,
+  env,
+}) => {
+  const conversation = await bob.createConversation([alice.name]);
+  const bobSocket = await connect(bob, env.serverB);
+  try {
+    await sendMany(bobSocket, conversation.id, 40, "history");
+    await markRead(alice, env.serverA, conversation.id, 40);
+
+    const front = await alice.openTab(env.serverA, { window: "looking" });
+    const behind = await alice.openTab(env.serverB, { window: "hidden" });
+    await openConversation(front, conversation.id);
+    await expectMessageSeqs(
+      front,
+      Array.from({ length: 40 }, (_, i) => i + 1),
+    );
+    // Nothing unread at open: at the bottom, and no divider.
+    await expect(front.getByTestId("unread-divider")).toHaveCount(0);
+    await expect(front.getByTestId("jump-to-latest")).toHaveCount(0);
+    await watchBadgeSums(front);
+    await watchBadgeSums(behind);
+
+    await scrollList(front, "top");
+    const jump = front.getByTestId("jump-to-latest");
+    await expect(jump).toBeVisible();
+    for (const n of [1, 2, 3]) {
+      await sendMany(bobSocket, conversation.id, 1, "while scrolled up");
+      await expect(appBadge(front)).toHaveAttribute("data-count", String(n));
+      await expect(appBadge(behind)).toHaveAttribute("data-count", String(n));
+    }
+    await expect(jump).toHaveText("3 new ↓");
+    await expect.poll(async () => (await alice.snapshot()).totalUnread).toBe(3);
+    await expect(messages(front).last()).toHaveAttribute("data-seq", "43");
+    await expect(messages(front).last()).not.toBeInViewport();
+
+    await jump.click();
+    await expect(messages(front).last()).toBeInViewport();
+    await expect(jump).toHaveCount(0);
+    await expect(appBadge(front)).toHaveAttribute("data-count", "0");
+    await expect(appBadge(behind)).toHaveAttribute("data-count", "0");
+    await expect.poll(async () => (await alice.snapshot()).totalUnread).toBe(0);
+
+    for (const page of [front, behind]) {
+      const sums = await badgeSums(page);
+      expect(sums.filter((s) => s.app !== s.rows)).toEqual([]);
+      expect(sums.map((s) => s.app)).toEqual([0, 1, 2, 3, 0]);
+    }
+
+    // At the bottom, what arrives is read at once, as before, and the looking tab never shows it as unread.
+    await sendMany(bobSocket, conversation.id, 1, "at the bottom");
+    await expect(messages(front).last()).toHaveAttribute("data-seq", "44");
+    await expect.poll(async () => (await alice.snapshot()).conversations[0]?.lastReadSeq).toBe(44);
+    await expect(appBadge(behind)).toHaveAttribute("data-count", "0");
+    expect((await badgeSums(front)).map((s) => s.app)).toEqual([0, 1, 2, 3, 0]);
+    expect((await badgeSums(behind)).filter((s) => s.app !== s.rows)).toEqual([]);
+  } finally {
+    bobSocket.disconnect();
+  }
+});
