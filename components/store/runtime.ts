@@ -1,5 +1,6 @@
 import type { UnreadUpdate } from "@/server/contracts";
 import { defaultDraftStorage } from "./drafts";
+import { defaultQueueStorage } from "./saved-queue";
 import type { ChatState, ChatStoreDeps } from "./types";
 
 /** Per-store bookkeeping that never renders, so it lives beside the zustand state rather than in it. */
@@ -61,6 +62,7 @@ export function createRuntime(deps: ChatStoreDeps): StoreRuntime {
       staleUnreadMs: 2000,
       ...deps,
       drafts: deps.drafts ?? defaultDraftStorage(),
+      queueStorage: deps.queueStorage ?? defaultQueueStorage(),
     },
     generation: 0,
     sync: { token: 0, buffer: [], probes: [], wanted: new Map(), failures: 0, catchUpActive: false, retryTimer: null },
