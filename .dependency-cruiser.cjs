@@ -8,7 +8,7 @@ const layers = [
   ["contracts", "^server/(contracts/|errors\\.ts$|log\\.ts$)"],
   ["infrastructure", "^server/(db|redis|embedded)/"],
   ["plumbing", "^server/(limits|realtime|outbox)/"],
-  ["sessions", "^server/sessions/"],
+  ["sessions", "^server/(sessions|users)/"],
   ["reading", "^server/unread/"],
   ["sending", "^server/messages/"],
   ["membership", "^server/conversations/"],

@@ -1,5 +1,5 @@
 import { E2E_PASSWORD, expect, test, uniqueName } from "./fixtures.ts";
-import { appBadge } from "./support/tally-page.ts";
+import { appShell } from "./support/tally-page.ts";
 
 test("sign up, sign out and sign in again from the form; a wrong password and a taken name are refused", async ({
   newContext,
@@ -51,7 +51,7 @@ test("signing out in one tab ends that session in its other tabs on both instanc
   await expect(tabA.getByTestId("login-name")).toBeVisible();
   // No reload: the server dropped the tab's socket and the tab found its session gone.
   await expect(tabB.getByTestId("login-name")).toBeVisible();
-  await expect(appBadge(otherDevice)).toBeVisible();
+  await expect(appShell(otherDevice)).toBeVisible();
   expect((await device.context.request.get(`${env.serverA}/api/session`)).status()).toBe(200);
 
   // Signing out everywhere from the other device ends that one too.
@@ -74,7 +74,7 @@ test("the demo accounts are shown with their password and sign in with it", asyn
   await expect(page.getByTestId("login-password")).toHaveValue(password);
   await page.getByTestId("login-submit").click();
   await expect(page.getByTestId("current-user")).toHaveText("bob");
-  await expect(appBadge(page)).toBeVisible();
+  await expect(appShell(page)).toBeVisible();
 });
 
 test("the pages run under the strict Content-Security-Policy without a single violation", async ({
@@ -104,7 +104,7 @@ test("the pages run under the strict Content-Security-Policy without a single vi
   await page.getByTestId("login-name").fill(uniqueName("csp"));
   await page.getByTestId("login-password").fill(E2E_PASSWORD);
   await page.getByTestId("login-submit").click();
-  await expect(appBadge(page)).toBeVisible();
+  await expect(appShell(page)).toBeVisible();
   await page.goto(`${env.serverA}/lab`);
   await expect(page.getByTestId("lab-run")).toBeVisible();
   expect(await violations()).toEqual([]);

@@ -8,9 +8,14 @@ import {
 } from "@playwright/test";
 import { freePort } from "../server/embedded/ports.ts";
 import type { ConversationDTO, SessionResponse, Snapshot, UserDTO } from "../server/contracts/index.ts";
-import { installBadgeRecorder, installWindowControl } from "./support/browser-scripts.ts";
+import {
+  BADGE_MISMATCH_BINDING,
+  installBadgeRecorder,
+  installBadgeSumCheck,
+  installWindowControl,
+} from "./support/browser-scripts.ts";
 import { readEnvironment, type E2eEnvironment } from "./support/environment.ts";
-import { appBadge, blur, hide, lookAt, openConversation } from "./support/tally-page.ts";
+import { appShell, blur, hide, lookAt, openConversation } from "./support/tally-page.ts";
 import { instanceDataDir, startTallyServer, type TallyServer } from "./support/tally-server.ts";
 
 /** Where a new tab stands: looked at (and brought to the front), hidden behind another tab, or on screen unfocused. */
@@ -76,14 +81,21 @@ export const test = base.extend<TestFixtures, WorkerFixtures>({
 
   newContext: async ({ browser }, use) => {
     const contexts: BrowserContext[] = [];
+    // Every page of every test checks the badge against its rows after each DOM update (installBadgeSumCheck).
+    const mismatches: { app: number; rows: number; url: string }[] = [];
     await use(async () => {
       const context = await browser.newContext();
       contexts.push(context);
+      await context.exposeBinding(BADGE_MISMATCH_BINDING, (_source, sample: (typeof mismatches)[number]) => {
+        mismatches.push(sample);
+      });
       await context.addInitScript(installWindowControl);
       await context.addInitScript(installBadgeRecorder);
+      await context.addInitScript(installBadgeSumCheck);
       return context;
     });
     await Promise.allSettled(contexts.map((context) => context.close()));
+    expect(mismatches, "states where a page's app badge differed from the sum of its rows").toEqual([]);
   },
 
   startServer: async ({ env }, use, testInfo) => {
@@ -160,7 +172,7 @@ async function signedIn(
     async openTab(server, options = {}) {
       const page = await context.newPage();
       await page.goto(server);
-      await expect(appBadge(page)).toBeVisible();
+      await expect(appShell(page)).toBeVisible();
       if (options.window !== undefined) await placements[options.window](page);
       if (options.open !== undefined) await openConversation(page, options.open);
       return page;

@@ -1,5 +1,5 @@
 import { E2E_PASSWORD, expect, test, uniqueName } from "./fixtures.ts";
-import { appBadge, conversationItem, expectOpen, expectTotalUnread } from "./support/tally-page.ts";
+import { appShell, conversationItem, expectOpen, expectTotalUnread } from "./support/tally-page.ts";
 
 test("creating an account refuses an invalid name and accepts a valid one", async ({ newContext, env }) => {
   const page = await (await newContext()).newPage();
@@ -11,13 +11,13 @@ test("creating an account refuses an invalid name and accepts a valid one", asyn
   await name.fill("not a valid name!");
   await page.getByTestId("login-submit").click();
   await expect(page.getByTestId("login-error")).toContainText(/name/i);
-  await expect(appBadge(page)).toHaveCount(0);
+  await expect(appShell(page)).toHaveCount(0);
   await expect(name).toBeVisible();
 
   const valid = uniqueName("dora");
   await name.fill(valid);
   await page.getByTestId("login-submit").click();
-  await expect(appBadge(page)).toBeVisible();
+  await expect(appShell(page)).toBeVisible();
   await expect(page.getByTestId("login-error")).toHaveCount(0);
   await expectTotalUnread(page, 0);
   // Signed in for real: the cookie now opens the API.

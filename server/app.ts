@@ -30,6 +30,8 @@ import { reconcile } from "./unread/reconcile.ts";
 import { createSnapshotService } from "./unread/snapshot.service.ts";
 import { registerUnreadHandlers } from "./unread/unread.handlers.ts";
 import { createUnreadService } from "./unread/unread.service.ts";
+import { userActions } from "./users/users.handlers.ts";
+import { createUserDirectory } from "./users/users.service.ts";
 
 export interface AppDeps {
   httpServer: HttpServer;
@@ -115,6 +117,8 @@ export function createApp({
     sessions,
     accounts: sessionActions({ sessions, limits, notifier }),
     conversations: conversationActions({ conversations, snapshots, removal, notifier, limits }),
+    users: userActions({ users: createUserDirectory({ db }), limits }),
+    lab: config.lab,
     unread: { snapshots, limits },
     messages: { messages },
     log,

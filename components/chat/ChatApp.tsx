@@ -6,13 +6,16 @@ import { ConnectionBanner } from "./ConnectionBanner";
 import { ConversationPane } from "./ConversationPane";
 import { Header } from "./Header";
 import { LoginScreen } from "./LoginScreen";
+import { RememberOpenConversation } from "./RememberOpenConversation";
 import { Sidebar } from "./Sidebar";
 import { TallyMark } from "./TallyMark";
 
 function Workspace() {
   const hasActive = useChatStore((s) => s.activeConversationId !== null);
   return (
-    <div className="app">
+    // The shell's test id says "signed in and showing the app" (the app badge hides at 0, so it cannot).
+    <div className="app" data-testid="chat-app">
+      <RememberOpenConversation />
       <Header />
       <ConnectionBanner />
       <div className="workspace" data-has-active={hasActive}>

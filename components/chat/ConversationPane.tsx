@@ -34,7 +34,9 @@ function ConversationActions({ conversation }: { conversation: ConversationDTO }
           disabled={busy}
           onClick={() => void run(`Leave “${conversation.title}”? Its messages will no longer reach you.`, leave)}
         >
-          Leave group
+          <span>
+            Leave<span className="wide-only"> group</span>
+          </span>
         </button>
       )}
       <button

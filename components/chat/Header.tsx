@@ -4,14 +4,19 @@ import { useChatStore } from "@/components/providers/ChatProvider";
 import { selectShownTotal, selectUser } from "@/components/store/selectors";
 import { TallyMark } from "./TallyMark";
 
+/**
+ * The total. At 0 it is only hidden from sight, not removed: screen readers still say "No unread messages",
+ * and tests keep reading its data-count.
+ */
 function AppBadge() {
   const total = useChatStore(selectShownTotal);
   return (
     <span
-      className={total > 0 ? "badge" : "badge badge-zero"}
+      className={total > 0 ? "badge" : "badge visually-hidden"}
       data-testid="app-badge"
       data-count={total}
-      aria-label={`${total} unread`}
+      role="img"
+      aria-label={total > 0 ? `${total} unread ${total === 1 ? "message" : "messages"}` : "No unread messages"}
     >
       {total}
     </span>
@@ -21,6 +26,7 @@ function AppBadge() {
 export function Header() {
   const user = useChatStore(selectUser);
   const signOut = useChatStore((s) => s.signOut);
+  const lab = useChatStore((s) => s.lab);
 
   return (
     <header className="topbar">
@@ -30,6 +36,11 @@ export function Header() {
         <AppBadge />
       </div>
       <div className="account">
+        {lab && (
+          <a className="button ghost" href="/lab" data-testid="lab-link" title="The consistency lab">
+            Lab
+          </a>
+        )}
         <span className="user-name" data-testid="current-user">
           {user?.name}
         </span>

@@ -3,6 +3,7 @@
 import { useEffect, useState, type FormEvent } from "react";
 import type { DemoAccounts } from "@/server/contracts";
 import { api } from "@/components/lib/api";
+import { returnPath } from "@/components/lib/return-path";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { TextField, useServerCall } from "./form";
 import { TallyMark } from "./TallyMark";
@@ -30,7 +31,10 @@ export function LoginScreen() {
   async function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     // No client-side checks: the server's rules and wording are the ones to show.
-    await call(() => signIn({ name: name.trim(), password }, mode === "signUp"));
+    const signedIn = await call(() => signIn({ name: name.trim(), password }, mode === "signUp"));
+    // Came from a page that needs a session (/lab → "/?next=/lab"): go back there.
+    const back = returnPath(new URLSearchParams(window.location.search).get("next"), window.location.origin);
+    if (signedIn && back) window.location.assign(back);
   }
 
   function switchMode(next: Mode) {

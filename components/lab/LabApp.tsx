@@ -25,7 +25,7 @@ function Body() {
     return (
       <main className="lab-main">
         <p className="lab-lead" data-testid="lab-signed-out">
-          The lab is open to any signed-in user. <a href="/">Sign in</a> first, then come back to /lab.
+          The lab is open to any signed-in user. <a href="/?next=/lab">Sign in</a> and you come back here.
         </p>
       </main>
     );

@@ -8,7 +8,9 @@ import type {
   MessagesResponse,
   Result,
   SessionResponse,
+  StartResponse,
   UserDTO,
+  UserLookup,
 } from "@/server/contracts";
 import type { MessagesQuery, SessionTransport } from "@/components/store";
 
@@ -70,6 +72,9 @@ export function createApi(send: Fetch = (path, init) => fetch(path, init)) {
   const request = requester(send);
   return {
     getSession: () => request<{ user: UserDTO }>("GET", "/api/session"),
+    /** The session if any (200 with `user: null` without one, so a signed-out page logs no error) and the features. */
+    start: () => request<StartResponse>("GET", "/api/start"),
+    lookupUsers: (prefix: string) => request<UserLookup>("GET", `/api/users?prefix=${encodeURIComponent(prefix)}`),
     signIn: (credentials: Credentials) => request<SessionResponse>("POST", "/api/session", credentials),
     signUp: (credentials: Credentials) => request<SessionResponse>("POST", "/api/users", credentials),
     signOut: () => request("DELETE", "/api/session"),
@@ -97,7 +102,7 @@ export const api = createApi();
 /** The session calls the store makes, over `client`. */
 export function sessionTransport(client: Api): SessionTransport {
   return {
-    current: client.getSession,
+    current: client.start,
     signIn: client.signIn,
     signUp: client.signUp,
     signOut: client.signOut,

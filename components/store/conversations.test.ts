@@ -30,7 +30,7 @@ function attend(t: Awaited<ReturnType<typeof synced>>) {
 }
 
 describe("conversation order", () => {
-  it("puts the latest activity first and conversations without messages last, newest id first", () => {
+  it("puts the latest activity first, a conversation without messages at its creation time, ties newest id first", () => {
     const list = [
       conversation(1),
       conversation(2, { lastSeq: 3 }),
@@ -39,6 +39,40 @@ describe("conversation order", () => {
       conversation(5, { lastSeq: 3 }),
     ];
     expect(list.sort(compareConversations).map((c) => c.id)).toEqual([4, 5, 2, 3, 1]);
+  });
+
+  it("sorts a conversation without messages by its creation time, above older activity", () => {
+    const at = (iso: string) => `${iso}T12:00:00.000Z`;
+    const list = [
+      conversation(1, { lastSeq: 2, lastMessage: message(1, 2, { createdAt: at("2030-01-02") }) }),
+      conversation(2, { createdAt: at("2030-01-03") }),
+      conversation(3, { lastSeq: 1, lastMessage: message(3, 1, { createdAt: at("2030-01-04") }) }),
+      conversation(4, { createdAt: at("2030-01-01") }),
+    ];
+    expect(list.sort(compareConversations).map((c) => c.id)).toEqual([3, 2, 1, 4]);
+  });
+
+  it("puts a conversation the user creates at the top, above conversations with newer ids and old messages", async () => {
+    const t = await synced([conversation(1, { lastSeq: 5 }), conversation(9, { lastSeq: 1 })]);
+    expect(t.store.getState().conversationOrder).toEqual([1, 9]);
+    const creating = t.store.getState().createConversation({ memberNames: [BOB.name] });
+    // The server's ids need not grow with time (here 4 < 9): the creation time decides.
+    t.transport.creates[0]?.resolve({
+      ok: true,
+      conversation: conversation(4, { createdAt: "2030-06-01T00:00:00.000Z" }),
+    });
+    expect(await creating).toBeNull();
+    expect(t.store.getState().conversationOrder).toEqual([4, 1, 9]);
+  });
+
+  it("puts a conversation:created from someone else at the top; its first message keeps it there", async () => {
+    const t = await synced([conversation(1, { lastSeq: 5 }), conversation(9, { lastSeq: 1 })]);
+    t.store.getState().receiveConversation(conversation(4, { createdAt: "2030-06-01T00:00:00.000Z" }));
+    expect(t.store.getState().conversationOrder).toEqual([4, 1, 9]);
+    t.store.getState().receiveMessage(message(1, 6, { createdAt: "2030-06-01T00:00:01.000Z" }));
+    expect(t.store.getState().conversationOrder).toEqual([1, 4, 9]);
+    t.store.getState().receiveMessage(message(4, 1, { createdAt: "2030-06-01T00:00:02.000Z" }));
+    expect(t.store.getState().conversationOrder).toEqual([4, 1, 9]);
   });
 
   it("moves a conversation to the top on message:new and updates its last message", async () => {

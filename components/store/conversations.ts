@@ -3,13 +3,13 @@ import type { ConversationDTO, MessageDTO, Result } from "@/server/contracts";
 import { isBeingRead, latestSeq, type StoreRuntime } from "./runtime";
 import type { ChatState, ConversationsSlice } from "./types";
 
+/** Its last message's time, or while it has none its creation time: creating a conversation is activity too. */
 function activityTime(conversation: ConversationDTO): number | null {
-  if (!conversation.lastMessage) return null;
-  const time = Date.parse(conversation.lastMessage.createdAt);
+  const time = Date.parse(conversation.lastMessage?.createdAt ?? conversation.createdAt);
   return Number.isNaN(time) ? null : time;
 }
 
-/** Newest activity first; conversations without messages follow, newest id first. */
+/** Newest activity first (a new conversation counts from its creation); ties and unknown times: newest id first. */
 export function compareConversations(a: ConversationDTO, b: ConversationDTO): number {
   const ta = activityTime(a);
   const tb = activityTime(b);

@@ -74,13 +74,12 @@ export function createFakeTransport(): FakeTransport {
 export const ME: UserDTO = { id: 1, name: "me" };
 export const BOB: UserDTO = { id: 2, name: "bob" };
 
-export function createFakeSession(user: UserDTO = ME): SessionTransport & { signedIn: boolean } {
-  const session: SessionTransport & { signedIn: boolean } = {
+export function createFakeSession(user: UserDTO = ME): SessionTransport & { signedIn: boolean; lab: boolean } {
+  const session: SessionTransport & { signedIn: boolean; lab: boolean } = {
     signedIn: true,
+    lab: true,
     async current() {
-      return session.signedIn
-        ? { ok: true, user }
-        : { ok: false, error: { code: "unauthorized", message: "Not signed in" } };
+      return { ok: true, user: session.signedIn ? user : null, lab: session.lab };
     },
     async signIn({ name, password }) {
       if (!USER_NAME.test(name)) {
@@ -161,6 +160,8 @@ export function conversation(id: number, overrides: Partial<ConversationDTO> = {
     lastReadSeq: lastSeq,
     unreadCount: 0,
     lastMessage: lastSeq > 0 ? message(id, lastSeq) : null,
+    // Before every message() of the fakes, so a conversation's messages are newer than its creation.
+    createdAt: new Date(Date.UTC(2024, 0, 1, 0, 0, id)).toISOString(),
     ...overrides,
   };
 }

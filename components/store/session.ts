@@ -37,11 +37,13 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
       user: null,
       sessionStatus: "loading",
       connected: false,
+      lab: false,
 
       async restoreSession() {
         const res = await rt.deps.session.current();
+        if (res.ok) set({ lab: res.lab });
         if (get().sessionStatus !== "loading") return;
-        if (res.ok) {
+        if (res.ok && res.user) {
           set({ user: res.user, sessionStatus: "signedIn" });
           get().restoreQueue();
         } else set({ sessionStatus: "signedOut" });
@@ -80,7 +82,9 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
 
       async verifySession() {
         const res = await rt.deps.session.current();
-        if (res.ok || res.error.code !== "unauthorized") return true;
+        // Only a server that answers "no session" signs this tab out; an unreachable one proves nothing.
+        const signedOut = res.ok ? res.user === null : res.error.code === "unauthorized";
+        if (!signedOut) return true;
         if (get().sessionStatus === "signedIn") reset();
         return false;
       },

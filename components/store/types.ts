@@ -9,6 +9,7 @@ import type {
   Credentials,
   SessionResponse,
   Snapshot,
+  StartResponse,
   UnreadUpdate,
   UserDTO,
 } from "@/server/contracts";
@@ -38,7 +39,8 @@ export interface ChatTransport {
 
 /** HTTP session calls; these always resolve (network failures become `unavailable`). */
 export interface SessionTransport {
-  current(): Promise<Result<{ user: UserDTO }>>;
+  /** The session the cookie holds (`user: null` without one) and what the server offers. */
+  current(): Promise<Result<StartResponse>>;
   signIn(credentials: Credentials): Promise<Result<SessionResponse>>;
   signUp(credentials: Credentials): Promise<Result<SessionResponse>>;
   signOut(): Promise<Result>;
@@ -72,6 +74,8 @@ export interface SessionSlice {
   user: UserDTO | null;
   sessionStatus: SessionStatus;
   connected: boolean;
+  /** Whether the server runs the consistency lab (known once restoreSession has answered). */
+  lab: boolean;
   restoreSession(): Promise<void>;
   /** Resolves with the server's error message, or null on success. */
   /** Signs in, or with `create` makes the account first; returns the server's message on failure. */

@@ -140,3 +140,46 @@ export function installBadgeRecorder(): void {
     attributeFilter: ["data-count", "data-unread"],
   });
 }
+
+/** The name of the binding through which every page reports a state where the app badge ≠ Σ of the rows. */
+export const BADGE_MISMATCH_BINDING = "__tallyBadgeMismatch";
+
+/**
+ * In every page of every test: after each DOM update (one MutationObserver batch, so one React commit), the app
+ * badge (data-count) must equal the sum of the rows (data-unread). A state where they differ is reported at once
+ * through the context's binding, so a reload or a closed page cannot hide it; the fixture fails the test.
+ */
+export function installBadgeSumCheck(): void {
+  const report = (window as unknown as Record<string, unknown>)["__tallyBadgeMismatch"];
+  if (typeof report !== "function") return;
+  let reported = 0;
+  const check = (): void => {
+    const badge = document.querySelector("[data-testid=app-badge]");
+    if (!badge) return;
+    let rows = 0;
+    for (const row of document.querySelectorAll("[data-testid=conversation-item]")) {
+      rows += Number(row.getAttribute("data-unread") ?? "0");
+    }
+    const app = Number(badge.getAttribute("data-count"));
+    // A bounded report: one broken state usually repeats on every later update.
+    if (app !== rows && reported < 20) {
+      reported += 1;
+      void (report as (sample: { app: number; rows: number; url: string }) => Promise<void>)({
+        app,
+        rows,
+        url: location.href,
+      });
+    }
+  };
+  const start = (): void => {
+    check();
+    new MutationObserver(check).observe(document.documentElement, {
+      subtree: true,
+      childList: true,
+      attributes: true,
+      attributeFilter: ["data-count", "data-unread"],
+    });
+  };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start, { once: true });
+  else start();
+}

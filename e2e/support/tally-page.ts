@@ -5,6 +5,11 @@ export function appBadge(page: Page): Locator {
   return page.getByTestId("app-badge");
 }
 
+/** The signed-in app (header, list, pane); visible once a tab is signed in and showing the chat. */
+export function appShell(page: Page): Locator {
+  return page.getByTestId("chat-app");
+}
+
 export function conversationItem(page: Page, conversationId: number): Locator {
   return page.locator(`[data-testid="conversation-item"][data-conversation-id="${conversationId}"]`);
 }
@@ -13,11 +18,18 @@ export function messages(page: Page): Locator {
   return page.getByTestId("message-list").getByTestId("message");
 }
 
-/** The total as the user sees it: the header badge (attribute and text) and the tab title. */
+/**
+ * The total as the user sees it: the header badge (attribute, text, what a screen reader says; at 0 it is out
+ * of sight) and the tab title.
+ */
 export async function expectTotalUnread(page: Page, total: number): Promise<void> {
   const badge = appBadge(page);
   await expect(badge).toHaveAttribute("data-count", String(total));
   await expect(badge).toHaveText(String(total));
+  await expect(badge).toHaveAccessibleName(
+    total === 0 ? "No unread messages" : `${total} unread ${total === 1 ? "message" : "messages"}`,
+  );
+  if (total === 0) await expect.poll(async () => (await badge.boundingBox())?.width ?? 0).toBeLessThanOrEqual(1);
   await expect(page).toHaveTitle(total > 0 ? `(${total}) Tally` : "Tally");
 }
 

@@ -31,6 +31,7 @@ export interface ConversationRow {
   kind: "direct" | "group";
   title: string | null;
   lastSeq: number;
+  createdAt: Date;
   memberships: { userId: number; lastReadSeq: number; user: { id: number; name: string; isBot: boolean } }[];
 }
 
@@ -75,5 +76,6 @@ export function toConversationDTO(
     lastReadSeq: me?.lastReadSeq ?? 0,
     unreadCount,
     lastMessage,
+    createdAt: row.createdAt.toISOString(),
   };
 }

@@ -29,6 +29,8 @@ export interface ConversationDTO {
   lastReadSeq: number;
   unreadCount: number;
   lastMessage: MessageDTO | null;
+  /** ISO 8601: when it was created; a conversation without messages sorts by it. */
+  createdAt: string;
 }
 
 /**
@@ -88,6 +90,18 @@ export interface SessionResponse {
 export interface DemoAccounts {
   accounts: string[];
   password: string | null;
+}
+/** `GET /api/users?prefix=`: names of people who share a conversation with the caller, at most 10. */
+export interface UserLookup {
+  names: string[];
+}
+/**
+ * `GET /api/start`: what a page needs before anything else. `user` is null without a valid session (a 200, so a
+ * signed-out page load logs no failed request); `lab` says whether this server runs the consistency lab.
+ */
+export interface StartResponse {
+  user: UserDTO | null;
+  lab: boolean;
 }
 export interface MessagesResponse {
   messages: MessageDTO[];

@@ -17,18 +17,29 @@ const storableText = (field: string) =>
 
 /** An account name: 1–32 of [A-Za-z0-9_-], unique case-insensitively (the database enforces that part). */
 export const USER_NAME = /^[A-Za-z0-9_-]{1,32}$/;
-export const userName = z.string().trim().regex(USER_NAME, "A name is 1–32 letters, digits, '_' or '-'.");
+export const userName = z.string().trim().regex(USER_NAME, "A name is 1–32 letters, digits, _ or -.");
+
+/** Someone to talk to, by name: a name that breaks the rules belongs to nobody, and the message says just that. */
+const memberName = z
+  .string()
+  .trim()
+  .regex(USER_NAME, { error: (issue) => `No user called '${String(issue.input)}'.` });
+
+/** `GET /api/users?prefix=`: the start of a name, by the same rules as a name. */
+export const userLookupQuery = z.strictObject({
+  prefix: z.string().trim().regex(USER_NAME, "Type the start of a name: 1–32 letters, digits, _ or -."),
+});
 
 const id = z.number().int().positive().max(2_147_483_647);
 const seq = z.number().int().min(0).max(2_147_483_647);
 
 export const sendInput = z.strictObject({
   conversationId: id,
-  clientMsgId: z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, "clientMsgId is 1–64 of [A-Za-z0-9_.:-]"),
+  clientMsgId: z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, "The message id is 1–64 letters, digits, _ . : or -."),
   content: storableText("The message")
     .trim()
-    .min(1, "A message needs some text.")
-    .max(4000, "A message is at most 4000 characters."),
+    .min(1, "A message can't be empty.")
+    .max(4000, "A message can be at most 4000 characters."),
 });
 export type SendInput = z.infer<typeof sendInput>;
 
@@ -38,14 +49,17 @@ export type ReadInput = z.infer<typeof readInput>;
 export const credentialsInput = z.strictObject({
   name: userName,
   password: storableText("The password")
-    .min(8, "A password is at least 8 characters.")
-    .max(128, "A password is at most 128 characters."),
+    .min(8, "A password needs at least 8 characters.")
+    .max(128, "A password can be at most 128 characters."),
 });
 export type Credentials = z.infer<typeof credentialsInput>;
 
 export const createConversationInput = z.strictObject({
-  memberNames: z.array(userName).min(1, "Name at least one other member.").max(50),
-  title: storableText("The title").trim().max(64, "A title is at most 64 characters.").optional(),
+  memberNames: z
+    .array(memberName)
+    .min(1, "Name a person to start a conversation with.")
+    .max(50, "A conversation can have at most 50 other people."),
+  title: storableText("The title").trim().max(64, "A title can be at most 64 characters.").optional(),
 });
 export type CreateConversationInput = z.input<typeof createConversationInput>;
 

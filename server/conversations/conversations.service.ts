@@ -17,13 +17,14 @@ export function createConversationService({ db }: { db: Db }) {
     options: { withBots?: boolean } = {},
   ): Promise<{ conversationId: number; created: boolean; memberIds: number[] }> {
     const names = [...new Set(input.memberNames)].filter((n) => n !== creator.name);
-    if (names.length === 0) throw new AppError("invalid", "Name at least one other member.");
+    if (names.length === 0)
+      throw new AppError("invalid", "Name someone other than yourself to start a conversation with.");
     const users = await db.user.findMany({
       where: { name: { in: names }, ...(options.withBots ? {} : { isBot: false }) },
       select: { id: true, name: true },
     });
     const missing = names.filter((n) => !users.some((u) => u.name === n));
-    if (missing.length > 0) throw new AppError("not_found", `No such user: ${missing.join(", ")}.`);
+    if (missing.length > 0) throw new AppError("not_found", noSuchUsers(missing));
     const memberIds = [creator.id, ...users.map((u) => u.id)];
 
     if (users.length === 1) {
@@ -108,4 +109,11 @@ export function createConversationService({ db }: { db: Db }) {
   }
 
   return { create, leave, remove };
+}
+
+/** "No user called 'x'." / "No users called 'x', 'y' or 'z'." */
+export function noSuchUsers(names: string[]): string {
+  const quoted = names.map((n) => `'${n}'`);
+  if (quoted.length === 1) return `No user called ${quoted[0]}.`;
+  return `No users called ${quoted.slice(0, -1).join(", ")} or ${quoted.at(-1)}.`;
 }

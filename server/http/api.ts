@@ -1,11 +1,12 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { DemoAccounts, ErrorCode } from "../contracts/index.ts";
+import type { DemoAccounts, ErrorCode, StartResponse } from "../contracts/index.ts";
 import type { ConversationActions } from "../conversations/conversations.handlers.ts";
 import { AppError, httpStatus, toApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { historyPage, type MessageDeps } from "../messages/messages.handlers.ts";
 import { sessionCookie, type CookiePolicy } from "../sessions/cookies.ts";
 import type { SessionActions } from "../sessions/sessions.handlers.ts";
+import type { UserActions } from "../users/users.handlers.ts";
 import { SESSION_TTL_MS, type Authenticated, type SessionService } from "../sessions/sessions.service.ts";
 import { limitedSnapshot, type UnreadDeps } from "../unread/unread.handlers.ts";
 import { clientAddress, originAllowed } from "./origin.ts";
@@ -17,6 +18,7 @@ export interface ApiDeps {
   sessions: SessionService;
   accounts: SessionActions;
   conversations: ConversationActions;
+  users: UserActions;
   unread: Pick<UnreadDeps, "snapshots" | "limits">;
   messages: Pick<MessageDeps, "messages">;
   health: () => Promise<boolean>;
@@ -25,6 +27,8 @@ export interface ApiDeps {
   allowedOrigins?: string[];
   trustProxy: boolean;
   demo?: DemoAccounts;
+  /** Whether this server runs the consistency lab (LAB=1), for the page's Lab link. */
+  lab: boolean;
 }
 
 interface Ctx {
@@ -107,7 +111,19 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       auth: false,
       run: opensSession((body, address) => deps.accounts.signIn(body, address)),
     },
+    {
+      method: "GET",
+      path: /^\/api\/users$/,
+      auth: true,
+      run: ({ url, session }) => deps.users.lookup(session!.user, Object.fromEntries(url.searchParams)),
+    },
     { method: "GET", path: /^\/api\/session$/, auth: true, run: async ({ session }) => ({ user: session!.user }) },
+    {
+      method: "GET",
+      path: /^\/api\/start$/,
+      auth: "optional",
+      run: async ({ session }): Promise<StartResponse> => ({ user: session?.user ?? null, lab: deps.lab }),
+    },
     {
       method: "DELETE",
       path: /^\/api\/session$/,

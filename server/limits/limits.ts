@@ -21,6 +21,8 @@ export const defaultLimits = {
   create: { points: 30, durationS: 60 },
   /** Other people one user adds to new groups (each member of a new group counts one). */
   groupAdd: { points: 200, durationS: 3600 },
+  /** Name look-ups (`GET /api/users?prefix=`) by one user: one per keystroke or so in the "New" form. */
+  lookup: { points: 60, durationS: 10 },
   /** Accounts created from one address. */
   signUp: { points: 20, durationS: 3600 },
   /** Sign-in attempts from one address. */
@@ -51,6 +53,7 @@ const WORDS: Record<LimitName, string> = {
   sync: "Too many refreshes; try again shortly.",
   create: "Too many new conversations; try again later.",
   groupAdd: "You have added too many people to groups; try again later.",
+  lookup: "Too many name look-ups; try again shortly.",
   signUp: "Too many new accounts from this address; try again later.",
   signIn: "Too many sign-in attempts from this address; try again shortly.",
   signInFailures: "Too many failed sign-ins for this name; try again later.",

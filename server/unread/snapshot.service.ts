@@ -55,6 +55,7 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
   return { snapshot, describe };
 }
 
+/** Its last message's time, or its creation time while it has none: a new conversation is recent activity. */
 function activity(c: ConversationDTO): number {
-  return c.lastMessage ? Date.parse(c.lastMessage.createdAt) : 0;
+  return Date.parse(c.lastMessage?.createdAt ?? c.createdAt);
 }

@@ -1,0 +1,159 @@
+import { E2E_PASSWORD, expect, test } from "./fixtures.ts";
+import {
+  appShell,
+  conversationItem,
+  expectOpen,
+  openConversation,
+  openConversationItem,
+  sendMessage,
+} from "./support/tally-page.ts";
+
+/** The small things a newcomer meets first (issue 9, item 7). */
+
+test("a reload reopens the conversation each tab had open, and none when it is gone", async ({
+  alice,
+  bob,
+  carol,
+  env,
+}) => {
+  const direct = await alice.createConversation([bob.name]);
+  const group = await alice.createConversation([bob.name, carol.name], "Weekend hiking crew");
+  const first = await alice.openTab(env.serverA, { open: direct.id });
+  const second = await alice.openTab(env.serverA, { open: group.id });
+
+  // Each tab keeps its own.
+  await first.reload();
+  await expectOpen(first, direct.id);
+  await second.reload();
+  await expectOpen(second, group.id);
+
+  // Gone while the tab was elsewhere: the tab comes back to no open conversation.
+  await second.goto("about:blank");
+  expect((await alice.context.request.delete(`${env.serverA}/api/conversations/${group.id}`)).status()).toBe(200);
+  await second.goto(env.serverA);
+  await expect(conversationItem(second, direct.id)).toBeVisible();
+  await expect(second.getByTestId("empty-state")).toBeVisible();
+  await expect(openConversationItem(second)).toHaveCount(0);
+  await second.reload();
+  await expect(conversationItem(second, direct.id)).toBeVisible();
+  await expect(openConversationItem(second)).toHaveCount(0);
+});
+
+test("a signed-out load of / and /lab logs no error to the console", async ({ newContext, env }) => {
+  const page = await (await newContext()).newPage();
+  const errors: string[] = [];
+  page.on("console", (message) => {
+    if (message.type() === "error") errors.push(message.text());
+  });
+  page.on("pageerror", (error) => errors.push(error.message));
+
+  await page.goto(env.serverA);
+  await expect(page.getByTestId("login-name")).toBeVisible();
+  await page.goto(`${env.serverA}/lab`);
+  await expect(page.getByTestId("lab-signed-out")).toBeVisible();
+  await page.goto(env.serverA);
+  await expect(page.getByTestId("login-name")).toBeVisible();
+  expect(errors).toEqual([]);
+
+  // Positive control: the 401 that GET /api/session answers a signed-out page is caught by this recorder.
+  await page.evaluate(() => fetch("/api/session"));
+  await expect.poll(() => errors.join("\n")).toContain("401");
+});
+
+test("New suggests only the people the user talks to, by keyboard and by pointer, and puts the group on top", async ({
+  alice,
+  bob,
+  carol,
+  signUp,
+  env,
+}) => {
+  // Someone whose name starts like Bob's but who shares no conversation with Alice.
+  const stranger = await signUp(bob.name.slice(0, 4));
+  await alice.createConversation([bob.name]);
+  const older = await alice.createConversation([carol.name]);
+  const page = await alice.openTab(env.serverA, { open: older.id });
+  await sendMessage(page, "an older conversation with a message");
+  const bobPage = await bob.openTab(env.serverB);
+
+  await page.getByTestId("new-conversation").click();
+  const people = page.getByTestId("member-input");
+  const suggestions = page.getByTestId("member-suggestion");
+  await people.pressSequentially(bob.name.slice(0, 4));
+  await expect(people).toHaveAttribute("aria-expanded", "true");
+  await expect(suggestions).toHaveText([bob.name]);
+  expect(stranger.name.startsWith(bob.name.slice(0, 4))).toBe(true);
+  await people.press("ArrowDown");
+  await expect(suggestions.first()).toHaveAttribute("aria-selected", "true");
+  await people.press("Enter");
+  await expect(people).toHaveValue(`${bob.name}, `);
+  await expect(people).toHaveAttribute("aria-expanded", "false");
+
+  await people.pressSequentially(carol.name.slice(0, 6));
+  await suggestions.filter({ hasText: carol.name }).click();
+  await expect(people).toHaveValue(`${bob.name}, ${carol.name}, `);
+  await page.getByTestId("title-input").fill("Weekend hiking crew");
+  await page.getByTestId("create-conversation").click();
+  await expect(page.getByTestId("conversation-title")).toHaveText("Weekend hiking crew");
+
+  // A new conversation without messages goes above the older ones, for the creator and for a member.
+  const created = await openConversationItem(page).getAttribute("data-conversation-id");
+  expect(created).toMatch(/^\d+$/);
+  for (const tab of [page, bobPage]) {
+    await expect(tab.getByTestId("conversation-item").first()).toHaveAttribute("data-conversation-id", created!);
+  }
+
+  // The server's refusals read as sentences.
+  await page.getByTestId("new-conversation").click();
+  await people.fill("nobody_by_that_name");
+  await page.getByTestId("create-conversation").click();
+  await expect(page.getByTestId("create-error")).toHaveText("No user called 'nobody_by_that_name'.");
+});
+
+test("the header links to the lab, and signing in from the lab returns there", async ({ alice, newContext, env }) => {
+  const page = await alice.openTab(env.serverA);
+  await page.getByTestId("lab-link").click();
+  await expect(page).toHaveURL(`${env.serverA}/lab`);
+  await expect(page.getByTestId("lab-run")).toBeVisible();
+
+  const signIn = async (at: string) => {
+    const visitor = await (await newContext()).newPage();
+    await visitor.goto(at);
+    return visitor;
+  };
+  const fill = async (visitor: Awaited<ReturnType<typeof signIn>>) => {
+    await visitor.getByTestId("login-name").fill(alice.name);
+    await visitor.getByTestId("login-password").fill(E2E_PASSWORD);
+    await visitor.getByTestId("login-submit").click();
+  };
+
+  const visitor = await signIn(`${env.serverA}/lab`);
+  await visitor.getByTestId("lab-signed-out").getByRole("link", { name: "Sign in" }).click();
+  await expect(visitor.getByTestId("login-name")).toBeVisible();
+  await fill(visitor);
+  await expect(visitor).toHaveURL(`${env.serverA}/lab`);
+  await expect(visitor.getByTestId("lab-run")).toBeVisible();
+
+  // A return path to another site is not followed: the chat opens.
+  const phished = await signIn(`${env.serverA}/?next=//example.com/lab`);
+  await fill(phished);
+  await expect(appShell(phished)).toBeVisible();
+  expect(new URL(phished.url()).host).toBe(new URL(env.serverA).host);
+});
+
+test("without the lab (LAB=0) the header has no Lab link", async ({ alice, startServer }) => {
+  const server = await startServer("no-lab", { LAB: "0" });
+  const page = await alice.openTab(server.url);
+  await expect(page.getByTestId("current-user")).toHaveText(alice.name);
+  await expect(page.getByTestId("lab-link")).toHaveCount(0);
+});
+
+test("on a phone the open group's header shows its whole title", async ({ alice, bob, carol, env }) => {
+  const group = await alice.createConversation([bob.name, carol.name], "Weekend hiking crew");
+  const page = await alice.openTab(env.serverA);
+  await page.setViewportSize({ width: 375, height: 740 });
+  await openConversation(page, group.id);
+  const title = page.getByTestId("conversation-title");
+  await expect(title).toHaveText("Weekend hiking crew");
+  const fits = () => title.evaluate((e) => e.scrollWidth <= e.clientWidth && e.scrollHeight <= e.clientHeight + 1);
+  await expect.poll(fits).toBe(true);
+});
