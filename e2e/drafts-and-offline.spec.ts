@@ -120,6 +120,67 @@ test("sends made offline show pending in order and are stored exactly once, in o
   await expectBadgeSums(bobPage, values);
 });
 
+test("messages pending at a reload are there after it and are stored once, in order, with their own clientMsgIds", async ({
+  alice,
+  bob,
+  env,
+}) => {
+  test.setTimeout(120_000);
+  const conversation = await alice.createConversation([bob.name]);
+  // A browser cannot load a page while offline, so after going offline the socket alone stays cut off: "closed"
+  // refuses it (the page loads, the socket cannot connect), "no sends" lets everything through but message:send
+  // (no answer comes, so the message stays pending), "open" lets everything through.
+  let socket: "open" | "closed" | "no sends" = "open";
+  await alice.context.routeWebSocket(/\/socket\.io\//, (ws) => {
+    if (socket === "closed") {
+      void ws.close();
+      return;
+    }
+    const server = ws.connectToServer();
+    ws.onMessage((frame) => {
+      if (socket === "no sends" && String(frame).includes('"message:send"')) return;
+      server.send(frame);
+    });
+  });
+  await alice.context.route(/\/socket\.io\//, (route) => (socket === "closed" ? route.abort() : route.continue()));
+  const page = await alice.openTab(env.serverA, { open: conversation.id });
+  await expect(banner(page)).toHaveCount(0);
+
+  await alice.context.setOffline(true);
+  socket = "closed";
+  await expect(banner(page)).toContainText("You're offline");
+  await queue(page, "first");
+  await queue(page, "second");
+  await expect(pending(page)).toHaveText([/first/, /second/]);
+  const saved = await page.evaluate((key) => sessionStorage.getItem(key), `tally:queue:${alice.id}`);
+  const ids = (JSON.parse(saved ?? "{}") as { order?: string[] }).order;
+  expect(ids).toHaveLength(2);
+
+  await alice.context.setOffline(false);
+  await page.reload();
+  await expect(banner(page)).toHaveText("Connecting… 2 messages waiting to be sent.");
+  await shot(page, "reload-with-pending");
+  expect(await storedMessages(bob, env.serverB, conversation.id)).toEqual([]);
+
+  // Connected, but no send gets through: the conversation can be opened and shows both, still pending, in order.
+  socket = "no sends";
+  await openConversation(page, conversation.id);
+  await expect(pending(page)).toHaveText([/first/, /second/]);
+  await shot(page, "pending-after-reload");
+  expect(await storedMessages(bob, env.serverB, conversation.id)).toEqual([]);
+
+  socket = "open";
+  await expect(pending(page)).toHaveCount(0, { timeout: 60_000 });
+  await expectMessageSeqs(page, [1, 2]);
+  await expect(messages(page)).toHaveText([/first/, /second/]);
+  const stored = await storedMessages(bob, env.serverB, conversation.id);
+  expect(stored.map((m) => [m.seq, m.content, m.clientMsgId])).toEqual([
+    [1, "first", ids?.[0]],
+    [2, "second", ids?.[1]],
+  ]);
+  await expect.poll(() => page.evaluate((key) => sessionStorage.getItem(key), `tally:queue:${alice.id}`)).toBeNull();
+});
+
 test("the connection banner appears while the server is gone and clears, with nothing stale left, once back", async ({
   alice,
   bob,

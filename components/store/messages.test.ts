@@ -346,6 +346,37 @@ describe("sending", () => {
     expect(t.transport.sends.map((s) => s.input.clientMsgId)).toEqual(["client-1", "client-2"]);
   });
 
+  it("keeps a queued message when another member's message carries the same clientMsgId", async () => {
+    // clientMsgIds are unique per sender only, and each client picks its own.
+    const t = await synced([conversation(1)]);
+    t.store.getState().handleDisconnected();
+    const sending = t.store.getState().sendMessage(1, "mine");
+    t.store.getState().receiveMessage(message(1, 1, { clientMsgId: "client-1" }));
+    expect(pendingOf(t, 1)).toEqual([{ id: "client-1", status: "queued", error: null }]);
+    t.store.getState().handleConnected();
+    expect(t.transport.sends.map((s) => s.input.clientMsgId)).toEqual(["client-1"]);
+    t.transport.sends[0]?.resolve({ ok: true, message: stored(1, 2, "client-1", "mine") });
+    expect(await sending).toBe(true);
+  });
+
+  it("drops queued messages of a conversation a snapshot no longer holds (its removal push was lost)", async () => {
+    const t = await synced([conversation(1), conversation(2)]);
+    t.store.getState().handleDisconnected();
+    const gone = t.store.getState().sendMessage(1, "to nowhere");
+    void t.store.getState().sendMessage(2, "still here");
+    t.store.getState().handleConnected();
+    t.transport.syncs[0]?.resolve(snapshot([conversation(2)], 2));
+    await flush();
+    expect(t.store.getState().pending[1]).toBeUndefined();
+    expect(t.transport.sends.map((s) => s.input.clientMsgId)).toEqual(["client-1"]);
+    // Refused (the server no longer counts the sender as a member) or not, it is gone from the queue.
+    t.transport.sends[0]?.resolve(refusal("forbidden", "You are not a member of this conversation."));
+    expect(await gone).toBe(false);
+    await flush();
+    expect(t.store.getState().pending[1]).toBeUndefined();
+    expect(t.transport.sends.map((s) => s.input.clientMsgId)).toEqual(["client-1", "client-2"]);
+  });
+
   it("drops queued messages of a conversation that went away", async () => {
     const t = await synced([conversation(1), conversation(2)]);
     t.store.getState().handleDisconnected();

@@ -3,6 +3,7 @@ import type { ErrorCode, MessageDTO, MessagesResponse, Result } from "@/server/c
 import { sortConversationIds, withMessage } from "./conversations";
 import { readDraft, writeDraft } from "./drafts";
 import { latestSeq, type StoreRuntime } from "./runtime";
+import { readQueue, writeQueue, type SavedItem, type SavedQueue } from "./saved-queue";
 import type { ChatState, MessageList, MessagesQuery, MessagesSlice, PendingMessage } from "./types";
 
 export const PAGE_SIZE = 50;
@@ -46,6 +47,21 @@ export function mergeMessages(existing: MessageDTO[], incoming: MessageDTO[]): M
   return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
 }
 
+/**
+ * The pending messages of the conversations in `conversations` (a snapshot's): one the user is no longer in has
+ * nowhere to go, so its messages leave the screen and, at their turn, the queue, as after conversation:removed.
+ */
+export function pendingWithin(
+  pending: Record<number, PendingMessage[]>,
+  conversations: Record<number, unknown>,
+): Record<number, PendingMessage[]> {
+  const gone = Object.keys(pending).filter((id) => conversations[Number(id)] === undefined);
+  if (gone.length === 0) return pending;
+  const kept = { ...pending };
+  for (const id of gone) delete kept[Number(id)];
+  return kept;
+}
+
 /** Moves the gap-free tail forward over consecutive seqs. */
 export function extendTail(items: MessageDTO[], tailSeq: number): number {
   let tail = tailSeq;
@@ -63,7 +79,41 @@ const unavailable = (): Result<MessagesResponse> => ({
 });
 
 export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [], [], MessagesSlice> {
-  return (set, get) => {
+  return (set, get, store) => {
+    // Every change of `pending` (a send, an acknowledgement, a refusal, a discard, a conversation gone) is saved for
+    // the reload of this tab. Sign-out and an expired session clear `pending` together with `user`: that saves
+    // nothing, so the queue waits in this tab for the same user's next sign-in (docs/protocol.md).
+    store.subscribe((state, prev) => {
+      const userId = state.user?.id;
+      if (state.pending !== prev.pending && userId !== undefined && userId === prev.user?.id) {
+        writeQueue(rt.deps.queueStorage, userId, savedQueue(state.pending));
+      }
+    });
+
+    /**
+     * The queue as saved: refused items keep their place on screen; the waiting ones are sent in the queue's order,
+     * and one not in the queue yet (written or retried this moment) goes last, where it is about to be put.
+     */
+    function savedQueue(pending: Record<number, PendingMessage[]>): SavedQueue {
+      const items: SavedItem[] = [];
+      const waiting = new Set<string>();
+      for (const [id, list] of Object.entries(pending)) {
+        for (const p of list) {
+          const refused = p.status === "refused" ? (p.error ?? "") : null;
+          items.push({
+            conversationId: Number(id),
+            clientMsgId: p.clientMsgId,
+            content: p.content,
+            createdAt: p.createdAt,
+            refused,
+          });
+          if (refused === null) waiting.add(p.clientMsgId);
+        }
+      }
+      const order = rt.outbox.queue.map((q) => q.clientMsgId).filter((id) => waiting.delete(id));
+      return { items, order: [...order, ...waiting] };
+    }
+
     function patchList(conversationId: number, patch: (list: MessageList) => Partial<MessageList>): void {
       set((s) => {
         const list = s.messages[conversationId] ?? EMPTY_LIST;
@@ -85,6 +135,8 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
     function ingest(message: MessageDTO): void {
       const id = message.conversationId;
       if (rt.removed.has(id)) return;
+      // clientMsgIds are unique per sender only: another member's message is never one of ours.
+      const own = message.senderId === get().user?.id;
       set((s) => {
         const list = s.messages[id] ?? EMPTY_LIST;
         const items = mergeMessages(list.items, [message]);
@@ -102,16 +154,17 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
                   [id]: { ...list, items, tailSeq: list.loaded ? extendTail(items, list.tailSeq) : list.tailSeq },
                 },
           // The push of a queued message can overtake its acknowledgement (and a refused retry can have been stored).
-          pending: waiting?.some((p) => p.clientMsgId === message.clientMsgId)
-            ? { ...s.pending, [id]: waiting.filter((p) => p.clientMsgId !== message.clientMsgId) }
-            : s.pending,
+          pending:
+            own && waiting?.some((p) => p.clientMsgId === message.clientMsgId)
+              ? { ...s.pending, [id]: waiting.filter((p) => p.clientMsgId !== message.clientMsgId) }
+              : s.pending,
           conversations,
           conversationOrder:
             conversations === s.conversations ? s.conversationOrder : sortConversationIds(conversations),
         };
       });
       // Stored by an attempt whose acknowledgement never came: the queue must not send it again.
-      if (message.senderId === get().user?.id && rt.outbox.settle.has(message.clientMsgId)) {
+      if (own && rt.outbox.queue.some((q) => q.clientMsgId === message.clientMsgId)) {
         leaveQueue(message.clientMsgId);
         settle(message.clientMsgId, true);
       }
@@ -385,6 +438,41 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
           }
           return changed ? { pending } : {};
         });
+        pump();
+      },
+
+      restoreQueue() {
+        const userId = get().user?.id;
+        if (userId === undefined) return;
+        const saved = readQueue(rt.deps.queueStorage, userId);
+        const known = new Set(Object.values(get().pending).flatMap((list) => list.map((p) => p.clientMsgId)));
+        const fresh = saved.items.filter(
+          (item) => !known.has(item.clientMsgId) && !rt.removed.has(item.conversationId),
+        );
+        if (fresh.length === 0) return;
+        // Queued first, so the save that follows the change of `pending` keeps the order.
+        const waiting = new Map(fresh.filter((item) => item.refused === null).map((item) => [item.clientMsgId, item]));
+        for (const clientMsgId of [...saved.order, ...waiting.keys()]) {
+          const item = waiting.get(clientMsgId);
+          if (!item) continue;
+          waiting.delete(clientMsgId);
+          rt.outbox.queue.push({ conversationId: item.conversationId, clientMsgId });
+        }
+        set((s) => {
+          const pending = { ...s.pending };
+          for (const item of fresh) {
+            const restored: PendingMessage = {
+              clientMsgId: item.clientMsgId,
+              content: item.content,
+              createdAt: item.createdAt,
+              status: item.refused === null ? "queued" : "refused",
+              error: item.refused,
+            };
+            pending[item.conversationId] = [...(pending[item.conversationId] ?? []), restored];
+          }
+          return { pending };
+        });
+        // The one that was on the wire at the reload goes again with its clientMsgId: stored at most once.
         pump();
       },
 

@@ -1,5 +1,6 @@
 import type { UnreadUpdate } from "@/server/contracts";
 import { defaultDraftStorage } from "./drafts";
+import { defaultQueueStorage } from "./saved-queue";
 import type { ReadCursor } from "./read-cursor";
 import type { ChatState, ChatStoreDeps, OnScreen } from "./types";
 
@@ -67,6 +68,7 @@ export function createRuntime(deps: ChatStoreDeps): StoreRuntime {
       readDebounceMs: 300,
       ...deps,
       drafts: deps.drafts ?? defaultDraftStorage(),
+      queueStorage: deps.queueStorage ?? defaultQueueStorage(),
     },
     generation: 0,
     sync: { token: 0, buffer: [], probes: [], wanted: new Map(), failures: 0, catchUpActive: false, retryTimer: null },

@@ -46,14 +46,17 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
         const res = await rt.deps.session.current();
         if (res.ok) set({ lab: res.lab });
         if (get().sessionStatus !== "loading") return;
-        if (res.ok && res.user) set({ user: res.user, sessionStatus: "signedIn" });
-        else set({ sessionStatus: "signedOut" });
+        if (res.ok && res.user) {
+          set({ user: res.user, sessionStatus: "signedIn" });
+          get().restoreQueue();
+        } else set({ sessionStatus: "signedOut" });
       },
 
       async signIn(credentials, create = false) {
         const res = await (create ? rt.deps.session.signUp(credentials) : rt.deps.session.signIn(credentials));
         if (!res.ok) return res.error.message;
         set({ user: res.user, sessionStatus: "signedIn" });
+        get().restoreQueue();
         return null;
       },
 
@@ -64,6 +67,8 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
         // Signing out means leaving this browser to someone else: no half-written text stays behind. (An expired
         // session, below in verifySession, keeps them for the same person's next sign-in.)
         if (userId !== undefined) clearDrafts(rt.deps.drafts, userId);
+        // Messages the person already sent are not drafts: their saved queue stays in this tab (sessionStorage, gone
+        // with the tab) and goes out at the same user's next sign-in here. A user who signs in next sees none of it.
         reset();
       },
 

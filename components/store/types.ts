@@ -57,6 +57,11 @@ export interface ChatStoreDeps {
   /** Where drafts are kept between conversations and reloads; defaults to localStorage in a browser. */
   drafts?: DraftStorage;
   /**
+   * Where the send queue survives a reload of this tab (components/store/saved-queue.ts); defaults to sessionStorage
+   * in a browser, memory elsewhere.
+   */
+  queueStorage?: QueueStorage;
+  /**
    * How long the conversation being read may keep a count before the client assumes it missed the message
    * (a lost push) and fetches it, so that the read follows.
    */
@@ -155,6 +160,9 @@ export interface MessageList {
 /** The part of the Web Storage API drafts need, so tests (and pages without localStorage) can give their own. */
 export type DraftStorage = Pick<Storage, "getItem" | "setItem" | "removeItem" | "key" | "length">;
 
+/** The part of the Web Storage API the saved send queue needs. */
+export type QueueStorage = Pick<Storage, "getItem" | "setItem" | "removeItem">;
+
 /**
  * A message not (known to be) stored yet. `queued`: waiting for its turn or for the connection; `sending`: on the
  * wire; `refused`: the server said no (e.g. `invalid`, `forbidden`), so it waits for the person to retry or discard.
@@ -193,6 +201,11 @@ export interface MessagesSlice {
   discardPending(conversationId: number, clientMsgId: string): void;
   /** The connection is back: forget transient failures and send what is queued now. */
   resumeSending(): void;
+  /**
+   * The session is known: brings back the user's queue as this tab saved it before a reload (same clientMsgIds,
+   * same order, refusals still refused) and sends it when connected. Another user's saved queue stays untouched.
+   */
+  restoreQueue(): void;
   /** The signed-in user's draft for a conversation ("" when none). */
   draftOf(conversationId: number): string;
   saveDraft(conversationId: number, text: string): void;

@@ -1,6 +1,7 @@
 import type { StateCreator } from "zustand/vanilla";
 import type { ConversationDTO, Snapshot, UnreadUpdate } from "@/server/contracts";
 import { sortConversationIds } from "./conversations";
+import { pendingWithin } from "./messages";
 import { isBeingRead, shownUnread, type StoreRuntime } from "./runtime";
 import type { ChatState, UnreadSlice } from "./types";
 
@@ -188,6 +189,7 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
             conversations,
             conversationOrder: sortConversationIds(conversations),
             readRequested,
+            pending: pendingWithin(s.pending, conversations),
           };
         });
       },
