@@ -1,5 +1,6 @@
 import { io } from "socket.io-client";
 import { createApi, sessionTransport } from "../../../components/lib/api.ts";
+import { memoryStorage } from "../../../components/store/drafts.ts";
 import {
   createChatStore,
   type ChatState,
@@ -61,6 +62,11 @@ export class BrowserTab {
   private unsubscribe: () => void = () => {};
   private capture: Promise<unknown>[] | null = null;
   private ids = 0;
+  /** The tab's sessionStorage: it outlives a reload, so the new page restores the send queue as a browser's does. */
+  private readonly sessionStorage = memoryStorage();
+  /** Resolves when the page is unloaded (reload, close): its pending promises never settle, as in a browser. */
+  private unloaded!: Promise<void>;
+  private unload: () => void = () => {};
 
   constructor(options: BrowserTabOptions) {
     this.options = options;
@@ -99,6 +105,7 @@ export class BrowserTab {
   close(): void {
     this.goOffline();
     this.unsubscribe();
+    this.unload();
   }
 
   get connected(): boolean {
@@ -113,13 +120,15 @@ export class BrowserTab {
 
   /**
    * Runs a user action on the store and returns what it returned with the transport calls it made at once (the
-   * read an open triggers, the first attempt of a send, …), so the operation can wait for their answers.
+   * read an open triggers, the first attempt of a send, …), so the operation can wait for their answers, and the
+   * moment this page is unloaded: a promise of a page that is gone never settles (a send goes on from the next page's
+   * restored queue).
    */
-  act<T>(action: (state: ChatState) => T): { value: T; calls: Promise<unknown>[] } {
+  act<T>(action: (state: ChatState) => T): { value: T; calls: Promise<unknown>[]; unloaded: Promise<void> } {
     const calls: Promise<unknown>[] = [];
     this.capture = calls;
     try {
-      return { value: action(this.store.getState()), calls };
+      return { value: action(this.store.getState()), calls, unloaded: this.unloaded };
     } finally {
       this.capture = null;
     }
@@ -163,12 +172,14 @@ export class BrowserTab {
   /** What a page load creates: the store and the link its transport sends through. */
   private newPage(): [ChatStore, SocketLink] {
     this.unsubscribe();
+    this.unloaded = new Promise((resolve) => (this.unload = resolve));
     const client = this.http();
     const link = createSocketLink(client);
     const store = createChatStore({
       transport: this.observe(link.transport),
       session: sessionTransport(client),
       newId: () => (this.lastId = `${this.name}.${++this.ids}`),
+      queueStorage: this.sessionStorage,
       // Reads go out as the page's would with nothing to coalesce: at once, so each operation awaits its own.
       readDebounceMs: 0,
     });

@@ -413,6 +413,21 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
     return id;
   };
   const settle = (calls: Promise<unknown>[]) => Promise.allSettled(calls);
+  /**
+   * A reload of the tab while its message was queued: the dead page's promise never settles, and the next page
+   * restores the queue from the tab's sessionStorage and sends the message with its clientMsgId. The operation ends
+   * when that page has it stored or refused, so traffic is over when the last operation is.
+   */
+  const handedOver = async (tab: BrowserTab, id: number, clientMsgId: string): Promise<string> => {
+    const waiting = () =>
+      tab.store.getState().pending[id]?.some((p) => p.clientMsgId === clientMsgId && p.status !== "refused") ?? false;
+    if (!(await until(() => tab.settled && !waiting(), 60_000))) {
+      report.problems.push(`${clientMsgId}: still queued 60 s after its page reloaded`);
+      return `${clientMsgId}: still queued after the reload`;
+    }
+    const stored = tab.store.getState().messages[id]?.items.some((m) => m.clientMsgId === clientMsgId) ?? false;
+    return `${clientMsgId}: the page reloaded; the next page's queue ${stored ? "had it acknowledged" : "dropped or refused it"}`;
+  };
 
   // Faults run one at a time, so every planned fault happens, and traffic goes on around them; an operation does
   // not start before the faults planned ahead of it have, so traffic cannot run out from under the faults.
@@ -508,13 +523,14 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
       case "send": {
         const id = await conversationOf(op.conv);
         report.sends++;
-        const { value, calls } = tab.act((s) => {
+        const { value, calls, unloaded } = tab.act((s) => {
           s.setFocused(true);
           s.openConversation(id);
           return s.sendMessage(id, `op ${i}`);
         });
         const clientMsgId = tab.lastId;
-        const ok = await value;
+        const ok = await Promise.race([value, unloaded.then(() => "unloaded" as const)]);
+        if (ok === "unloaded") return await handedOver(tab, id, clientMsgId);
         await settle(calls);
         return ok
           ? `${clientMsgId} acknowledged`
