@@ -113,14 +113,14 @@ describe("crash between the database commit and Redis", () => {
 
     expect(await env.db.message.count({ where: { conversationId: conversation.id } })).toBe(1);
     expect(await env.db.outboxEvent.count({ where: { kind: "message", conversationId: conversation.id } })).toBe(1);
-    const [meta, unread] = unreadScriptKeys(bob.user.id);
-    const before = await env.redis.tallySnapshot(meta, unread);
+    const before = await env.redis.tallySnapshot(...unreadScriptKeys(bob.user.id));
     expect(before.slice(2, 3)).toEqual([0]); // Redis has not heard of it: this is the drift a crash causes
 
     await crasher.restart({ TALLY_FAULT: undefined }); // replays pending outbox entries at start
     await expect.poll(() => env.db.outboxEvent.count(), { timeout: 10_000 }).toBe(0);
-    const after = await env.redis.tallySnapshot(meta, unread);
-    expect(after.slice(2)).toEqual([1, String(conversation.id), "1"]);
+    const after = await env.redis.tallySnapshot(...unreadScriptKeys(bob.user.id));
+    // total 1, no mentions, nothing expired; then the conversation: unread 1, no mentions, not muted, not marked
+    expect(after.slice(2)).toEqual([1, 0, 0, String(conversation.id), 1, 0, 0, 0]);
 
     // The next round restarts every instance on a fresh database; crasherUp() starts this one in crash mode again.
     await crasher.kill("SIGTERM");

@@ -160,6 +160,10 @@ export function conversation(id: number, overrides: Partial<ConversationDTO> = {
     lastSeq,
     lastReadSeq: lastSeq,
     unreadCount: 0,
+    mentionCount: 0,
+    muted: false,
+    markedUnread: false,
+    markVersion: 0,
     lastMessage: lastSeq > 0 ? message(id, lastSeq) : null,
     // Before every message() of the fakes, so a conversation's messages are newer than its creation.
     createdAt: new Date(Date.UTC(2024, 0, 1, 0, 0, id)).toISOString(),
@@ -172,8 +176,9 @@ export function snapshot(
   version: number,
   epoch = "e1",
 ): Result<{ snapshot: Snapshot }> {
-  const totalUnread = conversations.reduce((sum, c) => sum + c.unreadCount, 0);
-  return { ok: true, snapshot: { conversations, totalUnread, version, epoch } };
+  const totalUnread = conversations.reduce((sum, c) => sum + (c.muted ? c.mentionCount : c.unreadCount), 0);
+  const totalMentions = conversations.reduce((sum, c) => sum + c.mentionCount, 0);
+  return { ok: true, snapshot: { conversations, totalUnread, totalMentions, version, epoch } };
 }
 
 export function update(
@@ -183,5 +188,16 @@ export function update(
   version: number,
   epoch = "e1",
 ): UnreadUpdate {
-  return { conversationId, unreadCount, totalUnread, version, epoch };
+  return {
+    conversationId,
+    unreadCount,
+    mentionCount: 0,
+    muted: false,
+    markedUnread: false,
+    markVersion: 0,
+    totalUnread,
+    totalMentions: 0,
+    version,
+    epoch,
+  };
 }

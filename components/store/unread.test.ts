@@ -167,7 +167,10 @@ class UnreadServer {
     const id = 1 + Math.floor(this.random() * this.counts.size);
     this.counts.set(id, Math.floor(this.random() * 6));
     this.version += 1;
-    return { conversationId: id, unreadCount: this.counts.get(id) ?? 0, totalUnread: this.total(), ...this.stamp() };
+    return {
+      ...update(id, this.counts.get(id) ?? 0, this.total(), this.version, this.epoch),
+      ...this.stamp(),
+    };
   }
   rebuild(): void {
     this.epochNo += 1;
@@ -175,7 +178,7 @@ class UnreadServer {
   }
   snapshot(): Snapshot {
     const conversations = [...this.counts].map(([id, unreadCount]) => conversation(id, { unreadCount }));
-    return { conversations, totalUnread: this.total(), ...this.stamp() };
+    return { conversations, totalUnread: this.total(), totalMentions: 0, ...this.stamp() };
   }
   private stamp() {
     return { version: this.version, epoch: this.epoch };

@@ -1,4 +1,4 @@
-import type { ConversationDTO, MessageDTO, UserDTO } from "./index.ts";
+import type { ConversationDTO, MessageDTO, UnreadState, UserDTO } from "./index.ts";
 
 /*
  * Database rows to the DTOs of the contract: the one place a row's shape becomes what a client sees. Each query
@@ -55,11 +55,11 @@ function titleFor(row: ConversationRow, viewerId: number): string {
   return others.length > 0 ? others.join(", ") : "Just you";
 }
 
-/** One conversation as `viewerId` sees it, with the unread count Redis holds for them. */
+/** One conversation as `viewerId` sees it, with the unread state Redis holds for them. */
 export function toConversationDTO(
   row: ConversationRow,
   viewerId: number,
-  unreadCount: number,
+  unread: UnreadState,
   lastMessage: MessageDTO | null,
 ): ConversationDTO {
   const me = row.memberships.find((m) => m.userId === viewerId);
@@ -74,7 +74,7 @@ export function toConversationDTO(
       .sort((a, b) => a.id - b.id),
     lastSeq: row.lastSeq,
     lastReadSeq: me?.lastReadSeq ?? 0,
-    unreadCount,
+    ...unread,
     lastMessage,
     createdAt: row.createdAt.toISOString(),
   };

@@ -3,7 +3,7 @@
  * pulls server code into the client bundle. docs/protocol.md describes the same contract in prose.
  */
 import type { Ack, UserDTO } from "./common.ts";
-import type { ReadInput, SendInput } from "./inputs.ts";
+import type { MarkUnreadInput, MuteInput, ReadInput, SendInput } from "./inputs.ts";
 
 export type ConversationKind = "direct" | "group";
 
@@ -27,28 +27,50 @@ export interface ConversationDTO {
   members: UserDTO[];
   lastSeq: number;
   lastReadSeq: number;
+  /** The conversation's part of the user's unread state, as in UnreadUpdate. */
   unreadCount: number;
+  mentionCount: number;
+  muted: boolean;
+  markedUnread: boolean;
+  markVersion: number;
   lastMessage: MessageDTO | null;
   /** ISO 8601: when it was created; a conversation without messages sorts by it. */
   createdAt: string;
 }
 
 /**
- * Absolute unread state of one conversation for one user, with the user's total. `version` grows by exactly 1
+ * Absolute unread state of one conversation for one user, with the user's totals. `version` grows by exactly 1
  * for every change of the user's unread state within one `epoch`; a new epoch means the state was rebuilt.
+ * Both invariants hold in every update and snapshot (docs/consistency.md):
+ * totalUnread = Σ (muted ? mentionCount : unreadCount) and totalMentions = Σ mentionCount.
  */
 export interface UnreadUpdate {
   conversationId: number;
+  /** Messages above the read cursor (not the user's, not expired), or 1 when marked unread with none. */
   unreadCount: number;
+  /** Those of them that mention the user. */
+  mentionCount: number;
+  /** Muted: the count stays visible, only its mentions reach totalUnread. */
+  muted: boolean;
+  /** Marked unread and not read to its end since. */
+  markedUnread: boolean;
+  /** The mark's version while markedUnread (else 0): a read that means to clear the mark names it. */
+  markVersion: number;
+  /** The app badge. */
   totalUnread: number;
+  totalMentions: number;
   version: number;
   epoch: string;
 }
+
+/** The per-conversation part of an UnreadUpdate. */
+export type UnreadState = Pick<UnreadUpdate, "unreadCount" | "mentionCount" | "muted" | "markedUnread" | "markVersion">;
 
 /** One user's whole unread state and conversation list, read in one atomic step. */
 export interface Snapshot {
   conversations: ConversationDTO[];
   totalUnread: number;
+  totalMentions: number;
   version: number;
   epoch: string;
 }
@@ -61,6 +83,10 @@ export interface ClientToServerEvents {
    * concern another conversation: a client may use it to notice it is behind (then sync), never to patch.
    */
   "conversation:read": (input: ReadInput, ack: Ack<{ unread: UnreadUpdate; changed: boolean }>) => void;
+  /** Mutes or unmutes the conversation for the user (in every tab); `unread` is the resulting state. */
+  "conversation:mute": (input: MuteInput, ack: Ack<{ unread: UnreadUpdate }>) => void;
+  /** Marks the conversation unread for the user until a read reaches its last message. */
+  "conversation:markUnread": (input: MarkUnreadInput, ack: Ack<{ unread: UnreadUpdate }>) => void;
   sync: (ack: Ack<{ snapshot: Snapshot }>) => void;
 }
 
@@ -109,6 +135,14 @@ export interface MessagesResponse {
 
 export type * from "./common.ts";
 /** Validated inputs: each type is inferred from the schema the server checks it with (inputs.ts). */
-export type { CreateConversationInput, Credentials, HistoryQuery, ReadInput, SendInput } from "./inputs.ts";
+export type {
+  CreateConversationInput,
+  Credentials,
+  HistoryQuery,
+  MarkUnreadInput,
+  MuteInput,
+  ReadInput,
+  SendInput,
+} from "./inputs.ts";
 /** The consistency lab's namespace (`/lab`): see lab.ts. */
 export type * from "./lab.ts";

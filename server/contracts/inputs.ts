@@ -43,8 +43,18 @@ export const sendInput = z.strictObject({
 });
 export type SendInput = z.infer<typeof sendInput>;
 
-export const readInput = z.strictObject({ conversationId: id, seq });
+/**
+ * `markVersion`: the mark the client shows (UnreadUpdate.markVersion); a read that reaches the last message clears
+ * marks up to it, so a read sent before the person saw a newer mark cannot clear that one (docs/consistency.md).
+ */
+export const readInput = z.strictObject({ conversationId: id, seq, markVersion: seq.optional() });
 export type ReadInput = z.infer<typeof readInput>;
+
+export const muteInput = z.strictObject({ conversationId: id, muted: z.boolean() });
+export type MuteInput = z.infer<typeof muteInput>;
+
+export const markUnreadInput = z.strictObject({ conversationId: id });
+export type MarkUnreadInput = z.infer<typeof markUnreadInput>;
 
 export const credentialsInput = z.strictObject({
   name: userName,

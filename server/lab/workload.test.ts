@@ -57,13 +57,13 @@ describe("the workload generator", () => {
 });
 
 describe("the truth", () => {
-  it("gives rebuild triples and refuses users outside the workload", () => {
+  it("gives rebuild tuples and refuses users outside the workload", () => {
     const t = new Truth(2, 2);
     t.send(1, 2);
     t.send(1, 2);
     t.read(1, 2);
     t.send(1, 2);
-    expect(t.triples(1)).toEqual([2, 3, 2]);
+    expect(t.memberships(1)).toEqual([2, 3, 2, 0, 0, 0, 0, 0]);
     expect(t.unread(1, 2)).toBe(1);
     expect(() => t.send(3, 1)).toThrow(RangeError);
   });

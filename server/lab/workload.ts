@@ -71,12 +71,15 @@ export class Truth {
     return sum;
   }
 
-  /** (conversation, lastSeq, readSeq) triples, the shape rebuild.lua takes. */
-  triples(userId: number): number[] {
+  /**
+   * The membership tuples rebuild.lua takes: (conversation, lastSeq, readSeq, then the mute and mark registers,
+   * all 0: the lab's users never mute or mark).
+   */
+  memberships(userId: number): number[] {
     const out: number[] = [];
     for (let c = 1; c <= this.conversationsPerUser; c++) {
       const i = this.at(userId, c);
-      if ((this.lastSeq[i] ?? 0) > 0) out.push(c, this.lastSeq[i] ?? 0, this.readSeq[i] ?? 0);
+      if ((this.lastSeq[i] ?? 0) > 0) out.push(c, this.lastSeq[i] ?? 0, this.readSeq[i] ?? 0, 0, 0, 0, 0, 0);
     }
     return out;
   }

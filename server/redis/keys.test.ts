@@ -12,6 +12,9 @@ describe("key builders", () => {
       "{u:42}:gone",
       "{u:42}:times",
       "{u:42}:aged",
+      "{u:42}:ment",
+      "{u:42}:mcount",
+      "{u:42}:state",
     ]);
     for (const k of keys) expect(k.match(/\{([^}]*)\}/)?.[1]).toBe("u:42");
   });
@@ -25,6 +28,9 @@ describe("key builders", () => {
       "lab:lua:{u:7}:gone",
       "lab:lua:{u:7}:times",
       "lab:lua:{u:7}:aged",
+      "lab:lua:{u:7}:ment",
+      "lab:lua:{u:7}:mcount",
+      "lab:lua:{u:7}:state",
     ]);
   });
 });

@@ -12,6 +12,12 @@ export interface UserKeys {
   times: string;
   /** Unread expiry: conversation -> highest expired seq above the read cursor. */
   aged: string;
+  /** Messages that mention the user: zset of '<conversation>:<seq>' (score 0, lex order). */
+  ment: string;
+  /** Conversation -> mention count (absent = 0). */
+  mcount: string;
+  /** Conversation -> its mute and mark registers (server/redis/lua/includes/unread.lua). */
+  state: string;
 }
 
 export function userKeys(userId: number, prefix = ""): UserKeys {
@@ -24,6 +30,9 @@ export function userKeys(userId: number, prefix = ""): UserKeys {
     gone: `${tag}:gone`,
     times: `${tag}:times`,
     aged: `${tag}:aged`,
+    ment: `${tag}:ment`,
+    mcount: `${tag}:mcount`,
+    state: `${tag}:state`,
   };
 }
 
@@ -35,12 +44,15 @@ export type UnreadScriptKeys = [
   gone: string,
   times: string,
   aged: string,
+  ment: string,
+  mcount: string,
+  state: string,
 ];
 
-/** The order every unread script expects its KEYS in (the read-only tallySnapshot takes the first two). */
+/** The order every unread script expects its KEYS in. */
 export function unreadScriptKeys(userId: number, prefix = ""): UnreadScriptKeys {
   const k = userKeys(userId, prefix);
-  return [k.meta, k.unread, k.seen, k.read, k.gone, k.times, k.aged];
+  return [k.meta, k.unread, k.seen, k.read, k.gone, k.times, k.aged, k.ment, k.mcount, k.state];
 }
 
 /** Room a user's sockets join on every instance: pushes to it reach all their tabs. */

@@ -18,10 +18,18 @@ beforeEach(() => {
 });
 
 const keysOf = (user: number) => unreadScriptKeys(user, prefix);
-const apply = (user: number, conv: number, seen: number, read: number) =>
-  redis.tallyApply(...keysOf(user), conv, seen, read);
-const create = (user: number, epoch: string, ...triples: number[]) =>
-  redis.tallyRebuild(...keysOf(user), epoch, "merge", ...triples);
+/** apply.lua's reply without the mention, mute and mark fields (checked in their own describe). */
+type CountReply = [number, number, number, string, 0 | 1] | [-1];
+const counts = (reply: unknown[]) => reply.slice(0, 5) as CountReply;
+const apply = async (user: number, conv: number, seen: number, read: number) =>
+  counts(await redis.tallyApply(...keysOf(user), conv, seen, read));
+/** (conversation, lastSeq, lastReadSeq) triples as membership tuples without mute or mark. */
+const tuples = (triples: (number | string)[]) => triples.flatMap((v, i) => (i % 3 === 2 ? [v, 0, 0, 0, 0, 0] : [v]));
+/** rebuild.lua's reply without totalMentions (checked in its own describe). */
+const create = async (user: number, epoch: string, ...triples: number[]) =>
+  (await redis.tallyRebuild(...keysOf(user), epoch, "merge", ...tuples(triples))).slice(0, 4);
+const remove = async (user: number, conv: number) => counts(await redis.tallyRemove(...keysOf(user), conv));
+const snapshotOf = (user: number) => redis.tallySnapshot(...keysOf(user));
 
 async function state(user: number) {
   const k = userKeys(user, prefix);
@@ -46,7 +54,7 @@ describe("apply.lua", () => {
     expect(await apply(1, 10, 1, 0)).toEqual([1, 1, 2, "e1", 1]);
     expect(await apply(1, 11, 3, 0)).toEqual([3, 4, 3, "e1", 1]);
     expect(await state(1)).toEqual({
-      meta: { total: "4", version: "3", epoch: "e1" },
+      meta: { total: "4", version: "3", epoch: "e1", mentions: "0" },
       unread: { "10": "1", "11": "3" },
       seen: { "10": "1", "11": "3" },
       read: {},
@@ -105,7 +113,7 @@ describe("apply.lua", () => {
 
   it("ignores events for a conversation the user left", async () => {
     await create(1, "e1", 10, 3, 0);
-    expect(await redis.tallyRemove(...keysOf(1), 10)).toEqual([0, 0, 2, "e1", 1]);
+    expect(await remove(1, 10)).toEqual([0, 0, 2, "e1", 1]);
     expect(await apply(1, 10, 9, 0)).toEqual([0, 0, 2, "e1", 0]);
     expect(await state(1)).toMatchObject({ unread: {}, seen: {}, read: {}, gone: { "10": "1" } });
   });
@@ -122,22 +130,20 @@ describe("apply.lua", () => {
 
 describe("snapshot.lua", () => {
   it("reads counts, total, version and epoch together", async () => {
-    expect(await redis.tallySnapshot(...(keysOf(1).slice(0, 2) as [string, string]))).toEqual([-1]);
+    expect(await snapshotOf(1)).toEqual([-1]);
     await create(1, "e9", 10, 4, 1, 11, 2, 2, 12, 7, 0);
-    const reply = await redis.tallySnapshot(...(keysOf(1).slice(0, 2) as [string, string]));
+    const reply = await snapshotOf(1);
     expect(reply.slice(0, 3)).toEqual(["e9", 1, 10]);
-    const counts = Object.fromEntries(
-      (reply.slice(3) as string[]).flatMap((v, i, all) => (i % 2 === 0 ? [[v, all[i + 1]]] : [])),
-    );
-    expect(counts).toEqual({ "10": "3", "12": "7" });
+    const counts = Object.fromEntries(reply.slice(5).flatMap((v, i, all) => (i % 5 === 0 ? [[v, all[i + 1]]] : [])));
+    expect(counts).toEqual({ "10": 3, "12": 7 });
   });
 });
 
 describe("remove.lua", () => {
   it("takes the conversation's unread out of the total in the same step, once", async () => {
     await create(1, "e1", 10, 3, 0, 11, 2, 0);
-    expect(await redis.tallyRemove(...keysOf(1), 10)).toEqual([0, 2, 2, "e1", 1]);
-    expect(await redis.tallyRemove(...keysOf(1), 10)).toEqual([0, 2, 2, "e1", 0]);
+    expect(await remove(1, 10)).toEqual([0, 2, 2, "e1", 1]);
+    expect(await remove(1, 10)).toEqual([0, 2, 2, "e1", 0]);
     expect((await state(1)).unread).toEqual({ "11": "2" });
     expect(await redis.tallyRemove(...unreadScriptKeys(99, prefix), 10)).toEqual([-1]);
   });
@@ -170,15 +176,20 @@ describe("rebuild.lua", () => {
   it("repairs a stored total that disagrees with the conversation unreads", async () => {
     await create(1, "e1", 10, 5, 2);
     await redis.hset(userKeys(1, prefix).meta, "total", 99);
-    const [k0, k1] = keysOf(1);
-    expect(await redis.tallySnapshot(k0, k1)).toEqual([-2]);
+    expect(await snapshotOf(1)).toEqual([-2]);
     expect(await create(1, "e2", 10, 5, 2)).toEqual(["e2", 1, 3, "merged"]);
-    expect((await redis.tallySnapshot(k0, k1)).slice(0, 3)).toEqual(["e2", 1, 3]);
+    expect((await snapshotOf(1)).slice(0, 3)).toEqual(["e2", 1, 3]);
   });
 
   it("replaces state that holds more than the database, which a merge cannot undo", async () => {
     await create(1, "e1", 10, 5, 2, 11, 4, 0);
-    expect(await redis.tallyRebuild(...keysOf(1), "e2", "replace", 10, 5, 5)).toEqual(["e2", 1, 0, "replaced"]);
+    expect(await redis.tallyRebuild(...keysOf(1), "e2", "replace", ...tuples([10, 5, 5]))).toEqual([
+      "e2",
+      1,
+      0,
+      "replaced",
+      0,
+    ]);
     expect(await state(1)).toMatchObject({ unread: {}, seen: { "10": "5" }, read: { "10": "5" } });
   });
 
@@ -260,9 +271,16 @@ describe("unread expiry (UNREAD_TTL_DAYS)", () => {
   const HOUR = 3_600_000;
   const T0 = Date.UTC(2030, 0, 1);
   const PAST = T0 + HOUR + 1; // the first instant at which a message created at T0 has expired
-  const applyAt = (user: number, conv: number, seen: number, read: number, createdAt: number, now: number) =>
-    redis.tallyApply(...keysOf(user), conv, seen, read, createdAt, HOUR, now);
-  const snapshot = (user: number, now: number, ttl = HOUR) => redis.tallySnapshotExpiring(...keysOf(user), ttl, now);
+  const applyAt = async (user: number, conv: number, seen: number, read: number, createdAt: number, now: number) =>
+    counts(await redis.tallyApply(...keysOf(user), conv, seen, read, createdAt, HOUR, now));
+  /** [epoch, version, total, expired, conv, unread, …]: snapshot.lua's reply without mentions, mutes and marks. */
+  const snapshot = async (user: number, now: number, ttl = HOUR) => {
+    const reply = await redis.tallySnapshotExpiring(...keysOf(user), ttl, now);
+    if (reply.length === 1) return reply;
+    const [epoch, version, total, , expired, ...rest] = reply;
+    const pairs = rest.flatMap((v, i) => (i % 5 < 2 ? [String(v)] : []));
+    return [epoch, version, total, expired, ...pairs];
+  };
 
   async function full(user: number) {
     const k = userKeys(user, prefix);
@@ -310,9 +328,9 @@ describe("unread expiry (UNREAD_TTL_DAYS)", () => {
     });
     // Nothing more to expire: the next snapshot at the same instant is a plain read of the new epoch.
     expect((await snapshot(1, PAST)).slice(0, 4)).toEqual([reply[0], 1, 1, 0]);
-    // A TTL of 0 never expires, whatever the instant, and the two-key snapshot only reads.
+    // A TTL of 0 never expires, whatever the instant, and the read-only snapshot only reads.
     expect((await snapshot(1, T0 + 100 * HOUR, 0)).slice(0, 4)).toEqual([reply[0], 1, 1, 0]);
-    expect((await redis.tallySnapshot(keysOf(1)[0], keysOf(1)[1])).slice(0, 3)).toEqual([reply[0], 1, 1]);
+    expect((await snapshotOf(1)).slice(0, 3)).toEqual([reply[0], 1, 1]);
   });
 
   it("expires at the next apply: one version step when only the event's conversation changed", async () => {
@@ -419,8 +437,10 @@ describe("unread expiry (UNREAD_TTL_DAYS)", () => {
     // The database: (conversation, lastSeq, lastReadSeq), then the unread messages with their createdAt.
     const triples = [10, 4, 1, 11, 1, 0, 12, 1, 0];
     const unreadMessages = messages.filter(([c, s]) => !(c === 10 && s <= 1)).flat();
-    const rebuild = (user: number, epoch: string, now: number, ...rest: number[]) =>
-      redis.tallyRebuild(...keysOf(user), epoch, "merge", ...triples, "ttl", HOUR, "now", now, ...rest);
+    const rebuild = async (user: number, epoch: string, now: number, ...rest: number[]) =>
+      (
+        await redis.tallyRebuild(...keysOf(user), epoch, "merge", ...tuples(triples), "ttl", HOUR, "now", now, ...rest)
+      ).slice(0, 4);
     expect(await rebuild(2, "e2", T0, ...unreadMessages)).toEqual(["e2", 1, 3, "created"]);
     const rebuilt = await full(2);
     expect({ ...rebuilt, meta: rebuilt.meta.total }).toEqual({ ...live, meta: live.meta.total });
@@ -435,11 +455,11 @@ describe("unread expiry (UNREAD_TTL_DAYS)", () => {
   });
 
   it("rejects malformed message triples and instants before writing", async () => {
-    await expect(redis.tallyRebuild(...keysOf(1), "e1", "merge", 10, 2, 0, "ttl", HOUR, 10, 1)).rejects.toThrow(
-      /tally rebuild/,
-    );
     await expect(
-      redis.tallyRebuild(...keysOf(1), "e1", "merge", 10, 2, 0, "ttl", HOUR, "now", "soon", 10, 1, T0),
+      redis.tallyRebuild(...keysOf(1), "e1", "merge", ...tuples([10, 2, 0]), "ttl", HOUR, 10, 1),
+    ).rejects.toThrow(/tally rebuild/);
+    await expect(
+      redis.tallyRebuild(...keysOf(1), "e1", "merge", ...tuples([10, 2, 0]), "ttl", HOUR, "now", "soon", 10, 1, T0),
     ).rejects.toThrow(/tally rebuild/);
     await expect(redis.tallyApply(...keysOf(1), 10, 1, 0, -5, HOUR)).rejects.toThrow(/tally apply/);
     expect(await redis.exists(...keysOf(1))).toBe(0);
@@ -456,7 +476,7 @@ describe("unread expiry (UNREAD_TTL_DAYS)", () => {
     await applyAt(1, 10, 1, 0, T0 - 2 * HOUR, T0);
     await applyAt(1, 10, 2, 0, T0, T0);
     await applyAt(1, 11, 1, 0, T0, T0);
-    expect(await redis.tallyRemove(...keysOf(1), 10)).toEqual([0, 1, 4, "e1", 1]);
+    expect(await remove(1, 10)).toEqual([0, 1, 4, "e1", 1]);
     expect(await full(1)).toMatchObject({ aged: {}, times: ["0000000011:0000000001", String(T0)] });
   });
 

@@ -17,14 +17,14 @@ function lua(name: string): string {
  * Those that expire take an optional "now" (ms) that tests pass; production omits it and they read Redis' TIME.
  */
 export const scripts = {
-  tallyApply: { numberOfKeys: 7, lua: lua("apply") },
-  /** snapshot.lua with its first two keys: a pure read that never expires anything (the lab, raw checks). */
-  tallySnapshot: { numberOfKeys: 2, lua: lua("snapshot"), readOnly: true },
-  /** snapshot.lua with every key: expires unread messages past the TTL first, so it may write. */
-  tallySnapshotExpiring: { numberOfKeys: 7, lua: lua("snapshot") },
-  tallyRebuild: { numberOfKeys: 7, lua: lua("rebuild") },
-  tallyRemove: { numberOfKeys: 7, lua: lua("remove") },
-  tallyInspect: { numberOfKeys: 7, lua: lua("inspect") },
+  tallyApply: { numberOfKeys: 10, lua: lua("apply") },
+  /** snapshot.lua without expiry: a pure read (the lab, raw checks). */
+  tallySnapshot: { numberOfKeys: 10, lua: lua("snapshot"), readOnly: true },
+  /** snapshot.lua with expiry: expires unread messages past the TTL first, so it may write. */
+  tallySnapshotExpiring: { numberOfKeys: 10, lua: lua("snapshot") },
+  tallyRebuild: { numberOfKeys: 10, lua: lua("rebuild") },
+  tallyRemove: { numberOfKeys: 10, lua: lua("remove") },
+  tallyInspect: { numberOfKeys: 10, lua: lua("inspect") },
 } as const;
 
 export function defineScripts(redis: Redis): Redis {
@@ -32,23 +32,35 @@ export function defineScripts(redis: Redis): Redis {
   return redis;
 }
 
-type Key = string;
-/** Raw reply of apply.lua: [unread, total, version, epoch, changed] or [-1] when state is missing. */
-export type ApplyReply = [number, number, number, string, 0 | 1] | [-1];
-/** Raw reply of snapshot.lua: [epoch, version, total, conv, unread, ...], [-1] (missing) or [-2] (needs repair). */
-export type SnapshotReply = [string, number, number, ...string[]] | [-1] | [-2];
-/** Raw reply of snapshot.lua with all keys: [epoch, version, total, expired, conv, unread, ...], [-1] or [-2]. */
-export type ExpiringSnapshotReply = [string, number, number, 0 | 1, ...string[]] | [-1] | [-2];
+/**
+ * Raw reply of apply.lua (and remove.lua): [unread, total, version, epoch, changed, mentions, totalMentions,
+ * muted, markVersion] (markVersion while marked unread, else 0), or [-1] when state is missing.
+ */
+export type ApplyReply = [number, number, number, string, 0 | 1, number, number, 0 | 1, number] | [-1];
+/**
+ * Raw reply of snapshot.lua: [epoch, version, total, totalMentions, expired, then per conversation with anything
+ * to show: conv, unread, mentions, muted, markVersion], [-1] (missing) or [-2] (needs repair).
+ */
+export type SnapshotReply = [string, number, number, number, 0 | 1, ...(string | number)[]] | [-1] | [-2];
 /** Raw reply of rebuild.lua. */
-export type RebuildReply = [string, number, number, "created" | "merged" | "replaced" | "unchanged"];
+export type RebuildReply = [string, number, number, "created" | "merged" | "replaced" | "unchanged", number];
 /**
  * Raw reply of inspect.lua: HGETALL lists of meta, unread, seen, read, gone and aged, the "now" it used in ms,
- * and 1 when expiry started a new epoch; or [-1].
+ * 1 when expiry started a new epoch, and HGETALL lists of mcount and state; or [-1].
  */
-export type InspectReply = [string[], string[], string[], string[], string[], string[], number, 0 | 1] | [-1];
+export type InspectReply =
+  | [string[], string[], string[], string[], string[], string[], number, 0 | 1, string[], string[]]
+  | [-1];
+
+/** apply.lua's optional named parts after its positional arguments. */
+export type ApplyPart = "mention" | "mute" | "mark" | "clear" | number;
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
+    /**
+     * `parts` (needs all of createdAtMs, ttlMs and nowMs, '' for none): "mention" | "mute", version, 0|1 |
+     * "mark", version, atSeq | "clear", version.
+     */
     tallyApply(
       ...args: [
         ...UnreadScriptKeys,
@@ -57,15 +69,15 @@ declare module "ioredis" {
         readSeq: number,
         createdAtMs?: number,
         ttlMs?: number,
-        nowMs?: number,
+        nowMs?: number | "",
+        ...parts: ApplyPart[],
       ]
     ): Result<ApplyReply, Context>;
-    tallySnapshot(meta: Key, unread: Key): Result<SnapshotReply, Context>;
-    tallySnapshotExpiring(
-      ...args: [...UnreadScriptKeys, ttlMs: number, nowMs?: number]
-    ): Result<ExpiringSnapshotReply, Context>;
+    tallySnapshot(...keys: UnreadScriptKeys): Result<SnapshotReply, Context>;
+    tallySnapshotExpiring(...args: [...UnreadScriptKeys, ttlMs: number, nowMs?: number]): Result<SnapshotReply, Context>;
     /**
-     * `rest`: (conversation, lastSeq, lastReadSeq) triples, then optionally "ttl", ms, ["now", ms,]
+     * `rest`: (conversation, lastSeq, lastReadSeq, muteVersion, muted, markVersion, markAt, markCleared) tuples,
+     * then optionally "mentions", (conversation, seq) pairs, then optionally "ttl", ms, ["now", ms,]
      * (conversation, seq, createdAt) triples.
      */
     tallyRebuild(

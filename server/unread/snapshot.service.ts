@@ -1,7 +1,7 @@
 import { conversationInclude, messageInclude, toConversationDTO, toMessageDTO } from "../contracts/dto.ts";
 import type { ConversationDTO, MessageDTO, Snapshot, UserDTO } from "../contracts/index.ts";
 import type { Db } from "../db/prisma.ts";
-import type { UnreadService } from "./unread.service.ts";
+import { NO_UNREAD, type UnreadService } from "./unread.service.ts";
 
 export type SnapshotService = ReturnType<typeof createSnapshotService>;
 
@@ -36,9 +36,15 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
       }
       const last = await lastMessages(rows);
       const conversations = rows
-        .map((row) => toConversationDTO(row, user.id, counts.counts.get(row.id) ?? 0, last.get(row.id) ?? null))
+        .map((row) => toConversationDTO(row, user.id, counts.counts.get(row.id) ?? NO_UNREAD, last.get(row.id) ?? null))
         .sort((a, b) => activity(b) - activity(a) || b.id - a.id);
-      return { conversations, totalUnread: counts.totalUnread, version: counts.version, epoch: counts.epoch };
+      return {
+        conversations,
+        totalUnread: counts.totalUnread,
+        totalMentions: counts.totalMentions,
+        version: counts.version,
+        epoch: counts.epoch,
+      };
     }
   }
 
@@ -49,7 +55,7 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
       include: conversationInclude,
     });
     const [last, counts] = await Promise.all([lastMessages([row]), unread.snapshot(viewerId)]);
-    return toConversationDTO(row, viewerId, counts.counts.get(row.id) ?? 0, last.get(row.id) ?? null);
+    return toConversationDTO(row, viewerId, counts.counts.get(row.id) ?? NO_UNREAD, last.get(row.id) ?? null);
   }
 
   return { snapshot, describe };

@@ -1,11 +1,23 @@
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
-import type { UnreadUpdate } from "../contracts/index.ts";
+import type { UnreadState, UnreadUpdate } from "../contracts/index.ts";
 import type { Db } from "../db/prisma.ts";
 import { unreadScriptKeys } from "../redis/keys.ts";
-import type { ApplyReply, InspectReply, RebuildReply } from "../redis/scripts.ts";
+import type { ApplyPart, ApplyReply, InspectReply, RebuildReply } from "../redis/scripts.ts";
 
-/** One event for one user: a message seq seen and/or a read cursor, in one conversation. */
+/** A membership's mute and mark registers, as the database holds them (docs/consistency.md). */
+export interface MembershipRegisters {
+  muteVersion: number;
+  muted: boolean;
+  markVersion: number;
+  markAt: number;
+  markClearedVersion: number;
+}
+
+/**
+ * One event for one user in one conversation: a message seq seen and/or a read cursor, and optionally that the
+ * message mentions the user, or the membership's mute and mark registers (all merged, never overwritten).
+ */
 export interface UnreadEvent {
   userId: number;
   conversationId: number;
@@ -13,15 +25,21 @@ export interface UnreadEvent {
   readSeq: number;
   /** When message `seenSeq` was created (ms), so it can expire; omitted when the event carries no message. */
   createdAtMs?: number;
+  /** Message `seenSeq` mentions the user. */
+  mention?: boolean;
+  /** The membership's registers (a mute, a mark, a read that cleared a mark, or a replay of any). */
+  registers?: Partial<MembershipRegisters>;
 }
 
 /** The database's truth for one membership. */
-export interface MembershipTruth {
+export interface MembershipTruth extends MembershipRegisters {
   conversationId: number;
   lastSeq: number;
   lastReadSeq: number;
   /** With unread expiry: the highest seq above the cursor created before now - TTL (0: none, or expiry off). */
   agedSeq: number;
+  /** Seqs above the cursor of the messages that mention the user. */
+  mentionSeqs: number[];
 }
 
 export interface AppliedEvent {
@@ -35,9 +53,19 @@ export interface UnreadCounts {
   epoch: string;
   version: number;
   totalUnread: number;
-  /** Conversations with unread > 0. */
-  counts: Map<number, number>;
+  totalMentions: number;
+  /** Conversations with anything to show (unread or mentions > 0, muted, marked); the others are all zero. */
+  counts: Map<number, UnreadState>;
 }
+
+/** A conversation with nothing to show. */
+export const NO_UNREAD: UnreadState = {
+  unreadCount: 0,
+  mentionCount: 0,
+  muted: false,
+  markedUnread: false,
+  markVersion: 0,
+};
 
 export interface UnreadServiceDeps {
   redis: Redis;
@@ -65,8 +93,37 @@ export function newEpoch(): string {
 
 function toUpdate(conversationId: number, reply: ApplyReply): { update: UnreadUpdate; changed: boolean } | null {
   if (reply.length === 1) return null;
-  const [unreadCount, totalUnread, version, epoch, changed] = reply;
-  return { update: { conversationId, unreadCount, totalUnread, version, epoch }, changed: changed === 1 };
+  const [unreadCount, totalUnread, version, epoch, changed, mentionCount, totalMentions, muted, markVersion] = reply;
+  return {
+    update: {
+      conversationId,
+      unreadCount,
+      mentionCount,
+      muted: muted === 1,
+      markedUnread: markVersion > 0,
+      markVersion,
+      totalUnread,
+      totalMentions,
+      version,
+      epoch,
+    },
+    changed: changed === 1,
+  };
+}
+
+/** apply.lua's named parts for an event's mention and registers. */
+function applyParts(e: UnreadEvent): ApplyPart[] {
+  const parts: ApplyPart[] = e.mention ? ["mention"] : [];
+  const r = e.registers;
+  if (r?.muteVersion !== undefined && r.muted !== undefined) parts.push("mute", r.muteVersion, r.muted ? 1 : 0);
+  if (r?.markVersion !== undefined && r.markAt !== undefined) parts.push("mark", r.markVersion, r.markAt);
+  if (r?.markClearedVersion !== undefined) parts.push("clear", r.markClearedVersion);
+  return parts;
+}
+
+/** The registers as rebuild.lua takes them, after lastSeq and lastReadSeq. */
+function registerArgs(r: MembershipRegisters): number[] {
+  return [r.muteVersion, r.muted ? 1 : 0, r.markVersion, r.markAt, r.markClearedVersion];
 }
 
 export type UnreadService = ReturnType<typeof createUnreadService>;
@@ -77,20 +134,36 @@ export type UnreadService = ReturnType<typeof createUnreadService>;
  * database, which is always written before Redis.
  */
 export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, onResync }: UnreadServiceDeps) {
-  async function memberships(userId: number): Promise<Omit<MembershipTruth, "agedSeq">[]> {
+  async function memberships(userId: number): Promise<Omit<MembershipTruth, "agedSeq" | "mentionSeqs">[]> {
     const rows = await db.membership.findMany({
       where: { userId },
-      select: { conversationId: true, lastReadSeq: true, conversation: { select: { lastSeq: true } } },
+      select: {
+        conversationId: true,
+        lastReadSeq: true,
+        muted: true,
+        muteVersion: true,
+        markVersion: true,
+        markAt: true,
+        markClearedVersion: true,
+        conversation: { select: { lastSeq: true } },
+      },
     });
-    return rows.map((r) => ({
-      conversationId: r.conversationId,
-      lastSeq: r.conversation.lastSeq,
-      lastReadSeq: r.lastReadSeq,
-    }));
+    return rows.map(({ conversation, ...r }) => ({ ...r, lastSeq: conversation.lastSeq }));
+  }
+
+  /** The seqs above the cursor of the messages that mention the user, per conversation. */
+  async function mentionsAbove(userId: number): Promise<Map<number, number[]>> {
+    const rows = await db.$queryRaw<{ conversationId: number; seq: number }[]>`
+      SELECT mn."conversationId", mn."seq" FROM "Mention" mn
+      JOIN "Membership" mb ON mb."conversationId" = mn."conversationId" AND mb."userId" = mn."userId"
+      WHERE mn."userId" = ${userId} AND mn."seq" > mb."lastReadSeq" ORDER BY mn."conversationId", mn."seq"`;
+    const out = new Map<number, number[]>();
+    for (const r of rows) out.set(r.conversationId, [...(out.get(r.conversationId) ?? []), r.seq]);
+    return out;
   }
 
   /** The user's unread messages (above their cursor, within the memberships read before), oldest seq first. */
-  async function unreadMessages(userId: number, bounds: Omit<MembershipTruth, "agedSeq">[]) {
+  async function unreadMessages(userId: number, bounds: Omit<MembershipTruth, "agedSeq" | "mentionSeqs">[]) {
     const rows = await db.$queryRaw<{ conversationId: number; seq: number; createdAt: Date }[]>`
       SELECT m."conversationId", m."seq", m."createdAt" FROM "Message" m
       JOIN "Membership" mb ON mb."conversationId" = m."conversationId" AND mb."userId" = ${userId}
@@ -116,13 +189,17 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
    * expiry, the highest unread seq that expired by `nowMs` (the scripts' clock, read when omitted).
    */
   async function truth(userId: number, nowMs?: number): Promise<MembershipTruth[]> {
-    const rows = await memberships(userId);
-    if (ttlMs <= 0) return rows.map((r) => ({ ...r, agedSeq: 0 }));
+    const [rows, mentions] = await Promise.all([memberships(userId), mentionsAbove(userId)]);
+    const withMentions = rows.map((r) => ({
+      ...r,
+      mentionSeqs: (mentions.get(r.conversationId) ?? []).filter((seq) => seq <= r.lastSeq),
+    }));
+    if (ttlMs <= 0) return withMentions.map((r) => ({ ...r, agedSeq: 0 }));
     const cutoff = (nowMs ?? (await expiryNowMs())) - ttlMs;
     const aged = new Map<number, number>();
     for (const m of await unreadMessages(userId, rows))
       if (m.createdAtMs < cutoff) aged.set(m.conversationId, Math.max(aged.get(m.conversationId) ?? 0, m.seq));
-    return rows.map((r) => ({ ...r, agedSeq: aged.get(r.conversationId) ?? 0 }));
+    return withMentions.map((r) => ({ ...r, agedSeq: aged.get(r.conversationId) ?? 0 }));
   }
 
   async function rebuild(userId: number, mode: "merge" | "replace" = "merge"): Promise<RebuildReply> {
@@ -134,8 +211,15 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
     userId: number,
     mode: "merge" | "replace",
   ): Promise<{ reply: RebuildReply; conversationIds: Set<number> }> {
-    const rows = await memberships(userId);
-    const args: (number | string)[] = rows.flatMap((t) => [t.conversationId, t.lastSeq, t.lastReadSeq]);
+    const [rows, mentions] = await Promise.all([memberships(userId), mentionsAbove(userId)]);
+    const args: (number | string)[] = rows.flatMap((t) => [
+      t.conversationId,
+      t.lastSeq,
+      t.lastReadSeq,
+      ...registerArgs(t),
+    ]);
+    const mentionArgs = [...mentions].flatMap(([conversationId, seqs]) => seqs.flatMap((seq) => [conversationId, seq]));
+    if (mentionArgs.length > 0) args.push("mentions", ...mentionArgs);
     if (ttlMs > 0) {
       // Every unread message with its createdAt, except that of those already expired the highest seq per
       // conversation says as much as all of them (aged is a max-register): the rebuild stays bounded by the
@@ -157,8 +241,11 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
   }
 
   function applyArgs(e: UnreadEvent): Parameters<Redis["tallyApply"]> {
-    const args = [...unreadScriptKeys(e.userId, prefix), e.conversationId, e.seenSeq, e.readSeq] as const;
-    return clock ? [...args, e.createdAtMs ?? 0, ttlMs, clock()] : [...args, e.createdAtMs ?? 0, ttlMs];
+    const keys = unreadScriptKeys(e.userId, prefix);
+    const parts = applyParts(e);
+    const now = clock ? clock() : parts.length > 0 ? "" : undefined;
+    const args = [...keys, e.conversationId, e.seenSeq, e.readSeq, e.createdAtMs ?? 0, ttlMs] as const;
+    return now === undefined ? [...args] : [...args, now, ...parts];
   }
 
   async function applyOne(event: UnreadEvent): Promise<AppliedEvent> {
@@ -206,11 +293,27 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
       reply = await read();
     }
     if (reply.length === 1) throw new Error(`unread state of user ${userId} could not be rebuilt (${reply[0]})`);
-    const [epoch, version, totalUnread, expired, ...flat] = reply as [string, number, number, 0 | 1, ...string[]];
+    const [epoch, version, totalUnread, totalMentions, expired, ...flat] = reply as [
+      string,
+      number,
+      number,
+      number,
+      0 | 1,
+      ...(string | number)[],
+    ];
     if (expired === 1) onResync?.(userId);
-    const counts = new Map<number, number>();
-    for (let i = 0; i + 1 < flat.length; i += 2) counts.set(Number(flat[i]), Number(flat[i + 1]));
-    return { epoch, version, totalUnread, counts };
+    const counts = new Map<number, UnreadState>();
+    for (let i = 0; i + 4 < flat.length; i += 5) {
+      const markVersion = Number(flat[i + 4]);
+      counts.set(Number(flat[i]), {
+        unreadCount: Number(flat[i + 1]),
+        mentionCount: Number(flat[i + 2]),
+        muted: Number(flat[i + 3]) === 1,
+        markedUnread: markVersion > 0,
+        markVersion,
+      });
+    }
+    return { epoch, version, totalUnread, totalMentions, counts };
   }
 
   /** Takes a conversation out of a user's counters (they left it, or it was deleted). */

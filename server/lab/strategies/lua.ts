@@ -15,7 +15,7 @@ function labEpoch(): string {
  */
 export function luaStrategy(ctx: StrategyContext): Strategy {
   const rebuild = (conn: Redis, userId: number) =>
-    conn.tallyRebuild(...unreadScriptKeys(userId, ctx.prefix), labEpoch(), "merge", ...ctx.truth.triples(userId));
+    conn.tallyRebuild(...unreadScriptKeys(userId, ctx.prefix), labEpoch(), "merge", ...ctx.truth.memberships(userId));
 
   return {
     name: "lua",
@@ -44,13 +44,14 @@ export function luaStrategy(ctx: StrategyContext): Strategy {
     async read(conn, userIds) {
       return Promise.all(
         userIds.map(async (userId): Promise<UserState> => {
-          const [meta, unread] = unreadScriptKeys(userId, ctx.prefix);
-          const reply = await conn.tallySnapshot(meta, unread);
+          const reply = await conn.tallySnapshot(...unreadScriptKeys(userId, ctx.prefix));
           if (reply[0] === -1) return { total: 0, counts: new Map() };
           // -2: the stored total disagrees with the sum (only a bug could do that); measure it as it is.
           if (reply[0] === -2) return (await readCounters(conn, (id) => userKeys(id, ctx.prefix), [userId]))[0]!;
-          const [, , total, ...flat] = reply as [string, number, number, ...string[]];
-          return toState(total, flat);
+          // After epoch, version, total, mentions and expired: (conversation, unread, mentions, muted, mark) each.
+          const [, , total, , , ...flat] = reply as [string, number, number, number, 0 | 1, ...(string | number)[]];
+          const pairs = flat.flatMap((v, i) => (i % 5 < 2 ? [String(v)] : []));
+          return toState(total, pairs);
         }),
       );
     },

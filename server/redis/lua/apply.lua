@@ -7,21 +7,32 @@
   KEYS[5] {u:<id>}:gone    hash: conversation id -> 1 once the user left it or it was deleted
   KEYS[6] {u:<id>}:times   zset: unread messages that may still expire -> createdAt ms (see includes/ttl.lua)
   KEYS[7] {u:<id>}:aged    hash: conversation id -> highest expired seq above the cursor (max-register)
+  KEYS[8] {u:<id>}:ment    zset: '<conv>:<seq>' of messages that mention the user (score 0, lex order)
+  KEYS[9] {u:<id>}:mcount  hash: conversation id -> mention count (absent = 0)
+  KEYS[10] {u:<id>}:state  hash: conversation id -> mute and mark registers (includes/unread.lua)
   ARGV[1] conversation id
   ARGV[2] a message seq seen in the conversation, 0 for none
   ARGV[3] a read cursor of the user in the conversation, 0 for none
   ARGV[4] the createdAt (ms) of the message ARGV[2], 0 when unknown (optional)
   ARGV[5] unread expiry in ms, 0 = off (optional)
-  ARGV[6] "now" in ms, the instant expiry is judged at (optional: tests pass it; without it, the server's TIME)
-  Returns { unread, total, version, epoch, changed } where changed is 1 when the user's state changed
-  (version then grew by exactly 1, or a repair or an expiry in other conversations started a new epoch at
-  version 1) and 0 otherwise; returns { -1 } and writes nothing when the user's state is missing: the caller
-  rebuilds it from the database.
-  Idempotent and order-insensitive: seen, read and aged only grow, and unread = max(0, seen - max(read, aged))
-  is a function of them, so replaying an event or swapping two events ends in the same state. Events for a
-  conversation the user left are ignored. If the stored total has drifted from the sum of the unreads (it
-  cannot through these scripts; a manual write or a bug can), the total is recomputed, `repairs` counts it,
-  and a new epoch makes every client resync. With expiry on, messages created before now - ARGV[5] stop
+  ARGV[6] "now" in ms, the instant expiry is judged at (optional, '' for none: tests pass it; without it, the
+          server's TIME)
+  ARGV[7..] optional named parts, in any order:
+          'mention'                  message ARGV[2] mentions the user
+          'mute', version, 0|1       the membership's mute register (the higher version wins)
+          'mark', version, atSeq     its mark register (the higher version wins)
+          'clear', version           the highest mark a read cleared (max)
+  Returns { unread, total, version, epoch, changed, mentions, totalMentions, muted, markVersion } where changed
+  is 1 when the user's state changed (version then grew by exactly 1, or a repair or an expiry in other
+  conversations started a new epoch at version 1) and 0 otherwise, and markVersion is the mark's version while
+  the conversation is marked unread, else 0; returns { -1 } and writes nothing when the user's state is missing:
+  the caller rebuilds it from the database.
+  Idempotent and order-insensitive: seen, read, aged and cleared only grow, mentions only join a set, mute and
+  mark keep the highest version, and every value is a function of those registers (includes/unread.lua), so
+  replaying an event or swapping two events ends in the same state. Events for a
+  conversation the user left are ignored. If a stored sum has drifted from its parts (total from the effective
+  values, mentions from the mention counts; it cannot through these scripts, a manual write or a bug can), both
+  are recomputed, `repairs` counts it, and a new epoch makes every client resync. With expiry on, messages created before now - ARGV[5] stop
   counting; a push describes one conversation, so when expiry changes another one the call starts a new epoch.
   Replaying an event at a later "now" may expire more, as any call at that instant would; at the same "now" it
   changes nothing.
@@ -30,45 +41,81 @@ local rcall = redis.call
 --- @include "unread"
 --- @include "ttl"
 
+local function bad()
+  return redis.error_reply('ERR tally apply: expected conversation id, seen seq >= 0, read seq >= 0, createdAt ms >= 0, ttl ms >= 0, now ms >= 0 or empty, then mention | mute version 0|1 | mark version seq | clear version')
+end
+
 local conv = ARGV[1]
 local seen_in = tonumber(ARGV[2])
 local read_in = tonumber(ARGV[3])
 local created_in = tonumber(ARGV[4] or '0')
 local ttl = tonumber(ARGV[5] or '0')
-local now_in = ARGV[6] and tonumber(ARGV[6])
+local now_in = nil
+if ARGV[6] and ARGV[6] ~= '' then
+  now_in = tonumber(ARGV[6])
+  if now_in == nil or now_in < 0 then return bad() end
+end
 if conv == nil or conv == '' or seen_in == nil or read_in == nil or seen_in < 0 or read_in < 0
-  or created_in == nil or created_in < 0 or ttl == nil or ttl < 0
-  or (ttl > 0 and tostring(tonumber(conv)) ~= conv) or (ARGV[6] and (now_in == nil or now_in < 0)) then
-  return redis.error_reply('ERR tally apply: expected conversation id, seen seq >= 0, read seq >= 0, createdAt ms >= 0, ttl ms >= 0, now ms >= 0')
+  or created_in == nil or created_in < 0 or ttl == nil or ttl < 0 or (ttl > 0 and not numeric(conv)) then
+  return bad()
 end
 
-local meta = rcall('HMGET', KEYS[1], 'total', 'version', 'epoch')
+local mention, mute_v, muted, mark_v, mark_at, cleared = false, nil, nil, nil, nil, nil
+local i = 7
+while i <= #ARGV do
+  local part = ARGV[i]
+  if part == 'mention' then
+    mention = true
+    i = i + 1
+  elseif part == 'mute' then
+    mute_v, muted = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+    if mute_v == nil or mute_v < 0 or (muted ~= 0 and muted ~= 1) then return bad() end
+    i = i + 3
+  elseif part == 'mark' then
+    mark_v, mark_at = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+    if mark_v == nil or mark_v < 0 or mark_at == nil or mark_at < 0 then return bad() end
+    i = i + 3
+  elseif part == 'clear' then
+    cleared = tonumber(ARGV[i + 1])
+    if cleared == nil or cleared < 0 then return bad() end
+    i = i + 2
+  else
+    return bad()
+  end
+end
+if mention and (seen_in < 1 or not numeric(conv)) then return bad() end
+
+local meta = rcall('HMGET', KEYS[1], 'total', 'version', 'epoch', 'mentions')
 if not meta[3] then
   return { -1 }
 end
 local total = tonumber(meta[1]) or 0
 local version = tonumber(meta[2]) or 0
 local epoch = meta[3]
+local total_mentions = tonumber(meta[4]) or 0
+
+local function reply(v, changed)
+  local mark = 0
+  if v[4] == 1 then mark = get_state(conv)[3] end
+  return { v[1], total, version, epoch, changed, v[2], total_mentions, v[3], mark }
+end
 
 if rcall('HEXISTS', KEYS[5], conv) == 1 then
-  return { 0, total, version, epoch, 0 }
+  return { 0, total, version, epoch, 0, 0, total_mentions, 0, 0 }
 end
 
-local sum = 0
-for _, v in ipairs(rcall('HVALS', KEYS[2])) do
-  sum = sum + (tonumber(v) or 0)
-end
-local new_epoch = sum ~= total
+local sum, sum_mentions = stored_sums()
+local new_epoch = sum ~= total or sum_mentions ~= total_mentions
 if new_epoch then
   epoch = next_epoch(epoch)
   total = sum
+  total_mentions = sum_mentions
   version = 0
   rcall('HINCRBY', KEYS[1], 'repairs', 1)
 end
 
 local seen_old = tonumber(rcall('HGET', KEYS[3], conv)) or 0
 local read_old = tonumber(rcall('HGET', KEYS[4], conv)) or 0
-local unread_old = tonumber(rcall('HGET', KEYS[2], conv)) or 0
 
 local seen = math.max(seen_old, seen_in)
 local read = math.max(read_old, read_in)
@@ -84,15 +131,20 @@ if ttl > 0 then
   end
   if seen_in > 0 and created_in > 0 then track_message(conv, seen_in, created_in, cutoff) end
 end
-local _, unread = recompute_unread(conv)
-local delta = unread - unread_old
+if mention then add_mention(conv, seen_in) end
+local st = get_state(conv)
+merge_state(st, mute_v, muted, mark_v, mark_at, cleared)
+local before, after = recompute_unread(conv, st)
+local delta = after[5] - before[5]
+local delta_mentions = after[2] - before[2]
 
 if ttl > 0 then
-  local changed, d = expire_before(cutoff)
+  local changed, d, dm = expire_before(cutoff)
   delta = delta + d
+  delta_mentions = delta_mentions + dm
   for _, c in ipairs(changed) do
     if c == conv then
-      unread = tonumber(rcall('HGET', KEYS[2], conv)) or 0
+      after = view(conv)
     elseif not new_epoch then
       new_epoch = true
       epoch = next_epoch(epoch)
@@ -101,10 +153,11 @@ if ttl > 0 then
   end
 end
 
-if unread == unread_old and not new_epoch then
-  return { unread, total, version, epoch, 0 }
+if same_view(before, after) and not new_epoch then
+  return reply(after, 0)
 end
 total = total + delta
+total_mentions = total_mentions + delta_mentions
 version = version + 1
-rcall('HSET', KEYS[1], 'total', total, 'version', version, 'epoch', epoch)
-return { unread, total, version, epoch, 1 }
+rcall('HSET', KEYS[1], 'total', total, 'version', version, 'epoch', epoch, 'mentions', total_mentions)
+return reply(after, 1)

@@ -1,13 +1,13 @@
 --[[
   Read everything Tally keeps for one user in one atomic step (reconciliation compares it with the database).
-  KEYS[1] {u:<id>}:meta   KEYS[2] {u:<id>}:unread   KEYS[3] {u:<id>}:seen   KEYS[4] {u:<id>}:read
-  KEYS[5] {u:<id>}:gone   KEYS[6] {u:<id>}:times    KEYS[7] {u:<id>}:aged
+  KEYS[1..10] the unread scripts' keys: meta, unread, seen, read, gone, times, aged, ment, mcount, state
   ARGV[1] unread expiry in ms, 0 = off (optional)
   ARGV[2] "now" in ms, the instant expiry is judged at (optional: tests pass it; without it, the server's TIME)
   With expiry on, messages created before now - ARGV[1] first stop counting, as snapshot.lua does (a new epoch
-  when that changed a count), unless the stored total already disagrees with the sum (left for the caller to see).
-  Returns { meta, unread, seen, read, gone, aged, now, expired }: HGETALL lists, the "now" it used in ms (the
-  database's truth is computed for that instant) and 1 when expiry started a new epoch; { -1 } when missing.
+  when that changed a value), unless a stored sum already disagrees with its parts (left for the caller to see).
+  Returns { meta, unread, seen, read, gone, aged, now, expired, mcount, state }: HGETALL lists, the "now" it
+  used in ms (the database's truth is computed for that instant) and 1 when expiry started a new epoch;
+  { -1 } when missing.
 ]]
 local rcall = redis.call
 --- @include "unread"
@@ -18,7 +18,7 @@ local now_in = ARGV[2] and tonumber(ARGV[2])
 if ttl == nil or ttl < 0 or (ARGV[2] and (now_in == nil or now_in < 0)) then
   return redis.error_reply('ERR tally inspect: expected ttl ms >= 0, now ms >= 0')
 end
-local meta = rcall('HMGET', KEYS[1], 'epoch', 'total')
+local meta = rcall('HMGET', KEYS[1], 'epoch', 'total', 'mentions')
 if not meta[1] then
   return { -1 }
 end
@@ -26,16 +26,15 @@ end
 local now = expiry_now(now_in)
 local expired = 0
 if ttl > 0 then
-  local sum = 0
-  for _, v in ipairs(rcall('HVALS', KEYS[2])) do
-    sum = sum + (tonumber(v) or 0)
-  end
+  local sum, sum_mentions = stored_sums()
   local total = tonumber(meta[2]) or 0
-  if sum == total then
-    local changed, delta = expire_before(now - ttl)
+  local total_mentions = tonumber(meta[3]) or 0
+  if sum == total and sum_mentions == total_mentions then
+    local changed, delta, dm = expire_before(now - ttl)
     if #changed > 0 then
       expired = 1
-      rcall('HSET', KEYS[1], 'total', total + delta, 'version', 1, 'epoch', next_epoch(meta[1]))
+      rcall('HSET', KEYS[1], 'total', total + delta, 'mentions', total_mentions + dm, 'version', 1,
+        'epoch', next_epoch(meta[1]))
     end
   end
 end
@@ -49,4 +48,6 @@ return {
   rcall('HGETALL', KEYS[7]),
   now,
   expired,
+  rcall('HGETALL', KEYS[9]),
+  rcall('HGETALL', KEYS[10]),
 }

@@ -1,22 +1,25 @@
 --[[
   Create one user's unread state from the database's truth, merge that truth into existing state, or replace it.
-  KEYS[1] {u:<id>}:meta   KEYS[2] {u:<id>}:unread   KEYS[3] {u:<id>}:seen   KEYS[4] {u:<id>}:read
-  KEYS[5] {u:<id>}:gone   KEYS[6] {u:<id>}:times    KEYS[7] {u:<id>}:aged
+  KEYS[1..10] the unread scripts' keys: meta, unread, seen, read, gone, times, aged, ment, mcount, state
   ARGV[1] a new epoch (unique string)
   ARGV[2] 'merge' or 'replace'
-  ARGV[3..] triples: conversation id, conversation lastSeq, the user's lastReadSeq (every current membership)
+  ARGV[3..] 8-tuples, one per current membership: conversation id, the conversation's lastSeq, the user's
+  lastReadSeq, muteVersion, muted (0|1), markVersion, markAt, markClearedVersion
+  then optionally 'mentions' and pairs conversation id, seq: the messages above the cursor that mention the user
   then, with unread expiry on only: 'ttl', the expiry in ms, optionally 'now' and the instant (ms) expiry is
   judged at (tests pass it; without it, the server's TIME), and triples conversation id, seq, createdAt ms of
   the user's unread messages (seq above lastReadSeq; of those already expired, the highest seq per conversation
   is enough). They are tracked as apply.lua tracks them, then expired at "now".
-  Missing state, or 'replace': written from the triples alone, total = sum of unreads, version 1, epoch ARGV[1].
-  'merge' into existing state: each triple merges into the max-registers as apply.lua would (a rebuild that read
-  the database before a later event was applied must not undo it) and clears a stale "gone" mark; if any unread
-  changed, or the stored total differs from the sum of unreads, the total is recomputed and the epoch replaced,
-  so every client resyncs instead of patching one conversation. Otherwise nothing is written.
+  Missing state, or 'replace': written from the database's registers alone, the sums from the values, version 1,
+  epoch ARGV[1].
+  'merge' into existing state: every register merges as apply.lua would merge it (a rebuild that read the
+  database before a later event was applied must not undo it) and a stale "gone" mark goes; if any value
+  changed, or a stored sum differs from its parts, the sums are recomputed and the epoch replaced, so every
+  client resyncs instead of patching one conversation. Otherwise nothing is written.
   'replace' is for reconciliation only, when Redis holds more than the database (a register above the truth,
   a conversation the user is no longer in, an expired mark the database does not explain), which merging cannot undo.
-  Returns { epoch, version, total, status } with status 'created', 'merged', 'replaced' or 'unchanged'.
+  Returns { epoch, version, total, status, totalMentions } with status 'created', 'merged', 'replaced' or
+  'unchanged'.
 ]]
 local rcall = redis.call
 --- @include "unread"
@@ -24,56 +27,80 @@ local rcall = redis.call
 
 local epoch_new = ARGV[1]
 local mode = ARGV[2]
--- ARGV[3..last]: membership triples; ARGV[first..]: message triples (none when there is no 'ttl' section).
-local last = #ARGV
-local first = #ARGV + 1
+local function bad(what)
+  return redis.error_reply('ERR tally rebuild: ' .. what .. ' (expected an epoch, merge|replace, (conversation, lastSeq, lastReadSeq, muteVersion, muted, markVersion, markAt, markCleared) tuples, optionally mentions (conversation, seq) pairs, optionally ttl, ms, [now, ms,] (conversation, seq, createdAt) triples)')
+end
+if epoch_new == nil or epoch_new == '' or (mode ~= 'merge' and mode ~= 'replace') then
+  return bad('bad epoch or mode')
+end
+-- ARGV[3..last]: membership tuples; ARGV[mfirst..mlast]: mention pairs; ARGV[first..]: message triples.
+local i = 3
+while i <= #ARGV and ARGV[i] ~= 'mentions' and ARGV[i] ~= 'ttl' do i = i + 8 end
+if i > #ARGV + 1 then return bad('membership tuples cut short') end
+local last = i - 1
+local mfirst, mlast = i, i - 1
+if ARGV[i] == 'mentions' then
+  mfirst = i + 1
+  i = i + 1
+  while i <= #ARGV and ARGV[i] ~= 'ttl' do i = i + 2 end
+  if i > #ARGV + 1 then return bad('mention pairs cut short') end
+  mlast = i - 1
+end
 local ttl = 0
 local now_in = nil
-local now_ok = true
-for i = 3, #ARGV, 3 do
-  if ARGV[i] == 'ttl' then
-    last = i - 1
-    ttl = tonumber(ARGV[i + 1])
-    first = i + 2
-    if ARGV[first] == 'now' then
-      now_in = tonumber(ARGV[first + 1])
-      now_ok = now_in ~= nil and now_in >= 0
-      first = first + 2
-    end
-    break
+local first = #ARGV + 1
+if ARGV[i] == 'ttl' then
+  ttl = tonumber(ARGV[i + 1])
+  first = i + 2
+  if ARGV[first] == 'now' then
+    now_in = tonumber(ARGV[first + 1])
+    if now_in == nil or now_in < 0 then return bad('bad now') end
+    first = first + 2
   end
+  if ttl == nil or ttl < 0 or (#ARGV - first + 1) % 3 ~= 0 then return bad('bad ttl section') end
 end
-if epoch_new == nil or epoch_new == '' or (mode ~= 'merge' and mode ~= 'replace') or (last - 2) % 3 ~= 0
-  or ttl == nil or ttl < 0 or not now_ok or (#ARGV - first + 1) % 3 ~= 0 then
-  return redis.error_reply('ERR tally rebuild: expected an epoch, merge|replace, (conversation, lastSeq, lastReadSeq) triples and optionally ttl, ms, [now, ms,] (conversation, seq, createdAt) triples')
-end
-for i = 3, last, 3 do
-  local s, r = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  if ARGV[i] == '' or s == nil or r == nil or s < 0 or r < 0 or (ttl > 0 and tostring(tonumber(ARGV[i])) ~= ARGV[i]) then
-    return redis.error_reply('ERR tally rebuild: bad triple at argument ' .. i)
+for j = 3, last, 8 do
+  if ARGV[j] == '' or (ttl > 0 and not numeric(ARGV[j])) then return bad('bad conversation at argument ' .. j) end
+  for k = j + 1, j + 7 do
+    local n = tonumber(ARGV[k])
+    if n == nil or n < 0 then return bad('bad number at argument ' .. k) end
   end
+  if ARGV[j + 4] ~= '0' and ARGV[j + 4] ~= '1' then return bad('muted is 0 or 1 at argument ' .. (j + 4)) end
 end
-for i = first, #ARGV, 3 do
-  local s, t = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  if tostring(tonumber(ARGV[i])) ~= ARGV[i] or s == nil or t == nil or s < 1 or t < 0 then
-    return redis.error_reply('ERR tally rebuild: bad message triple at argument ' .. i)
+for j = mfirst, mlast, 2 do
+  local s = tonumber(ARGV[j + 1])
+  if not numeric(ARGV[j]) or s == nil or s < 1 then return bad('bad mention pair at argument ' .. j) end
+end
+for j = first, #ARGV, 3 do
+  local s, t = tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2])
+  if not numeric(ARGV[j]) or s == nil or t == nil or s < 1 or t < 0 then
+    return bad('bad message triple at argument ' .. j)
   end
 end
 
 local exists = rcall('HEXISTS', KEYS[1], 'epoch') == 1
 local fresh = not exists or mode == 'replace'
 if fresh then
-  rcall('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+  rcall('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10])
 end
-local before = rcall('HGETALL', KEYS[2])
+local function everything()
+  local out = {}
+  for _, key in ipairs({ KEYS[2], KEYS[9], KEYS[10] }) do
+    local flat = rcall('HGETALL', key)
+    for j = 1, #flat, 2 do out[key .. '|' .. flat[j]] = flat[j + 1] end
+  end
+  return out
+end
+local before = everything()
 
-for i = 3, last, 3 do
-  local conv = ARGV[i]
+local states = {}
+for j = 3, last, 8 do
+  local conv = ARGV[j]
   rcall('HDEL', KEYS[5], conv)
   local seen_old = tonumber(rcall('HGET', KEYS[3], conv)) or 0
   local read_old = tonumber(rcall('HGET', KEYS[4], conv)) or 0
-  local seen = math.max(seen_old, tonumber(ARGV[i + 1]))
-  local read = math.max(read_old, tonumber(ARGV[i + 2]))
+  local seen = math.max(seen_old, tonumber(ARGV[j + 1]))
+  local read = math.max(read_old, tonumber(ARGV[j + 2]))
   if seen ~= seen_old then rcall('HSET', KEYS[3], conv, seen) end
   if read ~= read_old then
     rcall('HSET', KEYS[4], conv, read)
@@ -82,40 +109,43 @@ for i = 3, last, 3 do
       forget_times(conv, math.max(read_old, aged), math.min(read, seen))
     end
   end
+  local st = get_state(conv)
+  merge_state(st, tonumber(ARGV[j + 3]), tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5]), tonumber(ARGV[j + 6]),
+    tonumber(ARGV[j + 7]))
+  states[conv] = st
+end
+for j = mfirst, mlast, 2 do
+  if states[ARGV[j]] then add_mention(ARGV[j], tonumber(ARGV[j + 1])) end
 end
 if ttl > 0 then
   local cutoff = expiry_now(now_in) - ttl
-  for i = first, #ARGV, 3 do
-    track_message(ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), cutoff)
+  for j = first, #ARGV, 3 do
+    track_message(ARGV[j], tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), cutoff)
   end
-  for i = 3, last, 3 do recompute_unread(ARGV[i]) end
+  for j = 3, last, 8 do recompute_unread(ARGV[j], states[ARGV[j]]) end
   expire_before(cutoff)
 else
-  for i = 3, last, 3 do recompute_unread(ARGV[i]) end
+  for j = 3, last, 8 do recompute_unread(ARGV[j], states[ARGV[j]]) end
 end
 
-local after = rcall('HGETALL', KEYS[2])
-local sum = 0
-for i = 2, #after, 2 do
-  sum = sum + (tonumber(after[i]) or 0)
-end
-
+local sum, sum_mentions = stored_sums()
 if fresh then
-  rcall('HSET', KEYS[1], 'total', sum, 'version', 1, 'epoch', epoch_new)
-  return { epoch_new, 1, sum, exists and 'replaced' or 'created' }
+  rcall('HSET', KEYS[1], 'total', sum, 'version', 1, 'epoch', epoch_new, 'mentions', sum_mentions)
+  if exists then return { epoch_new, 1, sum, 'replaced', sum_mentions } end
+  return { epoch_new, 1, sum, 'created', sum_mentions }
 end
 
-local changed = #before ~= #after
-if not changed then
-  local old = {}
-  for i = 1, #before, 2 do old[before[i]] = before[i + 1] end
-  for i = 1, #after, 2 do
-    if old[after[i]] ~= after[i + 1] then changed = true end
-  end
+local after = everything()
+local changed = false
+for k, v in pairs(after) do
+  if before[k] ~= v then changed = true end
 end
-local meta = rcall('HMGET', KEYS[1], 'epoch', 'version', 'total')
-if not changed and tonumber(meta[3]) == sum then
-  return { meta[1], tonumber(meta[2]) or 0, sum, 'unchanged' }
+for k, v in pairs(before) do
+  if after[k] ~= v then changed = true end
 end
-rcall('HSET', KEYS[1], 'total', sum, 'version', 1, 'epoch', epoch_new)
-return { epoch_new, 1, sum, 'merged' }
+local meta = rcall('HMGET', KEYS[1], 'epoch', 'version', 'total', 'mentions')
+if not changed and tonumber(meta[3]) == sum and (tonumber(meta[4]) or 0) == sum_mentions then
+  return { meta[1], tonumber(meta[2]) or 0, sum, 'unchanged', sum_mentions }
+end
+rcall('HSET', KEYS[1], 'total', sum, 'version', 1, 'epoch', epoch_new, 'mentions', sum_mentions)
+return { epoch_new, 1, sum, 'merged', sum_mentions }

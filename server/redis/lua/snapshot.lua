@@ -1,60 +1,78 @@
 --[[
   Read one user's whole unread state in one atomic step, so a snapshot is never torn.
-  KEYS[1] {u:<id>}:meta   KEYS[2] {u:<id>}:unread
-  KEYS[3..7] seen, read, gone, times, aged (optional: only to expire, in the unread scripts' order)
-  ARGV[1] unread expiry in ms, 0 = off (optional; needs all seven keys)
+  KEYS[1..10] the unread scripts' keys: meta, unread, seen, read, gone, times, aged, ment, mcount, state
+  ARGV[1] unread expiry in ms, 0 = off (optional)
   ARGV[2] "now" in ms, the instant expiry is judged at (optional: tests pass it; without it, the server's TIME)
-  With two keys it only reads. With seven, messages created before now - ARGV[1] first stop counting (expiry is
-  evaluated at read time); if that changed any count, the total is adjusted and a new epoch starts at version 1,
-  so clients holding older state resync.
-  Returns { epoch, version, total, conv1, unread1, conv2, unread2, ... } (only conversations with unread > 0);
-  with seven keys { epoch, version, total, expired, conv1, unread1, ... } where expired is 1 when a new epoch
-  was started; { -1 } when the user's state is missing and must be rebuilt from the database;
-  { -2 } when the stored total differs from the sum of the unreads and must be repaired (rebuild.lua) first.
+  With expiry off it only reads. With it on, messages created before now - ARGV[1] first stop counting (expiry
+  is evaluated at read time); if that changed any value, the sums are adjusted and a new epoch starts at
+  version 1, so clients holding older state resync.
+  Returns { epoch, version, total, totalMentions, expired, conv1, unread1, mentions1, muted1, markVersion1, ... }
+  for every conversation with anything to show (unread or mentions > 0, muted or marked unread; markVersion is
+  the mark's version while it is marked, else 0) where expired is 1 when a new epoch was started; { -1 } when the
+  user's state is missing and must be rebuilt from the database; { -2 } when a stored sum differs from its parts
+  and must be repaired (rebuild.lua) first.
 ]]
 local rcall = redis.call
 --- @include "unread"
 --- @include "ttl"
 
-local full = #KEYS >= 7
 local ttl = tonumber(ARGV[1] or '0')
 local now_in = ARGV[2] and tonumber(ARGV[2])
 if ttl == nil or ttl < 0 or (ARGV[2] and (now_in == nil or now_in < 0)) then
   return redis.error_reply('ERR tally snapshot: expected ttl ms >= 0, now ms >= 0')
 end
 
-local meta = rcall('HMGET', KEYS[1], 'epoch', 'version', 'total')
+local meta = rcall('HMGET', KEYS[1], 'epoch', 'version', 'total', 'mentions')
 if not meta[1] then
   return { -1 }
 end
 local epoch = meta[1]
 local version = tonumber(meta[2]) or 0
 local total = tonumber(meta[3]) or 0
-local sum = 0
-for _, v in ipairs(rcall('HVALS', KEYS[2])) do
-  sum = sum + (tonumber(v) or 0)
-end
-if sum ~= total then
+local total_mentions = tonumber(meta[4]) or 0
+local sum, sum_mentions = stored_sums()
+if sum ~= total or sum_mentions ~= total_mentions then
   return { -2 }
 end
 
 local expired = 0
-if full and ttl > 0 then
-  local changed, delta = expire_before(expiry_now(now_in) - ttl)
+if ttl > 0 then
+  local changed, delta, dm = expire_before(expiry_now(now_in) - ttl)
   if #changed > 0 then
     expired = 1
     epoch = next_epoch(epoch)
     version = 1
     total = total + delta
-    rcall('HSET', KEYS[1], 'total', total, 'version', version, 'epoch', epoch)
+    total_mentions = total_mentions + dm
+    rcall('HSET', KEYS[1], 'total', total, 'version', version, 'epoch', epoch, 'mentions', total_mentions)
   end
 end
 
-local out = { epoch, version, total }
-if full then out[4] = expired end
-local flat = rcall('HGETALL', KEYS[2])
+local out = { epoch, version, total, total_mentions, expired }
+local listed = {}
+local order = {}
+local function list(conv)
+  if not listed[conv] then
+    listed[conv] = true
+    order[#order + 1] = conv
+  end
+end
+local flat = rcall('HKEYS', KEYS[2])
+for _, conv in ipairs(flat) do list(conv) end
+for _, conv in ipairs(rcall('HKEYS', KEYS[9])) do list(conv) end
+flat = rcall('HGETALL', KEYS[10])
 for i = 1, #flat, 2 do
-  out[#out + 1] = flat[i]
-  out[#out + 1] = flat[i + 1]
+  local st = get_state(flat[i])
+  if st[2] == 1 or st[6] == 1 then list(flat[i]) end
+end
+for _, conv in ipairs(order) do
+  local v = view(conv)
+  local mark = 0
+  if v[4] == 1 then mark = get_state(conv)[3] end
+  out[#out + 1] = conv
+  out[#out + 1] = v[1]
+  out[#out + 1] = v[2]
+  out[#out + 1] = v[3]
+  out[#out + 1] = mark
 end
 return out

@@ -64,12 +64,12 @@ local function track_message(conv, seq, created_ms, cutoff)
   end
 end
 
--- Expires every tracked message created before cutoff (ms). Returns the conversations whose unread changed
--- and the change of their sum.
+-- Expires every tracked message created before cutoff (ms). Returns the conversations whose values changed, the
+-- change of the total (the sum of effective values) and of the mentions' sum.
 local function expire_before(cutoff)
   local upto = '(' .. string.format('%d', cutoff)
   local expired = rcall('ZRANGEBYSCORE', KEYS[6], '-inf', upto)
-  if #expired == 0 then return {}, 0 end
+  if #expired == 0 then return {}, 0, 0 end
   rcall('ZREMRANGEBYSCORE', KEYS[6], '-inf', upto)
   local top = {}
   for _, m in ipairs(expired) do
@@ -77,16 +77,17 @@ local function expire_before(cutoff)
     local seq = tonumber(string.sub(m, 12))
     if seq > (top[conv] or 0) then top[conv] = seq end
   end
-  local changed, delta = {}, 0
+  local changed, delta, mentions = {}, 0, 0
   for conv, seq in pairs(top) do
     raise_aged(conv, seq)
-    local old, new = recompute_unread(conv)
-    if new ~= old then
+    local before, after = recompute_unread(conv)
+    if not same_view(before, after) then
       changed[#changed + 1] = conv
-      delta = delta + new - old
+      delta = delta + after[5] - before[5]
+      mentions = mentions + after[2] - before[2]
     end
   end
-  return changed, delta
+  return changed, delta, mentions
 end
 
 -- Drops one conversation's expiry state (timestamps and aged mark), which may exist from when expiry was on.
