@@ -4,6 +4,7 @@ import { inject } from "vitest";
 import { rng, testSeed } from "../testing/random.ts";
 import { createRedis } from "./client.ts";
 import { unreadScriptKeys, userKeys } from "./keys.ts";
+import type { ApplyPart } from "./scripts.ts";
 
 let redis: Redis;
 beforeAll(() => {
@@ -207,49 +208,218 @@ describe("rebuild.lua", () => {
   });
 });
 
-describe("randomized: total == sum of conversation unreads", () => {
-  it("holds after every one of 10,000 events over many conversations, delivered late, twice and out of order", async () => {
+/** The registers one user holds for one conversation, merged as the scripts merge them (docs/consistency.md). */
+interface Registers {
+  seen: number;
+  read: number;
+  mentions: Set<number>;
+  mute: [version: number, muted: number];
+  mark: [version: number, at: number];
+  cleared: number;
+}
+const noRegisters = (): Registers => ({
+  seen: 0,
+  read: 0,
+  mentions: new Set(),
+  mute: [0, 0],
+  mark: [0, 0],
+  cleared: 0,
+});
+const later = (a: [number, number], b: [number, number]) => (b[0] > a[0] || (b[0] === a[0] && b[1] > a[1]) ? b : a);
+
+/** What the scripts must show for registers: the rule of docs/consistency.md, written independently. */
+function derive(t: Registers) {
+  const mentions = [...t.mentions].filter((s) => s > t.read && s <= t.seen).length;
+  const marked = t.mark[0] > t.cleared && t.read <= t.mark[1];
+  const raw = Math.max(0, t.seen - t.read);
+  const unread = raw === 0 && marked ? 1 : raw;
+  const muted = t.mute[1] === 1;
+  return { unread, mentions, muted, marked, effective: muted ? mentions : unread };
+}
+
+type Event = {
+  user: number;
+  conv: number;
+  seen: number;
+  read: number;
+  mention?: boolean;
+  mute?: [number, number];
+  mark?: [number, number];
+  clear?: number;
+};
+
+function applyEvent(e: Event) {
+  const parts: (string | number)[] = [];
+  if (e.mention) parts.push("mention");
+  if (e.mute) parts.push("mute", ...e.mute);
+  if (e.mark) parts.push("mark", ...e.mark);
+  if (e.clear !== undefined) parts.push("clear", e.clear);
+  return redis.tallyApply(...keysOf(e.user), e.conv, e.seen, e.read, 0, 0, "", ...(parts as ApplyPart[]));
+}
+
+describe("mute, mentions and mark as unread", () => {
+  const full = (user: number, conv: number, seen: number, read: number, ...parts: ApplyPart[]) =>
+    redis.tallyApply(...keysOf(user), conv, seen, read, 0, 0, "", ...parts);
+
+  it("a muted conversation keeps its count but only its mentions reach the total, in one version step", async () => {
+    await create(1, "e1", 10, 3, 0, 11, 2, 0);
+    expect(await full(1, 10, 4, 0, "mention")).toEqual([4, 6, 2, "e1", 1, 1, 1, 0, 0]);
+    expect(await full(1, 10, 0, 0, "mute", 1, 1)).toEqual([4, 3, 3, "e1", 1, 1, 1, 1, 0]);
+    // A replayed mute, and an older unmute arriving late, change nothing.
+    expect(await full(1, 10, 0, 0, "mute", 1, 1)).toEqual([4, 3, 3, "e1", 0, 1, 1, 1, 0]);
+    expect(await full(1, 10, 0, 0, "mute", 0, 0)).toEqual([4, 3, 3, "e1", 0, 1, 1, 1, 0]);
+    expect(await full(1, 10, 0, 0, "mute", 2, 0)).toEqual([4, 6, 4, "e1", 1, 1, 1, 0, 0]);
+  });
+
+  it("counts a mention until the cursor passes it, and never for a message already read", async () => {
+    await create(1, "e1", 10, 2, 2);
+    expect(await full(1, 10, 2, 0, "mention")).toEqual([0, 0, 1, "e1", 0, 0, 0, 0, 0]);
+    expect(await full(1, 10, 3, 0, "mention")).toEqual([1, 1, 2, "e1", 1, 1, 1, 0, 0]);
+    expect(await full(1, 10, 4, 0)).toEqual([2, 2, 3, "e1", 1, 1, 1, 0, 0]);
+    expect(await full(1, 10, 4, 3)).toEqual([1, 1, 4, "e1", 1, 0, 0, 0, 0]);
+    expect(await redis.zcard(userKeys(1, prefix).ment)).toBe(0); // a mention at or below the cursor is dropped
+  });
+
+  it("a mark shows 1 until a read reaches the last message naming it, or a new message is read; a stale read does not clear it", async () => {
+    await create(1, "e1", 10, 5, 5);
+    expect(await full(1, 10, 0, 0, "mark", 1, 5)).toEqual([1, 1, 2, "e1", 1, 0, 0, 0, 1]);
+    // A read of the same seq that names no mark (sent before the tab saw it) leaves it.
+    expect(await full(1, 10, 5, 5, "clear", 0)).toEqual([1, 1, 2, "e1", 0, 0, 0, 0, 1]);
+    expect(await full(1, 10, 5, 5, "clear", 1)).toEqual([0, 0, 3, "e1", 1, 0, 0, 0, 0]);
+    // Marked again, then a new message arrives (1 unread either way: nothing to push) and is read: the cursor
+    // passed the mark.
+    expect(await full(1, 10, 0, 0, "mark", 2, 5)).toEqual([1, 1, 4, "e1", 1, 0, 0, 0, 2]);
+    expect(await full(1, 10, 6, 0)).toEqual([1, 1, 4, "e1", 0, 0, 0, 0, 2]);
+    expect(await full(1, 10, 6, 6)).toEqual([0, 0, 5, "e1", 1, 0, 0, 0, 0]);
+  });
+
+  it("a clear that reaches Redis before its mark still ends cleared", async () => {
+    await create(1, "e1", 10, 5, 5);
+    await full(1, 10, 5, 5, "clear", 1);
+    expect(await full(1, 10, 0, 0, "mark", 1, 5)).toEqual([0, 0, 1, "e1", 0, 0, 0, 0, 0]);
+  });
+
+  it("rebuilds registers and mentions from the database to the state live applies reach, and removes them", async () => {
+    await create(1, "e1", 10, 0, 0, 11, 0, 0);
+    for (const seq of [1, 2, 3]) await full(1, 10, seq, 0, ...(seq !== 2 ? (["mention"] as const) : []));
+    await full(1, 10, 0, 0, "mute", 1, 1);
+    await full(1, 11, 1, 1);
+    await full(1, 11, 0, 0, "mark", 1, 1);
+    const live = await snapshotOf(1);
+    // Conversation 10: 3 unread, 2 mentions, muted (2 reach the total); 11: marked, so 1.
+    expect(live.slice(2)).toEqual([3, 2, 0, "10", 3, 2, 1, 0, "11", 1, 0, 0, 1]);
+    const database = [10, 3, 0, 1, 1, 0, 0, 0, 11, 1, 1, 0, 0, 1, 1, 0, "mentions", 10, 1, 10, 3];
+    expect(await redis.tallyRebuild(...keysOf(2), "e2", "merge", ...database)).toEqual(["e2", 1, 3, "created", 2]);
+    expect((await snapshotOf(2)).slice(2)).toEqual(live.slice(2));
+    expect(await redis.tallyRebuild(...keysOf(1), "e3", "merge", ...database)).toEqual(["e1", 6, 3, "unchanged", 2]);
+    expect(await redis.tallyRemove(...keysOf(1), 10)).toEqual([0, 1, 7, "e1", 1, 0, 0, 0, 0]);
+    expect((await snapshotOf(1)).slice(2)).toEqual([1, 0, 0, "11", 1, 0, 0, 1]);
+    expect(await redis.zcard(userKeys(1, prefix).ment)).toBe(0);
+  });
+
+  it("rejects malformed parts before writing anything", async () => {
+    await create(1, "e1", 10, 1, 0);
+    const before = await state(1);
+    for (const parts of [["mute", 1, 2], ["mark", -1, 0], ["clear"], ["loud"], ["mute", 1]] as ApplyPart[][])
+      await expect(full(1, 10, 1, 0, ...parts), JSON.stringify(parts)).rejects.toThrow(/tally apply/);
+    await expect(full(1, 10, 0, 0, "mention")).rejects.toThrow(/tally apply/); // a mention needs its message
+    expect(await state(1)).toEqual(before);
+  });
+});
+
+describe("randomized: total == Σ effective and totalMentions == Σ mentions", () => {
+  it("holds after every one of 10,000 events (messages that mention, reads that clear marks, mutes, marks) over many conversations, delivered late, twice and out of order", async () => {
     const seed = testSeed();
     const r = rng(seed);
     const users = [1, 2, 3];
     const conversations = Array.from({ length: 40 }, (_, i) => 100 + i);
+    // The database: each conversation's lastSeq, each membership's registers as the statements write them.
     const lastSeq = new Map<number, number>();
-    const truth = new Map<string, { seen: number; read: number }>();
+    const db = new Map<string, { read: number; mute: [number, number]; mark: [number, number]; cleared: number }>();
+    const dbOf = (u: number, c: number) => {
+      const key = `${u}:${c}`;
+      if (!db.has(key)) db.set(key, { read: 0, mute: [0, 0], mark: [0, 0], cleared: 0 });
+      return db.get(key)!;
+    };
+    // Redis as it must be: the merge of every event delivered so far.
+    const merged = new Map<string, Registers>();
     for (const u of users) await create(u, "e1");
-    const pending: [number, number, number, number][] = [];
+    const pending: Event[] = [];
+    const counts = { mentions: 0, mutes: 0, marks: 0, clears: 0 };
     try {
       for (let op = 0; op < 10_000; op++) {
         const u = r.pick(users);
         const c = r.pick(conversations);
-        let event: [number, number, number, number];
+        const m = dbOf(u, c);
+        const last = lastSeq.get(c) ?? 0;
+        let event: Event;
+        const dice = r.int(0, 99);
         if (pending.length > 0 && r.chance(0.3)) {
           event = pending.splice(r.int(0, pending.length - 1), 1)[0]!; // a late or repeated delivery
-        } else if (r.chance(0.6)) {
-          const seq = (lastSeq.get(c) ?? 0) + 1;
+        } else if (dice < 50) {
+          const seq = last + 1;
           lastSeq.set(c, seq);
-          event = [u, c, seq, r.chance(0.2) ? seq : 0];
+          const own = r.chance(0.2);
+          if (own) m.read = seq;
+          const mention = !own && r.chance(0.3);
+          if (mention) counts.mentions++;
+          event = { user: u, conv: c, seen: seq, read: own ? seq : 0, mention };
+        } else if (dice < 80) {
+          // A read, maybe naming a mark (the one the tab shows, or an older one): clears only at the last message.
+          m.read = Math.max(m.read, r.int(0, last));
+          const named = r.int(0, m.mark[0]);
+          if (m.read >= last && named > 0) m.cleared = Math.max(m.cleared, Math.min(named, m.mark[0]));
+          if (m.cleared > 0) counts.clears++;
+          event = { user: u, conv: c, seen: last, read: m.read, clear: m.cleared };
+        } else if (dice < 90) {
+          m.mute = [m.mute[0] + 1, r.chance(0.5) ? 1 : 0];
+          counts.mutes++;
+          event = { user: u, conv: c, seen: 0, read: 0, mute: m.mute };
         } else {
-          event = [u, c, 0, r.int(0, lastSeq.get(c) ?? 0)];
+          m.mark = [m.mark[0] + 1, last];
+          counts.marks++;
+          event = { user: u, conv: c, seen: 0, read: 0, mark: m.mark };
         }
         if (r.chance(0.2)) pending.push(event);
-        const [eu, ec, seen, read] = event;
-        const t = truth.get(`${eu}:${ec}`) ?? { seen: 0, read: 0 };
-        truth.set(`${eu}:${ec}`, { seen: Math.max(t.seen, seen), read: Math.max(t.read, read) });
-        const reply = await apply(eu, ec, seen, read);
-        const expectedTotal = [...truth.entries()]
-          .filter(([k]) => k.startsWith(`${eu}:`))
-          .reduce((sum, [, v]) => sum + Math.max(0, v.seen - v.read), 0);
-        expect(reply[1], `total after op ${op}`).toBe(expectedTotal);
+
+        const key = `${event.user}:${event.conv}`;
+        const t = merged.get(key) ?? noRegisters();
+        t.seen = Math.max(t.seen, event.seen);
+        t.read = Math.max(t.read, event.read);
+        if (event.mention) t.mentions.add(event.seen);
+        if (event.mute) t.mute = later(t.mute, event.mute);
+        if (event.mark) t.mark = later(t.mark, event.mark);
+        if (event.clear !== undefined) t.cleared = Math.max(t.cleared, event.clear);
+        merged.set(key, t);
+
+        const reply = await applyEvent(event);
+        if (reply.length === 1) throw new Error("state missing");
+        const mine = [...merged.entries()].filter(([k]) => k.startsWith(`${event.user}:`)).map(([, v]) => derive(v));
+        const d = derive(t);
+        expect(reply[0], `unread after op ${op}`).toBe(d.unread);
+        expect(reply[5], `mentions after op ${op}`).toBe(d.mentions);
+        expect([reply[7], reply[8] > 0], `muted, marked after op ${op}`).toEqual([d.muted ? 1 : 0, d.marked]);
+        expect(reply[1], `total after op ${op}`).toBe(mine.reduce((sum, v) => sum + v.effective, 0));
+        expect(reply[6], `totalMentions after op ${op}`).toBe(mine.reduce((sum, v) => sum + v.mentions, 0));
         if (op % 500 === 0) await checkSums();
       }
+      // Every delivery that was held back arrives in the end: Redis then holds the database's registers.
+      for (const e of pending) await applyEvent(e);
       await checkSums();
       for (const u of users) {
-        const { unread } = await state(u);
+        const reply = await snapshotOf(u);
+        const shown = new Map<number, unknown>();
+        const rest = reply.slice(5);
+        for (let i = 0; i + 4 < rest.length; i += 5)
+          shown.set(Number(rest[i]), [rest[i + 1], rest[i + 2], rest[i + 3], Number(rest[i + 4]) > 0]);
         for (const c of conversations) {
-          const t = truth.get(`${u}:${c}`) ?? { seen: 0, read: 0 };
-          expect(Number(unread[String(c)] ?? 0), `user ${u} conversation ${c}`).toBe(Math.max(0, t.seen - t.read));
+          const d = derive(merged.get(`${u}:${c}`) ?? noRegisters());
+          const expected = [d.unread, d.mentions, d.muted ? 1 : 0, d.marked];
+          expect(shown.get(c) ?? [0, 0, 0, false], `user ${u} conversation ${c}`).toEqual(expected);
         }
       }
+      // The mix really exercised every kind of event.
+      for (const [kind, n] of Object.entries(counts)) expect(n, kind).toBeGreaterThan(100);
     } catch (err) {
       console.error(`randomized script test failed; replay with TEST_SEED=${seed}`);
       throw err;
@@ -257,9 +427,18 @@ describe("randomized: total == sum of conversation unreads", () => {
 
     async function checkSums() {
       for (const u of users) {
-        const { meta, unread } = await state(u);
-        const sum = Object.values(unread).reduce((s, v) => s + Number(v), 0);
-        expect(Number(meta.total), `user ${u}: total == sum`).toBe(sum);
+        const k = userKeys(u, prefix);
+        const [meta, unread, mcount, st] = await Promise.all([
+          redis.hgetall(k.meta),
+          redis.hgetall(k.unread),
+          redis.hgetall(k.mcount),
+          redis.hgetall(k.state),
+        ]);
+        const muted = (c: string) => st[c]?.split(":")[1] === "1";
+        const convs = new Set([...Object.keys(unread), ...Object.keys(mcount)]);
+        const total = [...convs].reduce((sum, c) => sum + Number(muted(c) ? (mcount[c] ?? 0) : (unread[c] ?? 0)), 0);
+        const mentions = Object.values(mcount).reduce((sum, v) => sum + Number(v), 0);
+        expect([Number(meta.total), Number(meta.mentions ?? 0)], `user ${u}: sums`).toEqual([total, mentions]);
       }
     }
   });

@@ -49,8 +49,7 @@ export type RebuildReply = [string, number, number, "created" | "merged" | "repl
  * 1 when expiry started a new epoch, and HGETALL lists of mcount and state; or [-1].
  */
 export type InspectReply =
-  | [string[], string[], string[], string[], string[], string[], number, 0 | 1, string[], string[]]
-  | [-1];
+  [string[], string[], string[], string[], string[], string[], number, 0 | 1, string[], string[]] | [-1];
 
 /** apply.lua's optional named parts after its positional arguments. */
 export type ApplyPart = "mention" | "mute" | "mark" | "clear" | number;
@@ -74,7 +73,9 @@ declare module "ioredis" {
       ]
     ): Result<ApplyReply, Context>;
     tallySnapshot(...keys: UnreadScriptKeys): Result<SnapshotReply, Context>;
-    tallySnapshotExpiring(...args: [...UnreadScriptKeys, ttlMs: number, nowMs?: number]): Result<SnapshotReply, Context>;
+    tallySnapshotExpiring(
+      ...args: [...UnreadScriptKeys, ttlMs: number, nowMs?: number]
+    ): Result<SnapshotReply, Context>;
     /**
      * `rest`: (conversation, lastSeq, lastReadSeq, muteVersion, muted, markVersion, markAt, markCleared) tuples,
      * then optionally "mentions", (conversation, seq) pairs, then optionally "ttl", ms, ["now", ms,]
