@@ -1,8 +1,18 @@
 "use client";
 
-import { useRef, useState, type FormEvent, type KeyboardEvent } from "react";
+import {
+  useId,
+  useLayoutEffect,
+  useRef,
+  useState,
+  type FormEvent,
+  type KeyboardEvent,
+  type SyntheticEvent,
+} from "react";
 import { MESSAGE_MAX_LENGTH } from "@/server/contracts/limits";
 import { useChatStore } from "@/components/providers/ChatProvider";
+import { selectConversation } from "@/components/store/selectors";
+import { applyMention, mentionOptions, mentionQueryAt, type MentionOption } from "./mention-query";
 
 /** The counter appears within this share of the limit, so most messages never see it. */
 const COUNTER_FROM = Math.floor(MESSAGE_MAX_LENGTH * 0.9);
@@ -13,16 +23,62 @@ export function Composer({ conversationId }: { conversationId: number }) {
   const sendMessage = useChatStore((s) => s.sendMessage);
   const saveDraft = useChatStore((s) => s.saveDraft);
   const draftOf = useChatStore((s) => s.draftOf);
+  const conversation = useChatStore(selectConversation(conversationId));
+  const userId = useChatStore((s) => s.user?.id);
   const [draft, setDraft] = useState(() => draftOf(conversationId));
   const inputRef = useRef<HTMLTextAreaElement>(null);
+
+  // Mention suggestions: where the caret is (null until the person types or moves it), whether the field has the
+  // focus, the option highlighted, and the token (by the index of its @) whose list was closed with Escape.
+  const [caret, setCaret] = useState<number | null>(null);
+  const [focused, setFocused] = useState(true);
+  const [highlight, setHighlight] = useState(0);
+  const [dismissed, setDismissed] = useState<number | null>(null);
+  /** A caret position to restore once React has put a picked mention into the textarea. */
+  const placeCaret = useRef<number | null>(null);
+  const listId = useId();
+
+  const query = caret === null ? null : mentionQueryAt(draft, caret);
+  const options =
+    query && conversation ? mentionOptions(query.prefix, conversation.members, userId, conversation.kind) : [];
+  const open = focused && query !== null && options.length > 0 && dismissed !== query.start;
+  const active = open ? Math.min(highlight, options.length - 1) : -1;
 
   // What the server counts: the trimmed text.
   const length = draft.trim().length;
   const tooLong = length > MESSAGE_MAX_LENGTH;
 
-  function edit(text: string) {
+  useLayoutEffect(() => {
+    const at = placeCaret.current;
+    if (at === null) return;
+    placeCaret.current = null;
+    inputRef.current?.setSelectionRange(at, at);
+  }, [draft]);
+
+  useLayoutEffect(() => {
+    if (active >= 0) document.getElementById(`${listId}-${active}`)?.scrollIntoView({ block: "nearest" });
+  }, [active, listId]);
+
+  /** Follows the caret; a different token (or none) forgets an earlier Escape and starts at the first option. */
+  function follow(text: string, at: number | null) {
+    const next = at === null ? null : mentionQueryAt(text, at);
+    if (next?.start !== query?.start || next?.prefix !== query?.prefix) setHighlight(0);
+    if (next?.start !== dismissed) setDismissed(null);
+    setCaret(at);
+  }
+
+  function edit(text: string, at: number | null) {
     setDraft(text);
     saveDraft(conversationId, text);
+    follow(text, at);
+  }
+
+  function pick(option: MentionOption) {
+    if (!query) return;
+    const next = applyMention(draft, query, option.name);
+    placeCaret.current = next.caret;
+    edit(next.text, next.caret);
+    inputRef.current?.focus();
   }
 
   function send() {
@@ -30,6 +86,7 @@ export function Composer({ conversationId }: { conversationId: number }) {
     // The queue owns the message from here (shown pending, sent when it can be), so the composer is free at once.
     void sendMessage(conversationId, draft);
     setDraft("");
+    setCaret(0);
     inputRef.current?.focus();
   }
 
@@ -38,14 +95,67 @@ export function Composer({ conversationId }: { conversationId: number }) {
     send();
   }
 
+  function onSelect(event: SyntheticEvent<HTMLTextAreaElement>) {
+    const el = event.currentTarget;
+    const at = el.selectionStart === el.selectionEnd ? el.selectionStart : null;
+    if (at !== caret) follow(el.value, at);
+  }
+
   function onKeyDown(event: KeyboardEvent<HTMLTextAreaElement>) {
-    if (event.key !== "Enter" || event.shiftKey || event.nativeEvent.isComposing) return;
+    if (event.nativeEvent.isComposing) return;
+    if (open) {
+      const option = options[active];
+      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        event.preventDefault();
+        const step = event.key === "ArrowDown" ? 1 : -1;
+        setHighlight((active + step + options.length) % options.length);
+        return;
+      }
+      if (((event.key === "Enter" && !event.shiftKey) || (event.key === "Tab" && !event.shiftKey)) && option) {
+        event.preventDefault();
+        pick(option);
+        return;
+      }
+      if (event.key === "Escape") {
+        event.preventDefault();
+        setDismissed(query.start);
+        return;
+      }
+    }
+    if (event.key !== "Enter" || event.shiftKey) return;
     event.preventDefault();
     send();
   }
 
   return (
     <form className="composer" onSubmit={onSubmit}>
+      <ul
+        id={listId}
+        role="listbox"
+        aria-label="Mention someone"
+        className="mention-suggestions"
+        data-testid="mention-suggestions"
+        hidden={!open}
+      >
+        {open &&
+          options.map((option, i) => (
+            <li
+              key={option.name}
+              id={`${listId}-${i}`}
+              role="option"
+              aria-selected={i === active}
+              className={i === active ? "mention-option active" : "mention-option"}
+              data-testid="mention-option"
+              data-name={option.name}
+              // Keeps the caret (and the list) in the textarea while the option is clicked.
+              onMouseDown={(e) => e.preventDefault()}
+              onClick={() => pick(option)}
+            >
+              <span className="mention-option-name">@{option.name}</span>
+              {option.everyone && <span className="mention-option-note">everyone in this group</span>}
+            </li>
+          ))}
+      </ul>
       <div className="composer-row">
         <textarea
           ref={inputRef}
@@ -57,9 +167,15 @@ export function Composer({ conversationId }: { conversationId: number }) {
           aria-label="Message"
           aria-invalid={tooLong || undefined}
           aria-describedby={length >= COUNTER_FROM ? `composer-counter-${conversationId}` : undefined}
+          aria-autocomplete="list"
+          aria-controls={listId}
+          aria-activedescendant={active >= 0 ? `${listId}-${active}` : undefined}
           autoFocus
-          onChange={(e) => edit(e.target.value)}
+          onChange={(e) => edit(e.target.value, e.target.selectionStart)}
+          onSelect={onSelect}
           onKeyDown={onKeyDown}
+          onFocus={() => setFocused(true)}
+          onBlur={() => setFocused(false)}
         />
         <button
           type="submit"

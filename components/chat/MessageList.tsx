@@ -1,12 +1,14 @@
 "use client";
 
 import { memo, useEffect, useLayoutEffect, useRef, useState } from "react";
-import type { MessageDTO } from "@/server/contracts";
+import type { ConversationKind, MessageDTO, UserDTO } from "@/server/contracts";
+import { mentionedUserIds } from "@/server/contracts/mentions";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { formatFullDate, formatMessageTime } from "@/components/lib/format";
-import { selectMessageList, selectPending, selectShownUnread } from "@/components/store/selectors";
+import { selectConversation, selectMessageList, selectPending, selectShownUnread } from "@/components/store/selectors";
 import { latestSeq } from "@/components/store/runtime";
 import type { OnScreen } from "@/components/store";
+import { MessageText } from "./MessageText";
 import { PendingItem } from "./PendingItem";
 
 /** How close to an edge counts as "at" it, in pixels. */
@@ -18,16 +20,40 @@ const LAST_LINE = 24;
 /** Room left above the "New messages" divider when the conversation opens on it. */
 const DIVIDER_MARGIN = 8;
 
-const Message = memo(function Message({ message, own }: { message: MessageDTO; own: boolean }) {
+const NO_MEMBERS: UserDTO[] = [];
+
+interface MessageProps {
+  message: MessageDTO;
+  own: boolean;
+  /** The conversation's current members and kind: who can be mentioned (server/contracts/mentions.ts). */
+  members: UserDTO[];
+  kind: ConversationKind;
+  userId: number | undefined;
+}
+
+const Message = memo(function Message({ message, own, members, kind, userId }: MessageProps) {
+  const memberNames = members.map((m) => m.name);
+  // Exactly the rule the server counts mentions by, so the marker and the mention badge agree.
+  const mentionsMe =
+    userId !== undefined && mentionedUserIds(message.content, members, message.senderId, kind).includes(userId);
+  const myName = own ? null : (members.find((m) => m.id === userId)?.name ?? null);
   return (
-    <li className={own ? "message own" : "message"} data-testid="message" data-seq={message.seq}>
+    <li
+      className={own ? "message own" : "message"}
+      data-testid="message"
+      data-seq={message.seq}
+      data-mentions-me={mentionsMe || undefined}
+    >
       <div className="message-meta">
         <span className="message-sender">{own ? "You" : message.senderName}</span>
         <time dateTime={message.createdAt} title={formatFullDate(message.createdAt)}>
           {formatMessageTime(message.createdAt)}
         </time>
+        {mentionsMe && <span className="visually-hidden">mentions you</span>}
       </div>
-      <div className="message-bubble">{message.content}</div>
+      <div className="message-bubble">
+        <MessageText content={message.content} memberNames={memberNames} kind={kind} myName={myName} />
+      </div>
     </li>
   );
 });
@@ -58,6 +84,9 @@ export function MessageList({ conversationId }: { conversationId: number }) {
   const unseen = useChatStore(selectShownUnread(conversationId));
   const countsKnown = useChatStore((s) => s.epoch !== null);
   const latest = useChatStore((s) => latestSeq(s, conversationId));
+  const conversation = useChatStore(selectConversation(conversationId));
+  const members = conversation?.members ?? NO_MEMBERS;
+  const kind = conversation?.kind ?? "direct";
 
   /**
    * The first message that was unread when the conversation was opened (null: none; undefined: the counts are
@@ -244,7 +273,15 @@ export function MessageList({ conversationId }: { conversationId: number }) {
         )}
         <ol className="message-list" aria-live="polite" style={positioned ? undefined : { visibility: "hidden" }}>
           {items.map((m) => (
-            <MessageItem key={m.id} message={m} own={m.senderId === userId} divider={m.seq === dividerBefore} />
+            <MessageItem
+              key={m.id}
+              message={m}
+              own={m.senderId === userId}
+              members={members}
+              kind={kind}
+              userId={userId}
+              divider={m.seq === dividerBefore}
+            />
           ))}
           {pending.map((p) => (
             <PendingItem key={p.clientMsgId} conversationId={conversationId} item={p} />
@@ -267,12 +304,12 @@ export function MessageList({ conversationId }: { conversationId: number }) {
   );
 }
 
-function MessageItem({ message, own, divider }: { message: MessageDTO; own: boolean; divider: boolean }) {
-  if (!divider) return <Message message={message} own={own} />;
+function MessageItem({ divider, ...message }: MessageProps & { divider: boolean }) {
+  if (!divider) return <Message {...message} />;
   return (
     <>
       <UnreadDivider />
-      <Message message={message} own={own} />
+      <Message {...message} />
     </>
   );
 }

@@ -1,8 +1,9 @@
 "use client";
 
 import { useChatStore } from "@/components/providers/ChatProvider";
-import { selectConnected } from "@/components/store/selectors";
+import { selectConnected, selectConversation } from "@/components/store/selectors";
 import type { PendingMessage } from "@/components/store";
+import { MessageText } from "./MessageText";
 
 /**
  * A message of the send queue. Queued and sending ones wait on their own; a refused one says why and waits for the
@@ -12,6 +13,7 @@ export function PendingItem({ conversationId, item }: { conversationId: number; 
   const connected = useChatStore(selectConnected);
   const retry = useChatStore((s) => s.retryPending);
   const discard = useChatStore((s) => s.discardPending);
+  const conversation = useChatStore(selectConversation(conversationId));
   const refused = item.status === "refused";
   const state = refused
     ? "not sent"
@@ -32,7 +34,14 @@ export function PendingItem({ conversationId, item }: { conversationId: number; 
         <span className="message-sender">You</span>
         <span>{state}</span>
       </div>
-      <div className="message-bubble">{item.content}</div>
+      <div className="message-bubble">
+        <MessageText
+          content={item.content}
+          memberNames={conversation?.members.map((m) => m.name) ?? []}
+          kind={conversation?.kind ?? "direct"}
+          myName={null}
+        />
+      </div>
       {item.error && (
         <p
           className={refused ? "pending-note form-error" : "pending-note"}

@@ -1,0 +1,36 @@
+import { Fragment } from "react";
+import { isEveryoneWord, mentionSegments } from "@/server/contracts/mentions";
+import type { ConversationKind } from "@/server/contracts";
+
+/**
+ * A message's text with its mentions marked (server/contracts/mentions.ts decides what is one). `myName` is the
+ * signed-in member's name, or null when the message is theirs (the sender never mentions themselves): a mention of
+ * them, or `@all`/`@here` in a group, is marked as theirs.
+ */
+export function MessageText({
+  content,
+  memberNames,
+  kind,
+  myName,
+}: {
+  content: string;
+  memberNames: readonly string[];
+  kind: ConversationKind;
+  myName: string | null;
+}) {
+  return mentionSegments(content, memberNames, kind).map((segment, i) => {
+    if (segment.mention === null) return <Fragment key={i}>{segment.text}</Fragment>;
+    const me = myName !== null && (segment.mention === myName || isEveryoneWord(segment.mention));
+    return (
+      <span
+        key={i}
+        data-testid="mention"
+        data-mention={segment.mention}
+        data-me={me || undefined}
+        className={me ? "mention me" : "mention"}
+      >
+        {segment.text}
+      </span>
+    );
+  });
+}
