@@ -64,7 +64,8 @@ export function createConversationService({ db }: { db: Db }) {
   }
 
   /**
-   * Leaves a group: the membership goes, with an outbox entry that takes the group out of the user's counters.
+   * Leaves a group: the membership goes, with a departure (docs/consistency.md) and an outbox entry that takes
+   * the group out of the user's counters.
    * Returns the members who remain.
    * A direct conversation cannot be left (it would stay the pair's conversation); delete it instead.
    */
@@ -79,6 +80,7 @@ export function createConversationService({ db }: { db: Db }) {
         throw new AppError("invalid", "A direct conversation cannot be left; delete it instead.");
       }
       await tx.membership.delete({ where: { userId_conversationId: { userId: user.id, conversationId } } });
+      await tx.departure.create({ data: { userId: user.id, conversationId } });
       await tx.outboxEvent.create({ data: { kind: "remove", conversationId, userId: user.id, seq: 0 } });
       const remaining = await tx.membership.findMany({ where: { conversationId }, select: { userId: true } });
       return remaining.map((m) => m.userId);
@@ -101,6 +103,7 @@ export function createConversationService({ db }: { db: Db }) {
       }
       const memberIds = conv.memberships.map((m) => m.userId);
       await tx.conversation.delete({ where: { id: conversationId } });
+      await tx.departure.createMany({ data: memberIds.map((userId) => ({ userId, conversationId })) });
       await tx.outboxEvent.createMany({
         data: memberIds.map((userId) => ({ kind: "remove" as const, conversationId, userId, seq: 0 })),
       });

@@ -201,8 +201,31 @@ describe("rebuild.lua", () => {
     expect((await state(1)).gone).toEqual({});
   });
 
+  it("forgets and marks gone the conversations the database lists as left, so a late event cannot count them", async () => {
+    const gone = (user: number, epoch: string, memberships: number[], ...left: number[]) =>
+      redis.tallyRebuild(...keysOf(user), epoch, "merge", ...tuples(memberships), "gone", ...left);
+    // Missing state (a FLUSHALL took remove.lua's mark): created with the mark.
+    expect((await gone(1, "e1", [10, 5, 2], 11)).slice(0, 4)).toEqual(["e1", 1, 3, "created"]);
+    expect(await apply(1, 11, 4, 0)).toEqual([0, 3, 1, "e1", 0]);
+    expect(await state(1)).toMatchObject({ unread: { "10": "3" }, seen: { "10": "5" }, gone: { "11": "1" } });
+    // Existing state that still counts a left conversation (its removal not applied yet): it leaves the total.
+    await create(2, "e1", 10, 5, 2, 11, 4, 0);
+    await redis.tallyApply(...keysOf(2), 11, 4, 0, 0, 0, "", "mention");
+    expect(await gone(2, "e2", [10, 5, 2], 11)).toEqual(["e2", 1, 3, "merged", 0]);
+    expect(await state(2)).toMatchObject({ unread: { "10": "3" }, seen: { "10": "5" }, gone: { "11": "1" } });
+    expect(await redis.exists(userKeys(2, prefix).ment)).toBe(0);
+    // A membership wins over a departure listed with it.
+    expect((await gone(3, "e1", [11, 4, 0], 11)).slice(0, 4)).toEqual(["e1", 1, 4, "created"]);
+    expect((await state(3)).gone).toEqual({});
+    // With mentions before and expiry after it, the section still parses.
+    await expect(
+      redis.tallyRebuild(...keysOf(4), "e1", "merge", ...tuples([10, 5, 2]), "mentions", 10, 4, "gone", 11, "ttl", 0),
+    ).resolves.toEqual(["e1", 1, 3, "created", 1]);
+  });
+
   it("rejects malformed triples before writing", async () => {
     await expect(create(1, "e1", 10, 5)).rejects.toThrow(/tally rebuild/);
+    await expect(redis.tallyRebuild(...keysOf(1), "e1", "merge", "gone", "")).rejects.toThrow(/tally rebuild/);
     await expect(redis.tallyRebuild(...keysOf(1), "e1", "other" as "merge")).rejects.toThrow(/tally rebuild/);
     expect(await redis.exists(...keysOf(1))).toBe(0);
   });

@@ -56,12 +56,12 @@ export function createReadService(deps: { db: Db; unread: UnreadService; notifie
 
   /** The relay's replay of a `read` entry, against the conversation's current lastSeq. */
   async function replay(entry: OutboxEntry): Promise<void> {
-    const conversation = await db.conversation.findUnique({
-      where: { id: entry.conversationId },
-      select: { lastSeq: true },
+    const membership = await db.membership.findUnique({
+      where: { userId_conversationId: { userId: entry.userId, conversationId: entry.conversationId } },
+      select: { conversation: { select: { lastSeq: true } } },
     });
-    if (!conversation) return; // deleted since: its removal entries take the counters out
-    await applyCursor(entry.userId, entry.conversationId, entry.seq, conversation.lastSeq);
+    if (!membership) return; // left or deleted since: the removal entry takes the counters out
+    await applyCursor(entry.userId, entry.conversationId, entry.seq, membership.conversation.lastSeq);
   }
 
   return { markRead, replay };

@@ -54,6 +54,7 @@ try {
   console.log(`parked outbox entries: ${report.parkedOutbox} (failed too often; see lastError, then delete them)`);
   for (const e of report.parkedExamples)
     console.log(`  #${e.id} ${e.kind} conversation ${e.conversationId} user ${e.userId}: ${e.lastError ?? "?"}`);
+  console.log(`old departures deleted: ${report.departuresForgotten} (older than a day: no late event can come)`);
   console.log(`took ${Date.now() - started} ms`);
   process.exitCode = report.drifted === report.repaired ? 0 : 1;
 } finally {

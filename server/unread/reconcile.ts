@@ -1,5 +1,5 @@
 import type { Db } from "../db/prisma.ts";
-import type { UnreadService } from "./unread.service.ts";
+import { DEPARTURE_MEMORY_MS, type UnreadService } from "./unread.service.ts";
 
 export interface ReconcileReport {
   usersChecked: number;
@@ -15,6 +15,8 @@ export interface ReconcileReport {
   parkedOutbox: number;
   /** The first few parked entries with their last error. */
   parkedExamples: { id: number; kind: string; conversationId: number; userId: number; lastError: string | null }[];
+  /** Departures older than DEPARTURE_MEMORY_MS deleted: no late event can still come for them. */
+  departuresForgotten: number;
 }
 
 type Truth = Map<number, { lastSeq: number; lastReadSeq: number; agedSeq: number }>;
@@ -102,6 +104,9 @@ export async function reconcile(
       take: maxExamples,
       select: { id: true, kind: true, conversationId: true, userId: true, lastError: true },
     }),
+    departuresForgotten: (
+      await db.departure.deleteMany({ where: { at: { lt: new Date(Date.now() - DEPARTURE_MEMORY_MS) } } })
+    ).count,
   };
   const truthOf = async (userId: number, nowMs: number): Promise<Truth> =>
     new Map((await unread.truth(userId, nowMs)).map((t) => [t.conversationId, t]));

@@ -4,7 +4,7 @@ import type { ConversationDTO } from "../contracts/index.ts";
 import { userKeys } from "../redis/keys.ts";
 import { nextEvent, startHarness, type ClientSocket, type Harness } from "../testing/harness.ts";
 import { reconcile } from "./reconcile.ts";
-import { createUnreadService } from "./unread.service.ts";
+import { createUnreadService, DEPARTURE_MEMORY_MS } from "./unread.service.ts";
 
 let h: Harness;
 beforeAll(async () => {
@@ -111,6 +111,52 @@ describe("leaving a group and deleting a conversation", () => {
     expect(await h.redis.hget(keys.unread, String(direct.id))).toBe("1");
     expect(await list(ben.token)).toMatchObject({ totalUnread: 1, conversations: [{ id: direct.id }] });
     expect(await reconcile({ db: h.db, unread }, { settleMs: 20 })).toMatchObject({ drifted: 0 });
+  });
+
+  it("a late event for a group the user left, arriving after Redis lost their state and a sync rebuilt it, does not bring it back", async () => {
+    const [ann, ben, cat] = [await user("ann"), await user("ben"), await user("cat")];
+    const group = await create(ann.token, [ben.user.name, cat.user.name], "Gone");
+    const deleted = await create(ann.token, [ben.user.name, cat.user.name], "Deleted");
+    const direct = await create(ann.token, [ben.user.name]);
+    const annSocket = await h.connect(ann.token, 0);
+    for (const c of [group, deleted, direct]) await send(annSocket, c.id);
+    expect((await h.http(`/api/conversations/${group.id}/leave`, { method: "POST", token: ben.token })).status).toBe(
+      200,
+    );
+    expect((await h.http(`/api/conversations/${deleted.id}`, { method: "DELETE", token: ann.token })).status).toBe(200);
+    // Redis loses ben's state, remove.lua's "gone" marks with it; his next sync rebuilds it from the database
+    // before the late events (fan-outs computed before he left, waiting through the outage) reach his counters.
+    await h.redis.del(...Object.values(userKeys(ben.user.id)));
+    expect(await list(ben.token)).toMatchObject({ totalUnread: 1, conversations: [{ id: direct.id }] });
+    const unread = createUnreadService({ redis: h.redis, db: h.db });
+    for (const c of [group, deleted]) {
+      const applied = await unread.applyOne({ userId: ben.user.id, conversationId: c.id, seenSeq: 2, readSeq: 0 });
+      expect(applied).toMatchObject({ changed: false, update: { unreadCount: 0, totalUnread: 1 } });
+    }
+    const keys = userKeys(ben.user.id);
+    for (const c of [group, deleted]) {
+      for (const hash of [keys.unread, keys.seen, keys.read]) expect(await h.redis.hexists(hash, String(c.id))).toBe(0);
+      expect(await h.redis.hexists(keys.gone, String(c.id))).toBe(1);
+    }
+    expect(await reconcile({ db: h.db, unread }, { settleMs: 20 })).toMatchObject({ drifted: 0 });
+  });
+
+  it("forgets departures once no late event can come for them", async () => {
+    const [ann, ben, cat] = [await user("ann"), await user("ben"), await user("cat")];
+    const group = await create(ann.token, [ben.user.name, cat.user.name], "Old");
+    expect((await h.http(`/api/conversations/${group.id}/leave`, { method: "POST", token: ben.token })).status).toBe(
+      200,
+    );
+    const where = { userId: ben.user.id, conversationId: group.id };
+    expect(await h.db.departure.count({ where })).toBe(1);
+    const unread = createUnreadService({ redis: h.redis, db: h.db });
+    expect((await reconcile({ db: h.db, unread }, { settleMs: 20 })).departuresForgotten).toBe(0);
+    await h.db.departure.update({
+      where: { userId_conversationId: where },
+      data: { at: new Date(Date.now() - DEPARTURE_MEMORY_MS - 1000) },
+    });
+    expect((await reconcile({ db: h.db, unread }, { settleMs: 20 })).departuresForgotten).toBeGreaterThanOrEqual(1);
+    expect(await h.db.departure.count({ where })).toBe(0);
   });
 });
 

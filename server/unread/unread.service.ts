@@ -86,6 +86,13 @@ export interface UnreadServiceDeps {
   onResync?: (userId: number) => void;
 }
 
+/**
+ * How long a departure keeps marking its conversation "gone" in rebuilds. A late event is one computed before
+ * the departure and still in flight (a fan-out's Redis call waiting through an outage); replays read the
+ * memberships afresh, so a day is far beyond any. Reconciliation deletes older departures.
+ */
+export const DEPARTURE_MEMORY_MS = 24 * 60 * 60 * 1000;
+
 /** Epochs only need to differ from every earlier epoch of the same user. */
 export function newEpoch(): string {
   return `${Date.now().toString(36)}-${randomBytes(4).toString("hex")}`;
@@ -202,16 +209,17 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
     return withMentions.map((r) => ({ ...r, agedSeq: aged.get(r.conversationId) ?? 0 }));
   }
 
-  async function rebuild(userId: number, mode: "merge" | "replace" = "merge"): Promise<RebuildReply> {
-    return (await rebuildWithMembers(userId, mode)).reply;
+  /** Conversations the user left (or lost to a deletion) recently enough for a late event to still come. */
+  async function departures(userId: number): Promise<number[]> {
+    const rows = await db.departure.findMany({
+      where: { userId, at: { gte: new Date(Date.now() - DEPARTURE_MEMORY_MS) } },
+      select: { conversationId: true },
+    });
+    return rows.map((r) => r.conversationId);
   }
 
-  /** rebuild(), also saying which conversations the user was found in. */
-  async function rebuildWithMembers(
-    userId: number,
-    mode: "merge" | "replace",
-  ): Promise<{ reply: RebuildReply; conversationIds: Set<number> }> {
-    const [rows, mentions] = await Promise.all([memberships(userId), mentionsAbove(userId)]);
+  async function rebuild(userId: number, mode: "merge" | "replace" = "merge"): Promise<RebuildReply> {
+    const [rows, mentions, left] = await Promise.all([memberships(userId), mentionsAbove(userId), departures(userId)]);
     const args: (number | string)[] = rows.flatMap((t) => [
       t.conversationId,
       t.lastSeq,
@@ -220,6 +228,9 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
     ]);
     const mentionArgs = [...mentions].flatMap(([conversationId, seqs]) => seqs.flatMap((seq) => [conversationId, seq]));
     if (mentionArgs.length > 0) args.push("mentions", ...mentionArgs);
+    const member = new Set(rows.map((r) => r.conversationId));
+    const gone = left.filter((conversationId) => !member.has(conversationId));
+    if (gone.length > 0) args.push("gone", ...gone);
     if (ttlMs > 0) {
       // Every unread message with its createdAt, except that of those already expired the highest seq per
       // conversation says as much as all of them (aged is a max-register): the rebuild stays bounded by the
@@ -236,8 +247,7 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
       args.push(...[...expired].flatMap(([conversationId, [seq, at]]) => [conversationId, seq, at]));
       args.push(...live);
     }
-    const reply = await redis.tallyRebuild(...unreadScriptKeys(userId, prefix), newEpoch(), mode, ...args);
-    return { reply, conversationIds: new Set(rows.map((r) => r.conversationId)) };
+    return redis.tallyRebuild(...unreadScriptKeys(userId, prefix), newEpoch(), mode, ...args);
   }
 
   function applyArgs(e: UnreadEvent): Parameters<Redis["tallyApply"]> {
@@ -252,18 +262,13 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
     const { userId, conversationId } = event;
     let result = toUpdate(conversationId, await redis.tallyApply(...applyArgs(event)));
     if (result) return { userId, ...result };
-    // State was missing: the rebuild reads the database, which already holds this event. The event may be late,
-    // for a conversation the user has left since (a fan-out computed before they left); the "gone" mark that
-    // would have ignored it went with the rest of the state, so it is set again instead of applying the event.
-    const rebuilt = await rebuildWithMembers(userId, "merge");
-    result = toUpdate(
-      conversationId,
-      rebuilt.conversationIds.has(conversationId)
-        ? await redis.tallyApply(...applyArgs(event))
-        : await redis.tallyRemove(...unreadScriptKeys(userId, prefix), conversationId),
-    );
+    // State was missing: the rebuild reads the database, which already holds this event. If the event is late,
+    // for a conversation the user has left since, the rebuild marked it "gone" from the departures, and the
+    // apply ignores it.
+    const rebuilt = await rebuild(userId);
+    result = toUpdate(conversationId, await redis.tallyApply(...applyArgs(event)));
     if (!result) throw new Error(`unread state of user ${userId} vanished right after its rebuild`);
-    return { userId, update: result.update, changed: result.changed || rebuilt.reply[3] !== "unchanged" };
+    return { userId, update: result.update, changed: result.changed || rebuilt[3] !== "unchanged" };
   }
 
   /** Applies many events in one pipeline (a message fans out to every member). */
@@ -322,7 +327,8 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
       conversationId,
       await redis.tallyRemove(...unreadScriptKeys(userId, prefix), conversationId),
     );
-    // Missing state needs nothing: the next rebuild reads memberships, which no longer list the conversation.
+    // Missing state needs nothing: the next rebuild reads memberships, which no longer list the conversation, and
+    // departures, which mark it "gone".
     return result ? { userId, ...result } : null;
   }
 

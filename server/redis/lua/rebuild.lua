@@ -6,6 +6,9 @@
   ARGV[3..] 8-tuples, one per current membership: conversation id, the conversation's lastSeq, the user's
   lastReadSeq, muteVersion, muted (0|1), markVersion, markAt, markClearedVersion
   then optionally 'mentions' and pairs conversation id, seq: the messages above the cursor that mention the user
+  then optionally 'gone' and conversation ids the user has left (or that were deleted) and is not a member of
+  again: each is forgotten as remove.lua forgets it and marked "gone", so an event computed before the
+  departure and applied after Redis lost the state (and remove.lua's mark with it) cannot bring it back
   then, with unread expiry on only: 'ttl', the expiry in ms, optionally 'now' and the instant (ms) expiry is
   judged at (tests pass it; without it, the server's TIME), and triples conversation id, seq, createdAt ms of
   the user's unread messages (seq above lastReadSeq; of those already expired, the highest seq per conversation
@@ -24,27 +27,36 @@
 local rcall = redis.call
 --- @include "unread"
 --- @include "ttl"
+--- @include "gone"
 
 local epoch_new = ARGV[1]
 local mode = ARGV[2]
 local function bad(what)
-  return redis.error_reply('ERR tally rebuild: ' .. what .. ' (expected an epoch, merge|replace, (conversation, lastSeq, lastReadSeq, muteVersion, muted, markVersion, markAt, markCleared) tuples, optionally mentions (conversation, seq) pairs, optionally ttl, ms, [now, ms,] (conversation, seq, createdAt) triples)')
+  return redis.error_reply('ERR tally rebuild: ' .. what .. ' (expected an epoch, merge|replace, (conversation, lastSeq, lastReadSeq, muteVersion, muted, markVersion, markAt, markCleared) tuples, optionally mentions (conversation, seq) pairs, optionally gone conversations, optionally ttl, ms, [now, ms,] (conversation, seq, createdAt) triples)')
 end
 if epoch_new == nil or epoch_new == '' or (mode ~= 'merge' and mode ~= 'replace') then
   return bad('bad epoch or mode')
 end
--- ARGV[3..last]: membership tuples; ARGV[mfirst..mlast]: mention pairs; ARGV[first..]: message triples.
+-- ARGV[3..last]: membership tuples; ARGV[mfirst..mlast]: mention pairs; ARGV[gfirst..glast]: departures;
+-- ARGV[first..]: message triples.
 local i = 3
-while i <= #ARGV and ARGV[i] ~= 'mentions' and ARGV[i] ~= 'ttl' do i = i + 8 end
+while i <= #ARGV and ARGV[i] ~= 'mentions' and ARGV[i] ~= 'gone' and ARGV[i] ~= 'ttl' do i = i + 8 end
 if i > #ARGV + 1 then return bad('membership tuples cut short') end
 local last = i - 1
 local mfirst, mlast = i, i - 1
 if ARGV[i] == 'mentions' then
   mfirst = i + 1
   i = i + 1
-  while i <= #ARGV and ARGV[i] ~= 'ttl' do i = i + 2 end
+  while i <= #ARGV and ARGV[i] ~= 'gone' and ARGV[i] ~= 'ttl' do i = i + 2 end
   if i > #ARGV + 1 then return bad('mention pairs cut short') end
   mlast = i - 1
+end
+local gfirst, glast = i, i - 1
+if ARGV[i] == 'gone' then
+  gfirst = i + 1
+  i = i + 1
+  while i <= #ARGV and ARGV[i] ~= 'ttl' do i = i + 1 end
+  glast = i - 1
 end
 local ttl = 0
 local now_in = nil
@@ -70,6 +82,9 @@ end
 for j = mfirst, mlast, 2 do
   local s = tonumber(ARGV[j + 1])
   if not numeric(ARGV[j]) or s == nil or s < 1 then return bad('bad mention pair at argument ' .. j) end
+end
+for j = gfirst, glast do
+  if ARGV[j] == '' then return bad('bad gone conversation at argument ' .. j) end
 end
 for j = first, #ARGV, 3 do
   local s, t = tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2])
@@ -116,6 +131,9 @@ for j = 3, last, 8 do
 end
 for j = mfirst, mlast, 2 do
   if states[ARGV[j]] then add_mention(ARGV[j], tonumber(ARGV[j + 1])) end
+end
+for j = gfirst, glast do
+  if not states[ARGV[j]] then drop_conversation(ARGV[j]) end
 end
 if ttl > 0 then
   local cutoff = expiry_now(now_in) - ttl

@@ -11,6 +11,7 @@
 local rcall = redis.call
 --- @include "unread"
 --- @include "ttl"
+--- @include "gone"
 
 local conv = ARGV[1]
 if conv == nil or conv == '' then
@@ -23,18 +24,7 @@ end
 local total = tonumber(meta[1]) or 0
 local version = tonumber(meta[2]) or 0
 local total_mentions = tonumber(meta[4]) or 0
-local old = view(conv)
-
-drop_expiry(conv)
-if numeric(conv) then
-  rcall('ZREMRANGEBYLEX', KEYS[8], '[' .. mention_member(conv, 0), '[' .. mention_member(conv, 9999999999))
-end
-rcall('HDEL', KEYS[2], conv)
-rcall('HDEL', KEYS[3], conv)
-rcall('HDEL', KEYS[4], conv)
-rcall('HDEL', KEYS[9], conv)
-rcall('HDEL', KEYS[10], conv)
-rcall('HSET', KEYS[5], conv, 1)
+local old = drop_conversation(conv)
 if old[5] == 0 and old[2] == 0 then
   return { 0, total, version, meta[3], 0, 0, total_mentions, 0, 0 }
 end
