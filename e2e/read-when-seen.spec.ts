@@ -117,15 +117,18 @@ test("120 unread open at the first of them, and count down only as they scroll i
   await expect(messages(front).last()).toHaveAttribute("data-seq", "125");
   await expect(messages(front).filter({ hasText: /^unread 120$/ })).not.toBeInViewport();
 
-  // What the first screen shows is read, the rest is not; both tabs and the server agree.
+  // What the first screen shows is read, the rest is not; both tabs, their titles and the server agree.
   const agreed = async (): Promise<number | null> => {
-    const [a, aRow, b, s] = await Promise.all([
+    const [a, aRow, b, s, aTitle, bTitle] = await Promise.all([
       count(front),
       rowCount(front, conversation.id),
       count(behind),
       serverCount(),
+      front.title(),
+      behind.title(),
     ]);
-    return a === aRow && a === b && a === s ? a : null;
+    const title = a > 0 ? `(${a}) Tally` : "Tally";
+    return a === aRow && a === b && a === s && aTitle === title && bTitle === title ? a : null;
   };
   let previous = 120;
   await expect.poll(async () => ((await agreed()) ?? 120) < previous).toBe(true);
@@ -220,4 +223,40 @@ test("scrolled up, new messages count and wait behind 'N new ↓'; a click shows
   } finally {
     bobSocket.disconnect();
   }
+});
+
+test("a few unread open at the bottom, still below the divider, and are read at once", async ({ alice, bob, env }) => {
+  const conversation = await bob.createConversation([alice.name]);
+  const bobSocket = await connect(bob, env.serverB);
+  try {
+    await sendMany(bobSocket, conversation.id, 30, "history");
+    await markRead(alice, env.serverA, conversation.id, 30);
+    await sendMany(bobSocket, conversation.id, 3, "new");
+  } finally {
+    bobSocket.disconnect();
+  }
+  const front = await alice.openTab(env.serverA, { window: "looking" });
+  const behind = await alice.openTab(env.serverB, { window: "hidden" });
+  await watchBadgeSums(front);
+  await watchBadgeSums(behind);
+  await expect(appBadge(front)).toHaveAttribute("data-count", "3");
+  await expect(front).toHaveTitle("(3) Tally");
+  await openConversation(front, conversation.id);
+
+  // Everything unread fits: the list opens at the bottom, with the divider above the first of the three.
+  await expect(messages(front).last()).toHaveAttribute("data-seq", "33");
+  await expect(messages(front).last()).toBeInViewport();
+  const divider = front.getByTestId("unread-divider");
+  await expect(divider).toBeInViewport();
+  await expect(front.locator("[data-testid=unread-divider] + [data-testid=message]")).toHaveAttribute("data-seq", "31");
+  await expect(front.getByTestId("jump-to-latest")).toHaveCount(0);
+  for (const page of [front, behind]) {
+    await expect(appBadge(page)).toHaveAttribute("data-count", "0");
+    await expect(page).toHaveTitle("Tally");
+  }
+  await expect.poll(async () => (await alice.snapshot()).totalUnread).toBe(0);
+  // The divider stays while the conversation is open, though nothing is unread any more.
+  await expect(front.locator("[data-testid=unread-divider] + [data-testid=message]")).toHaveAttribute("data-seq", "31");
+  await expectSumsCountingDown(front, 3);
+  await expectSumsCountingDown(behind, 3);
 });
