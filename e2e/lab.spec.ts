@@ -88,6 +88,19 @@ test("the lab runs a small comparison of the four strategies, charts it and repl
   await expect(columns.and(page.locator('[data-strategy="lua"]')).getByTestId("lab-story-verdict")).toContainText(
     "badge = list = truth",
   );
+
+  // A mute racing a send: naive's badge keeps counting the muted conversation; Lua leaves it out.
+  await page.getByTestId("lab-story-mute").click();
+  await expect(page.getByTestId("lab-story-position")).toHaveText(/^step 1 \//);
+  await page.getByRole("button", { name: "To the end" }).click();
+  await expect(naive.getByTestId("lab-story-muted")).toBeVisible();
+  await expect(naive.getByTestId("lab-story-list")).toHaveText("3");
+  await expect(naive.getByTestId("lab-story-badge")).toHaveText("1");
+  await expect(naive.getByTestId("lab-story-verdict")).toContainText("badge counts a muted conversation");
+  const lua = columns.and(page.locator('[data-strategy="lua"]'));
+  await expect(lua.getByTestId("lab-story-badge")).toHaveText("0");
+  await expect(lua.getByTestId("lab-story-verdict")).toContainText("badge = unmuted list = truth");
+  await expect(lua.getByTestId("lab-story-verdict")).toContainText("(truth: list 3, badge 0)");
 });
 
 test("the lab explains its words and fills the fault fields from a preset", async ({ signUp, env }) => {

@@ -10,6 +10,13 @@ const VERDICTS: Record<LabStory["verdict"], string> = {
   wrong: "badge = list ≠ truth",
 };
 
+/** With the conversation muted, "the list" the badge must equal leaves out its (greyed) count. */
+const MUTED_VERDICTS: Record<LabStory["verdict"], string> = {
+  correct: "badge = unmuted list = truth",
+  drift: "badge counts a muted conversation",
+  wrong: "badge = unmuted list ≠ truth",
+};
+
 function Timeline({ story, step }: { story: LabStory; step: number }) {
   const shown = story.steps.slice(0, step);
   const last = shown.at(-1);
@@ -20,6 +27,12 @@ function Timeline({ story, step }: { story: LabStory; step: number }) {
       <div className="lab-story-now" aria-live="polite">
         <span>
           list <b data-testid="lab-story-list">{last?.list ?? 0}</b>
+          {last?.muted && (
+            <span className="lab-story-muted" data-testid="lab-story-muted">
+              {" "}
+              (muted)
+            </span>
+          )}
         </span>
         <span>
           badge <b data-testid="lab-story-badge">{last?.badge ?? 0}</b>
@@ -36,21 +49,23 @@ function Timeline({ story, step }: { story: LabStory; step: number }) {
             <span className="lab-actor">{s.actor}</span>
             <span className="lab-action">{s.action}</span>
             <span className="lab-state">
-              list {s.list} · badge {s.badge}
+              list {s.list}
+              {s.muted ? " (muted)" : ""} · badge {s.badge}
             </span>
           </li>
         ))}
       </ol>
       {done && (
         <p className={`lab-verdict lab-verdict-${story.verdict}`} data-testid="lab-story-verdict">
-          <b>{VERDICTS[story.verdict]}</b> (truth: {story.truth}). {story.summary}
+          <b>{(story.scenario === "mute" ? MUTED_VERDICTS : VERDICTS)[story.verdict]}</b> (truth: list {story.truth}
+          {story.truthBadge !== story.truth ? `, badge ${story.truthBadge}` : ""}). {story.summary}
         </p>
       )}
     </div>
   );
 }
 
-/** Story mode: the two classic interleavings replayed on real Redis, one step at a time, for each strategy. */
+/** Story mode: the classic interleavings replayed on real Redis, one step at a time, for each strategy. */
 export function LabStoryMode() {
   const story = useLabStore((s) => s.story);
   const loadStory = useLabStore((s) => s.loadStory);
@@ -70,6 +85,9 @@ export function LabStoryMode() {
         </button>
         <button type="button" className="button" data-testid="lab-story-crash" onClick={() => void loadStory("crash")}>
           A crash between the writes
+        </button>
+        <button type="button" className="button" data-testid="lab-story-mute" onClick={() => void loadStory("mute")}>
+          A mute races a send
         </button>
         {story.stories.length > 0 && (
           <>

@@ -75,8 +75,15 @@ describe("lab store", () => {
     const story = (n: number) => ({
       strategy: "lua" as const,
       scenario: "race" as const,
-      steps: Array.from({ length: n }, () => ({ actor: "sender" as const, action: "x", list: 0, badge: 0 })),
+      steps: Array.from({ length: n }, () => ({
+        actor: "sender" as const,
+        action: "x",
+        list: 0,
+        badge: 0,
+        muted: false,
+      })),
       truth: 0,
+      truthBadge: 0,
       verdict: "correct" as const,
       summary: "",
     });

@@ -115,15 +115,17 @@ export interface LabRunResult {
   notices: string[];
 }
 
-export type LabStoryScenario = "race" | "crash";
+export type LabStoryScenario = "race" | "crash" | "mute";
 
 export interface LabStoryStep {
-  actor: "sender" | "reader" | "worker" | "redis";
+  actor: "sender" | "reader" | "worker" | "user" | "redis";
   /** What happened, with the Redis commands involved. */
   action: string;
   /** The conversation's count and the user's total after this step. */
   list: number;
   badge: number;
+  /** The conversation is muted: its count stays in the list, but only its mentions (none here) reach the badge. */
+  muted: boolean;
 }
 
 export interface LabStory {
@@ -132,6 +134,8 @@ export interface LabStory {
   steps: LabStoryStep[];
   /** What the user should see: messages after their read cursor. */
   truth: number;
+  /** What the badge should show: `truth`, or 0 once the conversation is muted (the lab sends no mentions). */
+  truthBadge: number;
   verdict: "correct" | "drift" | "wrong";
   summary: string;
 }

@@ -129,7 +129,7 @@ describe("the /lab namespace", () => {
     expect(result.results[0]!.completed).toBeLessThan(1_000_000);
   });
 
-  it("replays the two classic interleavings for each strategy", async () => {
+  it("replays the classic interleavings for each strategy, and refuses an unknown one", async () => {
     const { token } = await h.signUp("lab_story");
     const lab = await labSocket(token);
     const race = await lab.emitWithAck("lab:replay", { scenario: "race" });
@@ -140,7 +140,19 @@ describe("the /lab namespace", () => {
       ["watch", "correct"],
       ["lua", "correct"],
     ]);
-    expect(race.stories[0]!.steps.at(-1)).toMatchObject({ badge: 1, list: 0 });
+    expect(race.stories[0]!.steps.at(-1)).toMatchObject({ badge: 1, list: 0, muted: false });
+    const mute = await lab.emitWithAck("lab:replay", { scenario: "mute" });
+    if (!mute.ok) throw new Error(mute.error.message);
+    expect(mute.stories.map((s) => [s.strategy, s.verdict])).toEqual([
+      ["naive", "drift"],
+      ["lock", "correct"],
+      ["watch", "correct"],
+      ["lua", "correct"],
+    ]);
+    expect(await lab.emitWithAck("lab:replay", { scenario: "unmute" as "mute" })).toMatchObject({
+      ok: false,
+      error: { code: "invalid" },
+    });
   });
 });
 

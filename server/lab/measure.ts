@@ -1,14 +1,13 @@
 import type { LabBadge, LabDrift } from "../contracts/lab.ts";
-import type { UserState } from "./strategies/types.ts";
+import { shownSum, type UserState } from "./strategies/types.ts";
 import type { Truth } from "./workload.ts";
 
-/** Users whose total differs from the sum of their conversation counts, and by how much in all. */
+/** Users whose total differs from the sum of their (unmuted) conversation counts, and by how much in all. */
 export function driftOf(states: Iterable<UserState>): LabDrift {
   let users = 0;
   let amount = 0;
   for (const s of states) {
-    let sum = 0;
-    for (const n of s.counts.values()) sum += n;
+    const sum = shownSum(s);
     if (sum !== s.total) {
       users++;
       amount += Math.abs(s.total - sum);
@@ -21,9 +20,7 @@ export function driftOf(states: Iterable<UserState>): LabDrift {
 export function badgesOf(userIds: number[], states: readonly (UserState | undefined)[]): LabBadge[] {
   return userIds.map((userId, i) => {
     const state = states[i];
-    let sum = 0;
-    for (const n of state?.counts.values() ?? []) sum += n;
-    return { userId, badge: state?.total ?? 0, sum };
+    return { userId, badge: state?.total ?? 0, sum: state ? shownSum(state) : 0 };
   });
 }
 

@@ -45,7 +45,7 @@ export const runInputSchema = z.strictObject({
   workload: workloadSchema.prefault({}),
 });
 
-export const storyInputSchema = z.strictObject({ scenario: z.enum(["race", "crash"]) });
+export const storyInputSchema = z.strictObject({ scenario: z.enum(["race", "crash", "mute"]) });
 export const stopInputSchema = z.strictObject({ runId: z.string().regex(/^[a-z0-9]{1,32}$/, "runId is a run's id") });
 export const botsInputSchema = z.strictObject({
   rate: z.number().min(0.1).max(20),

@@ -37,6 +37,21 @@ const SUMMARIES: Record<LabStoryScenario, Record<LabStrategyName, string>> = {
     watch: "The worker died before EXEC, so nothing was written; the redelivery applied both writes together.",
     lua: "The worker died before its one script call, so nothing was written; the redelivery applied the message once.",
   },
+  mute: {
+    naive:
+      "The send saw the conversation unmuted and was delayed before touching the total; the mute took the whole " +
+      "count, message 3 included, out of a total that did not have it yet (clamped at 0), then the send's +1 " +
+      "landed: the badge counts a muted conversation with no mention.",
+    lock:
+      "The mute waited for the lock, so it read the count with message 3 in it and took all of it out: right " +
+      "here. The lock only serialises; a crash between its two writes would still leave the badge behind.",
+    watch:
+      "The mute committed first; the send's EXEC found a watched key changed, started over, saw the mute and " +
+      "left the total alone.",
+    lua:
+      "The mute is a register (version 1) merged by the same script that keeps the counts and the total: " +
+      "whichever lands first, the conversation keeps its 3 and the badge leaves them out.",
+  },
 };
 
 interface Cast {
@@ -61,6 +76,10 @@ const quiet: OpHooks = { gap: async () => undefined };
 
 /** The story user's next operation on the story's conversation, the truth moved on by it. */
 function nextOp(truth: Truth, index: number, kind: LabOp["kind"]): LabOp {
+  if (kind === "mute") {
+    truth.mute(USER, CONVERSATION);
+    return { index, kind, userId: USER, conversationId: CONVERSATION, seq: 0 };
+  }
   const seq = kind === "send" ? truth.send(USER, CONVERSATION) : truth.read(USER, CONVERSATION);
   return { index, kind, userId: USER, conversationId: CONVERSATION, seq };
 }
@@ -98,11 +117,17 @@ export async function replayStory(
     monitor,
     async record(actor, action) {
       const [state] = await strategy.read(monitor, [USER]);
-      steps.push({ actor, action, list: state?.counts.get(CONVERSATION) ?? 0, badge: state?.total ?? 0 });
+      steps.push({
+        actor,
+        action,
+        list: state?.counts.get(CONVERSATION) ?? 0,
+        badge: state?.total ?? 0,
+        muted: state?.muted.has(CONVERSATION) ?? false,
+      });
     },
     note(actor, action) {
       const last = steps.at(-1);
-      steps.push({ actor, action, list: last?.list ?? 0, badge: last?.badge ?? 0 });
+      steps.push({ actor, action, list: last?.list ?? 0, badge: last?.badge ?? 0, muted: last?.muted ?? false });
     },
   };
   try {
@@ -110,16 +135,21 @@ export async function replayStory(
     const setup = await connect();
     for (let i = 0; i < 2; i++) await strategy.apply(setup, nextOp(truth, i, "send"), quiet, stats());
     await cast.record("redis", "Messages 1 and 2 have arrived; the user has read neither.");
-    if (scenario === "race") await race(cast, connect);
-    else await crash(cast, connect);
-    const last = steps.at(-1) ?? { list: 0, badge: 0 };
+    if (scenario === "crash") await crash(cast, connect);
+    else await againstSend(cast, connect, scenario === "race" ? READER : MUTER);
+    const last = steps.at(-1) ?? { list: 0, badge: 0, muted: false };
     const expected = truth.unread(USER, CONVERSATION);
+    const expectedBadge = truth.total(USER);
+    // What the list adds up to: a muted conversation's count is shown, greyed, but stays out of the badge.
+    const shown = last.muted ? 0 : last.list;
     return {
       strategy: name,
       scenario,
       steps,
       truth: expected,
-      verdict: last.list !== last.badge ? "drift" : last.list !== expected ? "wrong" : "correct",
+      truthBadge: expectedBadge,
+      verdict:
+        last.badge !== shown ? "drift" : last.list !== expected || last.badge !== expectedBadge ? "wrong" : "correct",
       summary: SUMMARIES[scenario][name],
     };
   } finally {
@@ -128,36 +158,51 @@ export async function replayStory(
   }
 }
 
-/** The reader opens the conversation (read up to 2) while message 3 is between its two writes. */
-async function race(cast: Cast, connect: () => Promise<Redis>): Promise<void> {
-  const reader = nextOp(cast.truth, 2, "read");
-  const sender = nextOp(cast.truth, 3, "send");
-  const [senderConn, readerConn] = await Promise.all([connect(), connect()]);
+/** The user's operation that races message 3 in a story. */
+interface Racer {
+  actor: LabStoryStep["actor"];
+  kind: LabOp["kind"];
+  /** What the user does, shown when it starts. */
+  action: string;
+}
 
-  let readerRun: Promise<void> | undefined;
+const READER: Racer = {
+  actor: "reader",
+  kind: "read",
+  action: "Opens the conversation, having seen messages 1 and 2: read up to 2",
+};
+const MUTER: Racer = { actor: "user", kind: "mute", action: "Mutes the conversation (messages 1 and 2 unread)" };
+
+/** The user reads (up to 2) or mutes the conversation while message 3 is between its two writes. */
+async function againstSend(cast: Cast, connect: () => Promise<Redis>, racer: Racer): Promise<void> {
+  const other = nextOp(cast.truth, 2, racer.kind);
+  const sender = nextOp(cast.truth, 3, "send");
+  const [senderConn, otherConn] = await Promise.all([connect(), connect()]);
+
+  let otherRun: Promise<void> | undefined;
   let blocked: () => void = () => undefined;
-  const readerBlocked = new Promise<void>((resolve) => (blocked = resolve));
-  const readerHooks: OpHooks = {
+  const otherBlocked = new Promise<void>((resolve) => (blocked = resolve));
+  const otherHooks: OpHooks = {
     gap: async () => undefined,
-    trace: (action) => cast.record("reader", action),
+    trace: (action) => cast.record(racer.actor, action),
     waiting: () => {
-      cast.note("reader", "SET lock NX → nil: the sender holds the lock; wait, retry with backoff");
+      cast.note(racer.actor, "SET lock NX → nil: the sender holds the lock; wait, retry with backoff");
       blocked();
     },
   };
   const senderHooks: OpHooks = {
     trace: (action) => cast.record("sender", action),
     gap: async () => {
-      if (readerRun) return;
+      if (otherRun) return;
       cast.note("sender", `…delayed ${gapOf(cast.strategy.name)} (a GC pause, a slow network)`);
-      cast.note("reader", "Opens the conversation, having seen messages 1 and 2: read up to 2");
-      readerRun = cast.strategy.apply(readerConn, reader, readerHooks, stats());
-      await Promise.race([readerRun, readerBlocked]);
+      cast.note(racer.actor, racer.action);
+      otherRun = cast.strategy.apply(otherConn, other, otherHooks, stats());
+      await Promise.race([otherRun, otherBlocked]);
     },
   };
   cast.note("sender", "Message 3 is committed; its unread update starts");
   await cast.strategy.apply(senderConn, sender, senderHooks, stats());
-  await readerRun;
+  await otherRun;
 }
 
 /** The worker applying message 3 dies between its two writes; the outbox redelivers the message. */

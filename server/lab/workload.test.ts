@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { driftOf, percentile, wrongOf } from "./measure.ts";
+import { toState } from "./strategies/types.ts";
 import { resolveWorkload } from "./params.ts";
 import { createWorkload, HOT_USER, Truth, type LabOp } from "./workload.ts";
 
@@ -71,26 +72,32 @@ describe("the truth", () => {
 
 describe("measurements", () => {
   it("counts the users whose total is not the sum, and by how much", () => {
-    expect(
-      driftOf([
-        { total: 3, counts: new Map([[1, 3]]) },
-        { total: 1, counts: new Map() },
-        {
-          total: 2,
-          counts: new Map([
-            [1, 1],
-            [2, 3],
-          ]),
-        },
-      ]),
-    ).toEqual({ users: 2, amount: 3 });
+    expect(driftOf([toState(3, { 1: "3" }), toState(1, {}), toState(2, { 1: "1", 2: "3" })])).toEqual({
+      users: 2,
+      amount: 3,
+    });
+  });
+
+  it("leaves a muted conversation's count out of the sum the total must equal", () => {
+    expect(driftOf([toState(1, { 1: "1", 2: "3" }, [2]), toState(4, { 1: "1", 2: "3" }, [2])])).toEqual({
+      users: 1,
+      amount: 3,
+    });
+    const truth = new Truth(1, 2);
+    truth.send(1, 1);
+    truth.send(1, 2);
+    truth.mute(1, 2);
+    expect(truth.total(1)).toBe(1);
+    expect(truth.memberships(1)).toEqual([1, 1, 0, 0, 0, 0, 0, 0, 2, 1, 0, 1, 1, 0, 0, 0]);
+    expect(wrongOf([1], [toState(1, { 1: "1", 2: "1" }, [2])], truth)).toEqual({ counts: 0, totals: 0 });
+    expect(wrongOf([1], [toState(2, { 1: "1", 2: "1" })], truth)).toEqual({ counts: 0, totals: 1 });
   });
 
   it("compares counts and totals with the truth", () => {
     const truth = new Truth(1, 2);
     truth.send(1, 1);
-    expect(wrongOf([1], [{ total: 1, counts: new Map([[1, 1]]) }], truth)).toEqual({ counts: 0, totals: 0 });
-    expect(wrongOf([1], [{ total: 1, counts: new Map([[2, 1]]) }], truth)).toEqual({ counts: 2, totals: 0 });
+    expect(wrongOf([1], [toState(1, { 1: "1" })], truth)).toEqual({ counts: 0, totals: 0 });
+    expect(wrongOf([1], [toState(1, { 2: "1" })], truth)).toEqual({ counts: 2, totals: 0 });
   });
 
   it("takes nearest-rank percentiles", () => {

@@ -2,12 +2,13 @@ import type { LabWorkload } from "../contracts/lab.ts";
 import { mix, rng } from "./rng.ts";
 
 /**
- * One unread event for one user: a message `seq` arrived in a conversation (send), or the user read the
- * conversation up to `seq` (read). Conversation ids are per user: every user has 1..conversationsPerUser.
+ * One unread event for one user: a message `seq` arrived in a conversation (send), the user read the
+ * conversation up to `seq` (read), or muted it (mute, `seq` 0; only the story mutes). Conversation ids are per
+ * user: every user has 1..conversationsPerUser.
  */
 export interface LabOp {
   index: number;
-  kind: "send" | "read";
+  kind: "send" | "read" | "mute";
   userId: number;
   conversationId: number;
   seq: number;
@@ -30,6 +31,7 @@ export const HOT_USER = 1;
 export class Truth {
   private readonly lastSeq: Int32Array;
   private readonly readSeq: Int32Array;
+  private readonly muted: Uint8Array;
 
   constructor(
     readonly users: number,
@@ -37,6 +39,7 @@ export class Truth {
   ) {
     this.lastSeq = new Int32Array(users * conversationsPerUser);
     this.readSeq = new Int32Array(users * conversationsPerUser);
+    this.muted = new Uint8Array(users * conversationsPerUser);
   }
 
   private at(userId: number, conversationId: number): number {
@@ -60,26 +63,38 @@ export class Truth {
     return this.readSeq[i] ?? 0;
   }
 
+  /** Commits a mute: the conversation's count stays, and leaves the total. */
+  mute(userId: number, conversationId: number): void {
+    this.muted[this.at(userId, conversationId)] = 1;
+  }
+
+  isMuted(userId: number, conversationId: number): boolean {
+    return this.muted[this.at(userId, conversationId)] === 1;
+  }
+
   unread(userId: number, conversationId: number): number {
     const i = this.at(userId, conversationId);
     return Math.max(0, (this.lastSeq[i] ?? 0) - (this.readSeq[i] ?? 0));
   }
 
+  /** The badge: the unread of every conversation not muted (the lab sends no mentions). */
   total(userId: number): number {
     let sum = 0;
-    for (let c = 1; c <= this.conversationsPerUser; c++) sum += this.unread(userId, c);
+    for (let c = 1; c <= this.conversationsPerUser; c++) if (!this.isMuted(userId, c)) sum += this.unread(userId, c);
     return sum;
   }
 
   /**
-   * The membership tuples rebuild.lua takes: (conversation, lastSeq, readSeq, then the mute and mark registers,
-   * all 0: the lab's users never mute or mark).
+   * The membership tuples rebuild.lua takes: (conversation, lastSeq, readSeq, then the mute and mark registers:
+   * a mute is version 1, and the lab's users never mark).
    */
   memberships(userId: number): number[] {
     const out: number[] = [];
     for (let c = 1; c <= this.conversationsPerUser; c++) {
       const i = this.at(userId, c);
-      if ((this.lastSeq[i] ?? 0) > 0) out.push(c, this.lastSeq[i] ?? 0, this.readSeq[i] ?? 0, 0, 0, 0, 0, 0);
+      const muted = this.muted[i] ?? 0;
+      if ((this.lastSeq[i] ?? 0) > 0 || muted)
+        out.push(c, this.lastSeq[i] ?? 0, this.readSeq[i] ?? 0, muted, muted, 0, 0, 0);
     }
     return out;
   }

@@ -28,7 +28,11 @@ export function luaStrategy(ctx: StrategyContext): Strategy {
       await hooks.gap();
       const keys = unreadScriptKeys(op.userId, ctx.prefix);
       const readSeq = op.kind === "read" ? op.seq : 0;
-      const call = () => conn.tallyApply(...keys, op.conversationId, op.seq, readSeq);
+      // A mute is version 1 of the conversation's mute register (the lab mutes once, never unmutes).
+      const call = () =>
+        op.kind === "mute"
+          ? conn.tallyApply(...keys, op.conversationId, 0, 0, 0, 0, "", "mute", 1, 1)
+          : conn.tallyApply(...keys, op.conversationId, op.seq, readSeq);
       let reply = await call();
       if (reply.length === 1) {
         const rebuilt = await rebuild(conn, op.userId);
@@ -37,21 +41,23 @@ export function luaStrategy(ctx: StrategyContext): Strategy {
         if (reply.length === 1) throw new Error(`lab user ${op.userId} vanished right after its rebuild`);
       }
       const [unread, total, version, , changed] = reply;
+      const args = op.kind === "mute" ? "mute version 1: muted" : `seen ${op.seq}, read ${readSeq}`;
       await hooks.trace?.(
-        `apply.lua(conversation ${op.conversationId}, seen ${op.seq}, read ${readSeq}) → unread ${unread}, total ${total}, version ${version}${changed ? "" : " (unchanged)"}`,
+        `apply.lua(conversation ${op.conversationId}, ${args}) → unread ${unread}, total ${total}, version ${version}${changed ? "" : " (unchanged)"}`,
       );
     },
     async read(conn, userIds) {
       return Promise.all(
         userIds.map(async (userId): Promise<UserState> => {
           const reply = await conn.tallySnapshot(...unreadScriptKeys(userId, ctx.prefix));
-          if (reply[0] === -1) return { total: 0, counts: new Map() };
+          if (reply[0] === -1) return toState(0, []);
           // -2: the stored total disagrees with the sum (only a bug could do that); measure it as it is.
           if (reply[0] === -2) return (await readCounters(conn, (id) => userKeys(id, ctx.prefix), [userId]))[0]!;
           // After epoch, version, total, mentions and expired: (conversation, unread, mentions, muted, mark) each.
           const [, , total, , , ...flat] = reply as [string, number, number, number, 0 | 1, ...(string | number)[]];
           const pairs = flat.flatMap((v, i) => (i % 5 < 2 ? [String(v)] : []));
-          return toState(total, pairs);
+          const muted = flat.flatMap((v, i) => (i % 5 === 0 && Number(flat[i + 3]) === 1 ? [Number(v)] : []));
+          return toState(total, pairs, muted);
         }),
       );
     },

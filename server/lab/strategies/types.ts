@@ -7,6 +7,8 @@ export interface UserState {
   total: number;
   /** Conversation → unread, conversations with a count only. */
   counts: Map<number, number>;
+  /** Conversations muted: their counts stay in `counts` but not in `total` (the lab sends no mentions). */
+  muted: Set<number>;
 }
 
 /** Where the workload (or a story) reaches into an operation. */
@@ -64,27 +66,42 @@ export class WorkerDied extends Error {
 /** A bound was reached (lock attempts, WATCH retries): the operation is given up and redelivered. */
 export class GaveUp extends Error {}
 
-/** Reads users' raw counters (meta.total and the unread hash), each user in one MULTI. */
+/**
+ * Reads users' raw counters (meta.total, the unread hash, and the state hash where the two-step strategies keep
+ * "muted"), each user in one MULTI.
+ */
 export async function readCounters(
   conn: Redis,
-  keysOf: (userId: number) => { meta: string; unread: string },
+  keysOf: (userId: number) => { meta: string; unread: string; state: string },
   userIds: number[],
 ): Promise<UserState[]> {
   return Promise.all(
     userIds.map(async (userId) => {
       const k = keysOf(userId);
-      const replies = (await conn.multi().hget(k.meta, "total").hgetall(k.unread).exec()) ?? [];
-      const [totalReply, countsReply] = replies;
-      if (totalReply?.[0]) throw totalReply[0];
-      if (countsReply?.[0]) throw countsReply[0];
-      return toState(totalReply?.[1] as string | null, countsReply?.[1] as Record<string, string>);
+      const replies = (await conn.multi().hget(k.meta, "total").hgetall(k.unread).hgetall(k.state).exec()) ?? [];
+      const [totalReply, countsReply, stateReply] = replies;
+      for (const reply of replies) if (reply[0]) throw reply[0];
+      const state = (stateReply?.[1] ?? {}) as Record<string, string>;
+      const muted = Object.keys(state).filter((conv) => state[conv] === MUTED);
+      return toState(totalReply?.[1] as string | null, countsReply?.[1] as Record<string, string>, muted);
     }),
   );
+}
+
+/** The value the two-step strategies keep in the state hash for a muted conversation. */
+export const MUTED = "muted";
+
+/** The sum the badge should equal, from what a strategy stores: every count, except muted conversations'. */
+export function shownSum(state: UserState): number {
+  let sum = 0;
+  for (const [conv, n] of state.counts) if (!state.muted.has(conv)) sum += n;
+  return sum;
 }
 
 export function toState(
   total: string | number | null | undefined,
   counts: Record<string, string> | string[],
+  muted: Iterable<string | number> = [],
 ): UserState {
   const map = new Map<number, number>();
   const entries = Array.isArray(counts)
@@ -94,5 +111,5 @@ export function toState(
     const n = Number(value);
     if (n !== 0) map.set(Number(conv), n);
   }
-  return { total: Number(total ?? 0), counts: map };
+  return { total: Number(total ?? 0), counts: map, muted: new Set([...muted].map(Number)) };
 }

@@ -1,6 +1,6 @@
 import { userKeys } from "../../redis/keys.ts";
 import { connectionEpoch } from "../scripts.ts";
-import { GaveUp, readCounters, type Strategy, type StrategyContext } from "./types.ts";
+import { GaveUp, MUTED, readCounters, type Strategy, type StrategyContext } from "./types.ts";
 
 /**
  * Optimistic transactions: WATCH the user's keys, read the counters, write the new values with MULTI/EXEC.
@@ -16,11 +16,19 @@ export function watchStrategy(ctx: StrategyContext): Strategy {
       const conv = String(op.conversationId);
       for (let attempt = 0; attempt <= ctx.watch.maxRetries; attempt++) {
         const epoch = connectionEpoch(conn);
-        await conn.watch(k.unread, k.meta);
-        const [unreadRaw, totalRaw] = await Promise.all([conn.hget(k.unread, conv), conn.hget(k.meta, "total")]);
+        await conn.watch(k.unread, k.meta, k.state);
+        const [unreadRaw, totalRaw, stateRaw] = await Promise.all([
+          conn.hget(k.unread, conv),
+          conn.hget(k.meta, "total"),
+          conn.hget(k.state, conv),
+        ]);
         const unread = Number(unreadRaw ?? 0);
         const total = Number(totalRaw ?? 0);
-        await hooks.trace?.(`WATCH unread meta; HGET unread ${conv} → ${unread}; HGET meta total → ${total}`);
+        const muted = stateRaw === MUTED;
+        await hooks.trace?.(
+          `WATCH unread meta state; HGET unread ${conv} → ${unread}; HGET meta total → ${total}` +
+            (muted ? `; HGET state ${conv} → ${MUTED}` : ""),
+        );
         try {
           await hooks.gap();
         } catch (err) {
@@ -29,18 +37,26 @@ export function watchStrategy(ctx: StrategyContext): Strategy {
         }
         // A reconnect since WATCH dropped it silently: EXEC on the new connection would not be protected.
         if (connectionEpoch(conn) !== epoch) throw new Error("the connection was lost under WATCH");
+        // A muted conversation's count is not in the total: a send or read of it leaves the total alone, and a
+        // mute takes the count out of it.
+        const next =
+          op.kind === "send"
+            ? { unread: unread + 1, total: muted ? total : total + 1 }
+            : op.kind === "read"
+              ? { unread: 0, total: muted ? total : Math.max(0, total - unread) }
+              : { unread, total: muted ? total : Math.max(0, total - unread) };
         const tx = conn.multi();
-        if (op.kind === "send") tx.hset(k.unread, conv, unread + 1).hset(k.meta, "total", total + 1);
-        else tx.hdel(k.unread, conv).hset(k.meta, "total", Math.max(0, total - unread));
+        if (op.kind === "mute") tx.hset(k.state, conv, MUTED);
+        if (next.unread > 0) tx.hset(k.unread, conv, next.unread);
+        else tx.hdel(k.unread, conv);
+        tx.hset(k.meta, "total", next.total);
         const result = await tx.exec();
         if (result !== null) {
           const failed = result.find(([err]) => err);
           if (failed) throw failed[0];
-          await hooks.trace?.(
-            op.kind === "send"
-              ? `MULTI; HSET unread ${conv} ${unread + 1}; HSET meta total ${total + 1}; EXEC → OK`
-              : `MULTI; HDEL unread ${conv}; HSET meta total ${Math.max(0, total - unread)}; EXEC → OK`,
-          );
+          const unreadWrite = next.unread > 0 ? `HSET unread ${conv} ${next.unread}` : `HDEL unread ${conv}`;
+          const stateWrite = op.kind === "mute" ? `HSET state ${conv} ${MUTED}; ` : "";
+          await hooks.trace?.(`MULTI; ${stateWrite}${unreadWrite}; HSET meta total ${next.total}; EXEC → OK`);
           return;
         }
         stats.retries++;
