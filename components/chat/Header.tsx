@@ -1,5 +1,6 @@
 "use client";
 
+import { NotificationsToggle } from "@/components/notifications/NotificationsToggle";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { selectShownTotal, selectUser } from "@/components/store/selectors";
 import { TallyMark } from "./TallyMark";
@@ -41,6 +42,7 @@ export function Header() {
             Lab
           </a>
         )}
+        <NotificationsToggle />
         <span className="user-name" data-testid="current-user">
           {user?.name}
         </span>

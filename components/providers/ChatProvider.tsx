@@ -4,6 +4,7 @@ import { createContext, useContext, useEffect, useState, type ReactNode } from "
 import { io } from "socket.io-client";
 import { useStore } from "zustand";
 import { api, sessionApi } from "@/components/lib/api";
+import { bindNotifications } from "@/components/notifications/notifications";
 import { createChatStore, type ChatState, type ChatStore } from "@/components/store";
 import { selectShownTotal } from "@/components/store/selectors";
 import { bindSocket, createSocketLink, type ChatSocket } from "@/components/store/socket-binding";
@@ -51,7 +52,13 @@ export function ChatProvider({ children }: { children: ReactNode }) {
     if (userId === null) return;
     // The httpOnly session cookie authenticates the handshake. WebSocket first: it needs no sticky sessions.
     const socket: ChatSocket = io({ transports: ["websocket", "polling"], withCredentials: true });
-    return bindSocket(store, link, socket);
+    const unbind = bindSocket(store, link, socket);
+    // After bindSocket, so that a message is in the store before its notification is decided.
+    const stopNotifications = bindNotifications({ store, socket, userId });
+    return () => {
+      stopNotifications();
+      unbind();
+    };
   }, [userId, store, link]);
 
   const shownCount = signedIn ? totalUnread : 0;

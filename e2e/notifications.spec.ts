@@ -1,0 +1,90 @@
+import type { BrowserContext } from "@playwright/test";
+import { expect, test } from "./fixtures.ts";
+import { expectUnread, openConversation, sendMessage } from "./support/tally-page.ts";
+
+interface NotificationEvent {
+  event: "show" | "close";
+  title: string;
+  body: string;
+  tag: string;
+}
+
+/**
+ * Grants notifications to the context's pages on `origins` and records every notification they show or close,
+ * whichever tab does it (the pages' own Notification, wrapped so that each call is reported to the test).
+ */
+async function recordNotifications(context: BrowserContext, origins: string[]): Promise<NotificationEvent[]> {
+  const events: NotificationEvent[] = [];
+  for (const origin of origins) await context.grantPermissions(["notifications"], { origin });
+  await context.exposeBinding("tallyNotificationEvent", (_source, e: NotificationEvent) => void events.push(e));
+  await context.addInitScript(() => {
+    const Real = window.Notification;
+    type Report = (e: { event: string; title: string; body: string; tag: string }) => void;
+    const report = (e: Parameters<Report>[0]) =>
+      (window as unknown as { tallyNotificationEvent?: Report }).tallyNotificationEvent?.(e);
+    class Recorded extends Real {
+      static override get permission() {
+        return Real.permission;
+      }
+      static override requestPermission() {
+        return Real.requestPermission();
+      }
+      constructor(title: string, options: NotificationOptions = {}) {
+        super(title, options);
+        const seen = { title, body: options.body ?? "", tag: options.tag ?? "" };
+        report({ event: "show", ...seen });
+        this.close = () => {
+          report({ event: "close", ...seen });
+          Real.prototype.close.call(this);
+        };
+      }
+    }
+    Object.defineProperty(window, "Notification", { configurable: true, writable: true, value: Recorded });
+  });
+  return events;
+}
+
+const shown = (events: NotificationEvent[]) => events.filter((e) => e.event === "show").map((e) => e.tag);
+const closed = (events: NotificationEvent[]) => events.filter((e) => e.event === "close").map((e) => e.tag);
+
+test("two hidden tabs of one user show one notification per message, none while a tab is looked at, and read in another tab closes them", async ({
+  alice,
+  bob,
+  env,
+}) => {
+  const events = await recordNotifications(alice.context, [env.serverA]);
+  const conversation = await bob.createConversation([alice.name]);
+  const tag = (seq: number) => `tally:${conversation.id}:${seq}`;
+  const [first, second] = [
+    await alice.openTab(env.serverA, { window: "hidden" }),
+    await alice.openTab(env.serverA, { window: "hidden" }),
+  ];
+  const bobPage = await bob.openTab(env.serverB, { open: conversation.id });
+
+  await sendMessage(bobPage, "first");
+  await sendMessage(bobPage, "second, a little longer");
+  // Both tabs counted both messages, so both have heard of them: whatever they were going to show, they showed.
+  await expectUnread(first, conversation.id, 2);
+  await expectUnread(second, conversation.id, 2);
+  expect(shown(events)).toEqual([tag(1), tag(2)]);
+  expect(events.filter((e) => e.event === "show").map((e) => [e.title, e.body])).toEqual([
+    [bob.name, "first"],
+    [bob.name, "second, a little longer"],
+  ]);
+  expect(closed(events)).toEqual([]);
+
+  // Someone is looking at a third tab: it shows the message itself, so nothing pops up.
+  const looking = await alice.openTab(env.serverA, { window: "looking" });
+  await sendMessage(bobPage, "third");
+  for (const page of [first, second, looking]) await expectUnread(page, conversation.id, 3);
+  expect(shown(events)).toEqual([tag(1), tag(2)]);
+
+  // Reading the conversation in the looking tab closes the notifications the hidden tab showed.
+  await openConversation(looking, conversation.id);
+  await expectUnread(first, conversation.id, 0);
+  await expect.poll(() => closed(events).sort()).toEqual([tag(1), tag(2)]);
+
+  // The recorder itself: a notification made in a page is seen.
+  await first.evaluate(() => new Notification("control", { tag: "control" }).close());
+  await expect.poll(() => shown(events)).toEqual([tag(1), tag(2), "control"]);
+});
