@@ -1,18 +1,35 @@
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { parseArgs } from "node:util";
 import { seedDemo } from "../prisma/seed.ts";
 import { loadEnv, projectRoot as root } from "./env.ts";
 import { createDb } from "./db/prisma.ts";
+import { startBalancer } from "./embedded/haproxy.ts";
 import { startServices } from "./embedded/services.ts";
 import { TallyProcess } from "./embedded/tally-process.ts";
 import { logger } from "./log.ts";
 
+const USAGE = "usage: npm run start:cluster -- [--instances N] [--no-balancer]";
+
+function options(): { instances: number; balancer: boolean } {
+  const { values } = parseArgs({
+    options: { instances: { type: "string", default: "2" }, "no-balancer": { type: "boolean", default: false } },
+  });
+  const instances = Number(values.instances);
+  if (!Number.isInteger(instances) || instances < 1 || instances > 16)
+    throw new Error(`--instances must be a whole number from 1 to 16, not '${values.instances}'. ${USAGE}`);
+  return { instances, balancer: !values["no-balancer"] };
+}
+
 /**
- * `npm run start:cluster`: two Tally instances (PORT and PORT+1, default 3000 and 3001) sharing one Redis and
- * one database, the way a deployment behind a load balancer runs. Embedded services start once, here.
+ * `npm run start:cluster -- --instances N`: N Tally instances sharing one Redis and one database behind HAProxy
+ * (from the OS packages) on one public port, PORT (default 3000); the instances listen on PORT+1 … PORT+N.
+ * `--no-balancer` leaves HAProxy out: the instances then listen on PORT … PORT+N-1. Embedded services start once,
+ * here. Ctrl-C stops everything this started.
  */
 async function main(): Promise<void> {
+  const { instances: count, balancer } = options();
   const env = loadEnv();
   process.env.NEXT_TELEMETRY_DISABLED ??= "1";
   const cleanups: (() => Promise<void>)[] = [];
@@ -43,8 +60,11 @@ async function main(): Promise<void> {
   process.on("SIGINT", () => void stop(0));
   process.on("SIGTERM", () => void stop(0));
 
-  const ports = [env.PORT, env.PORT + 1];
-  logger.info(`starting two instances on ports ${ports.join(" and ")}`);
+  const first = balancer ? env.PORT + 1 : env.PORT;
+  const ports = Array.from({ length: count }, (_, i) => first + i);
+  logger.info(
+    `starting ${count} instance${count === 1 ? "" : "s"} on port${count === 1 ? "" : "s"} ${ports.join(", ")}`,
+  );
   try {
     for (const port of ports) {
       const instance = await TallyProcess.start({
@@ -64,11 +84,22 @@ async function main(): Promise<void> {
         void stop(1);
       });
     }
+    if (balancer) {
+      const lb = await startBalancer({
+        host: env.HOST,
+        port: env.PORT,
+        instances: ports.map((port, i) => ({ name: `i${i}`, port })),
+        dir: join(services.dataDir, "haproxy"),
+      });
+      cleanups.push(lb.stop);
+      logger.info(`the cluster is ready: open ${lb.url} (HAProxy in front of ports ${ports.join(", ")})`);
+    } else {
+      logger.info(`the cluster is ready: open ${ports.map((port) => `http://localhost:${port}`).join(" or ")}`);
+    }
   } catch (err) {
     logger.fatal({ err }, err instanceof Error ? err.message : "an instance did not start");
     await stop(1);
   }
-  logger.info(`the cluster is ready: open ${ports.map((port) => `http://localhost:${port}`).join(" or ")}`);
 }
 
 main().catch((err: unknown) => {
