@@ -236,6 +236,26 @@ describe("conversation:markUnread", () => {
     expect(await badge(bob.token, group.id)).toMatchObject({ unreadCount: 0, markedUnread: false, totalUnread: 1 });
   });
 
+  it("a new mark that Redis cannot show as a change (its clear not applied yet) makes the other tabs resync", async () => {
+    const { bob, group, tabA, tabB } = await bobWithTwoTabs();
+    ok(await tabA.emitWithAck("conversation:read", { conversationId: group.id, seq: 2 }));
+    ok(await tabA.emitWithAck("conversation:markUnread", { conversationId: group.id }));
+    // A read that cleared mark 1 committed; its apply has not run yet (no entry: only the order matters here).
+    await h.db.membership.update({
+      where: { userId_conversationId: { userId: bob.user.id, conversationId: group.id } },
+      data: { markClearedVersion: 1 },
+    });
+    const stale = nextEvent(tabB, "unread:stale");
+    const second = ok(await tabA.emitWithAck("conversation:markUnread", { conversationId: group.id })).unread;
+    expect(second).toMatchObject({ unreadCount: 1, markedUnread: true, markVersion: 2 });
+    await stale;
+    const synced = ok(await tabB.emitWithAck("sync"));
+    expect(synced.snapshot.conversations.find((c) => c.id === group.id)).toMatchObject({
+      markedUnread: true,
+      markVersion: 2,
+    });
+  });
+
   it("the relay's replay of a read applies the clear it committed", async () => {
     const { bob, group, tabA, tabB } = await bobWithTwoTabs();
     ok(await tabA.emitWithAck("conversation:read", { conversationId: group.id, seq: 2 }));

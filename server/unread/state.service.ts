@@ -30,10 +30,13 @@ export function createStateService(deps: { db: Db; unread: UnreadService; notifi
     return applied;
   }
 
-  async function finish(user: UserDTO, conversationId: number, row: StateRow | undefined) {
+  async function finish(user: UserDTO, conversationId: number, row: StateRow | undefined, kind: "mute" | "mark") {
     if (!row) throw new AppError("forbidden", "You are not a member of this conversation.");
     const { outboxId, ...registers } = row;
     const applied = await applyRegisters(user.id, conversationId, registers);
+    // A new mark whose apply changed nothing a client shows: Redis still showed the previous mark (the read that
+    // cleared it has not been applied yet), so no push carries the new version; tabs naming the old one resync.
+    if (kind === "mark" && outboxId !== null && !applied.changed) notifier.unreadStale([user.id]);
     if (outboxId !== null) await outbox.completeIds([outboxId]);
     return { unread: applied.update };
   }
@@ -55,7 +58,7 @@ export function createStateService(deps: { db: Db; unread: UnreadService; notifi
       SELECT m."muteVersion", m."muted", m."markVersion", m."markAt", m."markClearedVersion", NULL
       FROM "Membership" AS m
       WHERE m."userId" = ${user.id} AND m."conversationId" = ${conversationId} AND NOT EXISTS (SELECT 1 FROM changed)`;
-    return finish(user, conversationId, row);
+    return finish(user, conversationId, row, "mute");
   }
 
   /**
@@ -80,7 +83,7 @@ export function createStateService(deps: { db: Db; unread: UnreadService; notifi
       SELECT m."muteVersion", m."muted", m."markVersion", m."markAt", m."markClearedVersion", NULL
       FROM "Membership" AS m
       WHERE m."userId" = ${user.id} AND m."conversationId" = ${conversationId} AND NOT EXISTS (SELECT 1 FROM changed)`;
-    return finish(user, conversationId, row);
+    return finish(user, conversationId, row, "mark");
   }
 
   /** The relay's replay of a `state` entry: the membership's current registers (newer ones are always safe). */
