@@ -28,6 +28,7 @@ import { createSessionService } from "./sessions/sessions.service.ts";
 import { createReadService } from "./unread/read.service.ts";
 import { reconcile } from "./unread/reconcile.ts";
 import { createSnapshotService } from "./unread/snapshot.service.ts";
+import { createStateService } from "./unread/state.service.ts";
 import { registerUnreadHandlers } from "./unread/unread.handlers.ts";
 import { createUnreadService } from "./unread/unread.service.ts";
 import { userActions } from "./users/users.handlers.ts";
@@ -103,6 +104,7 @@ export function createApp({
   // One story per folder: reading and sync (unread/), sending (messages/), membership (conversations/).
   const snapshots = createSnapshotService({ db, unread });
   const reads = createReadService({ db, unread, notifier, outbox });
+  const states = createStateService({ db, unread, notifier, outbox });
   const fanout = createMessageFanout({ db, unread, notifier, outbox, log });
   const messages = createMessageService({ db });
   const conversations = createConversationService({ db });
@@ -110,7 +112,7 @@ export function createApp({
   const relay = createRelay({
     db,
     log,
-    replayers: { message: fanout.replay, read: reads.replay, remove: removal.replay },
+    replayers: { message: fanout.replay, read: reads.replay, remove: removal.replay, state: states.replay },
   });
 
   const api = createApiHandler({
@@ -172,7 +174,7 @@ export function createApp({
       log,
       ...(config.fault ? { fault: config.fault } : {}),
     });
-    registerUnreadHandlers(socket, { reads, snapshots, limits, log });
+    registerUnreadHandlers(socket, { reads, states, snapshots, limits, log });
   });
 
   const mounted = modules.map((mount) =>

@@ -310,6 +310,7 @@ describe("limits per user and per address, across sockets and instances", () => 
         send: 60,
         sync: 5,
         read: 5,
+        state: 1000,
         create: 3,
         groupAdd: 4,
         lookup: 3,

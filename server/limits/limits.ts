@@ -12,6 +12,8 @@ export const defaultLimits = {
   send: { points: 60, durationS: 3 },
   /** `conversation:read` calls by one user. */
   read: { points: 120, durationS: 10 },
+  /** `conversation:mute` and `conversation:markUnread` calls by one user. */
+  state: { points: 60, durationS: 10 },
   /**
    * `sync` calls by one user. A sync reads every conversation of the user, so it also costs one more point per
    * SYNC_POINTS_PER conversations: a user in 2000 conversations gets one sync per window, not twenty.
@@ -50,6 +52,7 @@ export type LimitSubject = Parameters<typeof limitSubject>[0];
 const WORDS: Record<LimitName, string> = {
   send: "Slow down: too many messages at once.",
   read: "Too many read updates; try again shortly.",
+  state: "Too many mute or mark changes; try again shortly.",
   sync: "Too many refreshes; try again shortly.",
   create: "Too many new conversations; try again later.",
   groupAdd: "You have added too many people to groups; try again later.",

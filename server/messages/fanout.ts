@@ -6,17 +6,23 @@ import type { Outbox, OutboxEntry } from "../outbox/outbox.ts";
 import type { Notifier } from "../realtime/notifier.ts";
 import type { UnreadEvent, UnreadService } from "../unread/unread.service.ts";
 
-/** One message as counter events, one per member: the sender's also moves their own cursor to it. */
+/**
+ * One message as counter events, one per member: the sender's also moves their own cursor to it, and each member
+ * the message mentions (its stored Mention rows) gets `mention`.
+ */
 export function messageEvents(
   message: { conversationId: number; seq: number; senderId: number; createdAtMs?: number },
   memberIds: number[],
+  mentionedIds: readonly number[] = [],
 ): UnreadEvent[] {
+  const mentioned = new Set(mentionedIds);
   return memberIds.map((userId) => ({
     userId,
     conversationId: message.conversationId,
     seenSeq: message.seq,
     readSeq: userId === message.senderId ? message.seq : 0,
     ...(message.createdAtMs !== undefined ? { createdAtMs: message.createdAtMs } : {}),
+    ...(mentioned.has(userId) ? { mention: true } : {}),
   }));
 }
 
@@ -36,8 +42,12 @@ export function createMessageFanout(deps: {
 }) {
   const { db, unread, notifier, outbox, log } = deps;
 
-  async function applyCounters(event: Parameters<typeof messageEvents>[0], memberIds: number[]): Promise<void> {
-    const applied = await unread.applyMany(messageEvents(event, memberIds));
+  async function applyCounters(
+    event: Parameters<typeof messageEvents>[0],
+    memberIds: number[],
+    mentionedIds: readonly number[],
+  ): Promise<void> {
+    const applied = await unread.applyMany(messageEvents(event, memberIds, mentionedIds));
     for (const a of applied) if (a.changed) notifier.unreadChanged(a.userId, a.update);
   }
 
@@ -46,10 +56,10 @@ export function createMessageFanout(deps: {
    * pipeline). The sender's call also moves their own cursor, so their unread never counts it.
    * A failure here loses nothing: the message is in the database and its outbox entry stays for the relay.
    */
-  async function deliver(message: MessageDTO, memberIds: number[]): Promise<void> {
+  async function deliver(message: MessageDTO, memberIds: number[], mentionedIds: readonly number[]): Promise<void> {
     notifier.messageNew(memberIds, message);
     try {
-      await applyCounters({ ...message, createdAtMs: Date.parse(message.createdAt) }, memberIds);
+      await applyCounters({ ...message, createdAtMs: Date.parse(message.createdAt) }, memberIds, mentionedIds);
       await outbox.complete([
         { kind: "message", conversationId: message.conversationId, userId: message.senderId, seq: message.seq },
       ]);
@@ -58,7 +68,7 @@ export function createMessageFanout(deps: {
     }
   }
 
-  /** The relay's replay of a `message` entry: the same pushes and counter events, from the database. */
+  /** The relay's replay of a `message` entry: the same pushes and counter events (mentions too), from the database. */
   async function replay(entry: OutboxEntry): Promise<void> {
     const conversation = await db.conversation.findUnique({
       where: { id: entry.conversationId },
@@ -66,10 +76,16 @@ export function createMessageFanout(deps: {
     });
     if (!conversation) return; // deleted since: its removal entries take the counters out
     const memberIds = conversation.memberships.map((m) => m.userId);
-    const message = await db.message.findUnique({
-      where: { conversationId_seq: { conversationId: entry.conversationId, seq: entry.seq } },
-      include: messageInclude,
-    });
+    const [message, mentions] = await Promise.all([
+      db.message.findUnique({
+        where: { conversationId_seq: { conversationId: entry.conversationId, seq: entry.seq } },
+        include: messageInclude,
+      }),
+      db.mention.findMany({
+        where: { conversationId: entry.conversationId, seq: entry.seq },
+        select: { userId: true },
+      }),
+    ]);
     // Tabs connected to the instance that died never heard of it; clients drop duplicates by id.
     if (message) notifier.messageNew(memberIds, toMessageDTO(message));
     await applyCounters(
@@ -80,6 +96,7 @@ export function createMessageFanout(deps: {
         ...(message ? { createdAtMs: message.createdAt.getTime() } : {}),
       },
       memberIds,
+      mentions.map((m) => m.userId),
     );
   }
 

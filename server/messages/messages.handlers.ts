@@ -23,14 +23,14 @@ export function registerMessageHandlers(socket: TallySocket, deps: MessageDeps):
   onCommand(socket, deps.log, "message:send", async (payload) => {
     const input = parse(sendInput, payload);
     await deps.limits.consume("send", { userId: user.id });
-    const { message, memberIds } = await deps.messages.send(user, input);
+    const { message, memberIds, mentionedIds } = await deps.messages.send(user, input);
     if (deps.fault === "crash-after-commit") {
       // Test-only: die between the database commit and Redis, as a crashed process would.
       deps.log.warn({ messageId: message.id }, "TALLY_FAULT=crash-after-commit: killing this process");
       process.kill(process.pid, "SIGKILL");
     }
     // Also on a retried send: the first attempt may have stopped between the commit and the counters.
-    await deps.fanout.deliver(message, memberIds);
+    await deps.fanout.deliver(message, memberIds, mentionedIds);
     return { message };
   });
 }

@@ -1,5 +1,6 @@
 import { messageInclude, toMessageDTO } from "../contracts/dto.ts";
 import type { HistoryQuery, MessageDTO, SendInput, UserDTO } from "../contracts/index.ts";
+import { mentionedUserIds, parseMentions } from "../contracts/mentions.ts";
 import type { Db } from "../db/prisma.ts";
 import { AppError } from "../errors.ts";
 
@@ -44,35 +45,79 @@ export function createMessageService({ db }: { db: Db }) {
     return rows.map((m) => m.userId);
   }
 
+  async function mentionsOf(conversationId: number, seq: number): Promise<number[]> {
+    const rows = await db.mention.findMany({ where: { conversationId, seq }, select: { userId: true } });
+    return rows.map((m) => m.userId).sort((a, b) => a - b);
+  }
+
   /**
-   * Stores a message in one statement, so one round trip and one implicit transaction: it checks membership,
-   * takes the next seq (the row lock on the conversation orders concurrent sends), inserts the message, moves
-   * the sender's read cursor to it, records an outbox entry for the counters and reads the member list. A retry
-   * with the same (sender, clientMsgId) violates the unique key, changes nothing, and returns the original.
+   * The one statement that stores a message: it checks membership, takes the next seq (the row lock on the
+   * conversation orders concurrent sends), inserts the message, moves the sender's read cursor to it, records an
+   * outbox entry for the counters and reads the members (with their names and the conversation's kind, which
+   * the mention rule needs).
    */
-  async function send(sender: UserDTO, input: SendInput): Promise<{ message: MessageDTO; memberIds: number[] }> {
+  function storeMessage(tx: Pick<Db, "$queryRaw">, sender: UserDTO, input: SendInput) {
     const { conversationId, clientMsgId, content } = input;
+    return tx.$queryRaw<
+      {
+        id: number;
+        seq: number;
+        createdAt: Date | string;
+        kind: "direct" | "group";
+        members: { id: number; name: string }[];
+      }[]
+    >`
+      WITH conv AS (
+        UPDATE "Conversation" SET "lastSeq" = "lastSeq" + 1
+        WHERE "id" = ${conversationId}
+          AND EXISTS (SELECT 1 FROM "Membership" WHERE "userId" = ${sender.id} AND "conversationId" = ${conversationId})
+        RETURNING "lastSeq", "kind"::text AS "kind"
+      ), msg AS (
+        INSERT INTO "Message" ("conversationId", "seq", "senderId", "clientMsgId", "content")
+        SELECT ${conversationId}, "lastSeq", ${sender.id}, ${clientMsgId}, ${content} FROM conv
+        RETURNING "id", "seq", "createdAt"
+      ), own_cursor AS (
+        UPDATE "Membership" SET "lastReadSeq" = GREATEST("lastReadSeq", conv."lastSeq") FROM conv
+        WHERE "userId" = ${sender.id} AND "conversationId" = ${conversationId}
+      ), outbox AS (
+        INSERT INTO "OutboxEvent" ("kind", "conversationId", "userId", "seq")
+        SELECT 'message'::"OutboxKind", ${conversationId}, ${sender.id}, "lastSeq" FROM conv
+      )
+      SELECT msg."id", msg."seq", msg."createdAt", conv."kind",
+        (SELECT COALESCE(json_agg(json_build_object('id', u."id", 'name', u."name")), '[]'::json)
+         FROM "Membership" mb JOIN "User" u ON u."id" = mb."userId"
+         WHERE mb."conversationId" = ${conversationId}) AS "members"
+      FROM msg, conv`;
+  }
+
+  /**
+   * Stores a message durably with its mentions. Content without an `@` token (most messages) takes one statement,
+   * so one round trip and one implicit transaction. Content with one runs that statement and the Mention rows
+   * (resolved against the members it read, by the shared rule in contracts/mentions.ts) in one transaction, so a
+   * message is never stored without its mentions. A retry with the same (sender, clientMsgId) violates the unique
+   * key, rolls back whole, changes nothing, and returns the original with the mentions it was stored with.
+   */
+  async function send(
+    sender: UserDTO,
+    input: SendInput,
+  ): Promise<{ message: MessageDTO; memberIds: number[]; mentionedIds: number[] }> {
+    const { conversationId, clientMsgId, content } = input;
+    const tokens = parseMentions(content);
+    const mayMention = tokens.all || tokens.names.length > 0;
     try {
-      const [row] = await db.$queryRaw<{ id: number; seq: number; createdAt: Date | string; memberIds: number[] }[]>`
-        WITH conv AS (
-          UPDATE "Conversation" SET "lastSeq" = "lastSeq" + 1
-          WHERE "id" = ${conversationId}
-            AND EXISTS (SELECT 1 FROM "Membership" WHERE "userId" = ${sender.id} AND "conversationId" = ${conversationId})
-          RETURNING "lastSeq"
-        ), msg AS (
-          INSERT INTO "Message" ("conversationId", "seq", "senderId", "clientMsgId", "content")
-          SELECT ${conversationId}, "lastSeq", ${sender.id}, ${clientMsgId}, ${content} FROM conv
-          RETURNING "id", "seq", "createdAt"
-        ), own_cursor AS (
-          UPDATE "Membership" SET "lastReadSeq" = GREATEST("lastReadSeq", conv."lastSeq") FROM conv
-          WHERE "userId" = ${sender.id} AND "conversationId" = ${conversationId}
-        ), outbox AS (
-          INSERT INTO "OutboxEvent" ("kind", "conversationId", "userId", "seq")
-          SELECT 'message'::"OutboxKind", ${conversationId}, ${sender.id}, "lastSeq" FROM conv
-        )
-        SELECT msg."id", msg."seq", msg."createdAt",
-          ARRAY(SELECT "userId" FROM "Membership" WHERE "conversationId" = ${conversationId}) AS "memberIds"
-        FROM msg`;
+      const { row, mentionedIds } = await (mayMention
+        ? db.$transaction(async (tx) => {
+            const [row] = await storeMessage(tx, sender, input);
+            if (!row) return { row, mentionedIds: [] };
+            const ids = mentionedUserIds(content, row.members, sender.id, row.kind);
+            if (ids.length > 0) {
+              await tx.$executeRaw`
+                INSERT INTO "Mention" ("userId", "conversationId", "seq")
+                SELECT unnest(${ids}::int[]), ${conversationId}, ${row.seq}`;
+            }
+            return { row, mentionedIds: ids };
+          })
+        : storeMessage(db, sender, input).then(([row]) => ({ row, mentionedIds: [] as number[] })));
       if (!row) throw new AppError("forbidden", "You are not a member of this conversation.");
       const message: MessageDTO = {
         id: row.id,
@@ -84,13 +129,18 @@ export function createMessageService({ db }: { db: Db }) {
         createdAt: new Date(row.createdAt).toISOString(),
         clientMsgId,
       };
-      return { message, memberIds: row.memberIds.map(Number) };
+      return { message, memberIds: row.members.map((m) => Number(m.id)), mentionedIds };
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
       const original = await findBySender(sender.id, clientMsgId);
       if (!original) throw err;
       await assertMember(sender.id, conversationId);
-      return { message: sameSend(original, input), memberIds: await memberIds(conversationId) };
+      const message = sameSend(original, input);
+      const [members, mentioned] = await Promise.all([
+        memberIds(conversationId),
+        mentionsOf(conversationId, message.seq),
+      ]);
+      return { message, memberIds: members, mentionedIds: mentioned };
     }
   }
 

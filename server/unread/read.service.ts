@@ -3,9 +3,18 @@ import type { Db } from "../db/prisma.ts";
 import { AppError } from "../errors.ts";
 import type { Outbox, OutboxEntry } from "../outbox/outbox.ts";
 import type { Notifier } from "../realtime/notifier.ts";
-import type { UnreadService } from "./unread.service.ts";
+import type { MembershipRegisters, UnreadService } from "./unread.service.ts";
 
 export type ReadService = ReturnType<typeof createReadService>;
+
+/** The membership's registers, as `db.membership` selects them. */
+export const registersSelect = {
+  muteVersion: true,
+  muted: true,
+  markVersion: true,
+  markAt: true,
+  markClearedVersion: true,
+} as const;
 
 /**
  * Reading: a read cursor moved durably in PostgreSQL, then applied to the reader's counters and pushed to their
@@ -16,52 +25,81 @@ export function createReadService(deps: { db: Db; unread: UnreadService; notifie
 
   /**
    * Moves the reader's cursor to max(cursor, seq) clamped to the conversation's lastSeq, durably, with an outbox
-   * entry for the counters, in one statement. Returns the cursor and the conversation's lastSeq (both true
-   * observations).
+   * entry for the counters, in one statement. When the new cursor reaches lastSeq and the read names a mark
+   * (`markVersion`), the same statement clears marks up to it, never above the stored one:
+   * markClearedVersion = GREATEST(markClearedVersion, LEAST(markVersion sent, markVersion stored)); a read sent
+   * before a newer mark cannot clear that mark (docs/consistency.md, "Why a read names the mark it clears").
+   * Returns the cursor, the conversation's lastSeq (both true observations), the cleared register and the id of
+   * its outbox entry.
    */
-  async function moveCursor(reader: UserDTO, conversationId: number, seq: number) {
-    const [row] = await db.$queryRaw<{ lastReadSeq: number; lastSeq: number }[]>`
+  async function moveCursor(reader: UserDTO, conversationId: number, seq: number, markVersion: number | null) {
+    const [row] = await db.$queryRaw<
+      { lastReadSeq: number; lastSeq: number; markClearedVersion: number; outboxId: number }[]
+    >`
       WITH moved AS (
-        UPDATE "Membership" AS m SET "lastReadSeq" = GREATEST(m."lastReadSeq", LEAST(${seq}::int, c."lastSeq"))
+        UPDATE "Membership" AS m SET
+          "lastReadSeq" = GREATEST(m."lastReadSeq", LEAST(${seq}::int, c."lastSeq")),
+          "markClearedVersion" = CASE
+            WHEN ${markVersion}::int IS NOT NULL AND GREATEST(m."lastReadSeq", LEAST(${seq}::int, c."lastSeq")) >= c."lastSeq"
+            THEN GREATEST(m."markClearedVersion", LEAST(${markVersion}::int, m."markVersion"))
+            ELSE m."markClearedVersion" END
         FROM "Conversation" AS c
         WHERE c."id" = m."conversationId" AND m."userId" = ${reader.id} AND m."conversationId" = ${conversationId}
-        RETURNING m."lastReadSeq", c."lastSeq"
+        RETURNING m."lastReadSeq", c."lastSeq", m."markClearedVersion"
       ), outbox AS (
         INSERT INTO "OutboxEvent" ("kind", "conversationId", "userId", "seq")
         SELECT 'read'::"OutboxKind", ${conversationId}, ${reader.id}, "lastReadSeq" FROM moved
+        RETURNING "id"
       )
-      SELECT "lastReadSeq", "lastSeq" FROM moved`;
+      SELECT moved."lastReadSeq", moved."lastSeq", moved."markClearedVersion", outbox."id" AS "outboxId"
+      FROM moved, outbox`;
     if (!row) throw new AppError("forbidden", "You are not a member of this conversation.");
-    return { cursor: row.lastReadSeq, lastSeq: row.lastSeq };
+    return row;
   }
 
-  /** Applies a durable cursor (and the conversation's lastSeq, also a true observation) and pushes the change. */
-  async function applyCursor(userId: number, conversationId: number, cursor: number, lastSeq: number) {
-    const applied = await unread.applyOne({ userId, conversationId, seenSeq: lastSeq, readSeq: cursor });
+  /**
+   * Applies a durable cursor (and the conversation's lastSeq, also a true observation) with the membership's
+   * registers the caller knows, and pushes the change.
+   */
+  async function applyCursor(
+    userId: number,
+    conversationId: number,
+    cursor: number,
+    lastSeq: number,
+    registers: Partial<MembershipRegisters>,
+  ) {
+    const applied = await unread.applyOne({ userId, conversationId, seenSeq: lastSeq, readSeq: cursor, registers });
     if (applied.changed) notifier.unreadChanged(userId, applied.update);
     return applied;
   }
 
-  /** `conversation:read`: the cursor moves durably, then the counters follow. */
+  /** `conversation:read`: the cursor (and a mark it clears) moves durably, then the counters follow. */
   async function markRead(
     reader: UserDTO,
     conversationId: number,
     seq: number,
+    markVersion?: number,
   ): Promise<{ unread: UnreadUpdate; changed: boolean }> {
-    const { cursor, lastSeq } = await moveCursor(reader, conversationId, seq);
-    const applied = await applyCursor(reader.id, conversationId, cursor, lastSeq);
-    await outbox.complete([{ kind: "read", conversationId, userId: reader.id, seq: cursor }]);
+    const moved = await moveCursor(reader, conversationId, seq, markVersion ?? null);
+    const applied = await applyCursor(reader.id, conversationId, moved.lastReadSeq, moved.lastSeq, {
+      markClearedVersion: moved.markClearedVersion,
+    });
+    await outbox.completeIds([moved.outboxId]);
     return { unread: applied.update, changed: applied.changed };
   }
 
-  /** The relay's replay of a `read` entry, against the conversation's current lastSeq. */
+  /**
+   * The relay's replay of a `read` entry, against the conversation's current lastSeq and the membership's current
+   * registers (versioned and max-registers: applying newer ones than the read saw is always safe).
+   */
   async function replay(entry: OutboxEntry): Promise<void> {
     const membership = await db.membership.findUnique({
       where: { userId_conversationId: { userId: entry.userId, conversationId: entry.conversationId } },
-      select: { conversation: { select: { lastSeq: true } } },
+      select: { ...registersSelect, conversation: { select: { lastSeq: true } } },
     });
     if (!membership) return; // left or deleted since: the removal entry takes the counters out
-    await applyCursor(entry.userId, entry.conversationId, entry.seq, membership.conversation.lastSeq);
+    const { conversation, ...registers } = membership;
+    await applyCursor(entry.userId, entry.conversationId, entry.seq, conversation.lastSeq, registers);
   }
 
   return { markRead, replay };

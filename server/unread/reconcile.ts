@@ -1,5 +1,5 @@
 import type { Db } from "../db/prisma.ts";
-import { DEPARTURE_MEMORY_MS, type UnreadService } from "./unread.service.ts";
+import { DEPARTURE_MEMORY_MS, type MembershipTruth, type UnreadService } from "./unread.service.ts";
 
 export interface ReconcileReport {
   usersChecked: number;
@@ -19,7 +19,7 @@ export interface ReconcileReport {
   departuresForgotten: number;
 }
 
-type Truth = Map<number, { lastSeq: number; lastReadSeq: number; agedSeq: number }>;
+type Truth = Map<number, MembershipTruth>;
 
 function hash(flat: string[]): Map<string, number> {
   const out = new Map<string, number>();
@@ -27,34 +27,70 @@ function hash(flat: string[]): Map<string, number> {
   return out;
 }
 
+/** Redis' `state` of a conversation: its registers and the derived `marked` (includes/unread.lua). */
+interface StoredState {
+  muteVersion: number;
+  muted: number;
+  markVersion: number;
+  markAt: number;
+  cleared: number;
+  marked: number;
+}
+
+function states(flat: string[]): Map<string, StoredState> {
+  const out = new Map<string, StoredState>();
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    const [muteVersion = 0, muted = 0, markVersion = 0, markAt = 0, cleared = 0, marked = 0] =
+      flat[i + 1]!.split(":").map(Number);
+    out.set(flat[i]!, { muteVersion, muted, markVersion, markAt, cleared, marked });
+  }
+  return out;
+}
+
+const NO_STATE: StoredState = { muteVersion: 0, muted: 0, markVersion: 0, markAt: 0, cleared: 0, marked: 0 };
+
+/** The values the scripts derive from the database's registers (docs/consistency.md, "The registers"). */
+function expectedOf(t: MembershipTruth) {
+  const floor = Math.max(t.lastReadSeq, t.agedSeq);
+  const marked = t.markVersion > t.markClearedVersion && t.lastReadSeq <= t.markAt;
+  const unread = Math.max(0, t.lastSeq - floor) || (marked ? 1 : 0);
+  const mentions = t.mentionSeqs.filter((seq) => seq > floor && seq <= t.lastSeq).length;
+  return { unread, mentions, muted: t.muted, marked };
+}
+
 /**
- * What is wrong with one user's Redis state against the database's truth. `replace` is set when Redis holds
- * more than the database (a register above it, a conversation the user is not in): only replacing fixes that.
+ * What is wrong with one user's Redis state against the database's truth: every derived value (unread, mentions,
+ * muted, marked) per conversation and both sums (total = Σ effective, mentions = Σ mention counts). `replace` is
+ * set when Redis holds more than the database (a register above it, a mention the database does not explain, a
+ * conversation the user is not in): only replacing fixes that.
  * Redis legitimately lags the database for a moment (commit, then apply), so callers look twice.
  * With unread expiry, inspecting expires first and the truth is computed for the instant Redis expired at.
  */
 async function diagnose(unreadService: UnreadService, userId: number, truth: (nowMs: number) => Promise<Truth>) {
   const reply = await unreadService.inspect(userId);
   if (reply.length === 1) return { missing: true as const };
-  const [metaFlat, unreadFlat, seenFlat, readFlat, goneFlat, agedFlat, nowMs] = reply;
+  const [metaFlat, unreadFlat, seenFlat, readFlat, goneFlat, agedFlat, nowMs, , mcountFlat, stateFlat] = reply;
   const t = await truth(nowMs); // read after Redis: the database is then at least as new as what Redis showed
   const meta = hash(metaFlat);
-  const [unread, seen, read, gone, aged] = [
+  const [unread, seen, read, gone, aged, mcount] = [
     hash(unreadFlat),
     hash(seenFlat),
     hash(readFlat),
     hash(goneFlat),
     hash(agedFlat),
+    hash(mcountFlat),
   ];
+  const state = states(stateFlat);
   const problems: string[] = [];
   let replace = false;
-  for (const conv of new Set([...seen.keys(), ...read.keys(), ...unread.keys()])) {
+  for (const conv of new Set([...seen.keys(), ...read.keys(), ...unread.keys(), ...mcount.keys(), ...state.keys()])) {
     if (!t.has(Number(conv)) && !gone.has(conv)) {
       problems.push(`conversation ${conv} is counted but the user is not a member`);
       replace = true;
     }
   }
-  for (const [conv, { lastSeq, lastReadSeq, agedSeq }] of t) {
+  for (const [conv, truthOf] of t) {
+    const { lastSeq, lastReadSeq, agedSeq } = truthOf;
     const s = seen.get(String(conv)) ?? 0;
     const r = read.get(String(conv)) ?? 0;
     if (s > lastSeq || r > lastReadSeq) {
@@ -70,13 +106,44 @@ async function diagnose(unreadService: UnreadService, userId: number, truth: (no
       problems.push(`conversation ${conv}: expired up to ${a}, database says ${agedSeq}`);
       replace = true;
     }
-    const expected = Math.max(0, lastSeq - Math.max(lastReadSeq, agedSeq));
+    // Registers merge by version (ties by value) and max: one above the database's cannot be merged away.
+    const st = state.get(String(conv)) ?? NO_STATE;
+    const muted = truthOf.muted ? 1 : 0;
+    if (
+      st.muteVersion > truthOf.muteVersion ||
+      (st.muteVersion === truthOf.muteVersion && st.muted > muted) ||
+      st.markVersion > truthOf.markVersion ||
+      (st.markVersion === truthOf.markVersion && st.markAt > truthOf.markAt) ||
+      st.cleared > truthOf.markClearedVersion
+    ) {
+      problems.push(
+        `conversation ${conv}: Redis mute/mark registers (${st.muteVersion}:${st.muted}, ${st.markVersion}@${st.markAt}, ` +
+          `cleared ${st.cleared}) above the database (${truthOf.muteVersion}:${muted}, ` +
+          `${truthOf.markVersion}@${truthOf.markAt}, cleared ${truthOf.markClearedVersion})`,
+      );
+      replace = true;
+    }
+    const expected = expectedOf(truthOf);
     const actual = unread.get(String(conv)) ?? 0;
-    if (actual !== expected) problems.push(`conversation ${conv}: unread ${actual}, database says ${expected}`);
+    if (actual !== expected.unread)
+      problems.push(`conversation ${conv}: unread ${actual}, database says ${expected.unread}`);
+    const mentions = mcount.get(String(conv)) ?? 0;
+    if (mentions !== expected.mentions) {
+      problems.push(`conversation ${conv}: mentions ${mentions}, database says ${expected.mentions}`);
+      if (mentions > expected.mentions) replace = true; // the mention set only grows
+    }
+    if (st.muted !== muted) problems.push(`conversation ${conv}: muted ${st.muted}, database says ${muted}`);
+    if (st.marked !== (expected.marked ? 1 : 0))
+      problems.push(`conversation ${conv}: marked ${st.marked}, database says ${expected.marked ? 1 : 0}`);
   }
-  const sum = [...unread.values()].reduce((a, b) => a + b, 0);
+  let sum = 0;
+  for (const [conv, n] of unread) if (state.get(conv)?.muted !== 1) sum += n;
+  for (const [conv, st] of state) if (st.muted === 1) sum += mcount.get(conv) ?? 0;
+  const sumMentions = [...mcount.values()].reduce((x, y) => x + y, 0);
   const total = meta.get("total") ?? 0;
+  const totalMentions = meta.get("mentions") ?? 0;
   if (total !== sum) problems.push(`total ${total} but conversations sum to ${sum}`);
+  if (totalMentions !== sumMentions) problems.push(`mentions ${totalMentions} but conversations sum to ${sumMentions}`);
   return { missing: false as const, problems, replace, scriptRepairs: meta.get("repairs") ?? 0 };
 }
 

@@ -30,7 +30,13 @@ const send = (s: ClientSocket, conversationId: number, content = "hi") =>
 
 async function list(token: string) {
   const res = await h.http("/api/conversations", { token });
-  return res.body as { conversations: ConversationDTO[]; totalUnread: number; epoch: string; version: number };
+  return res.body as {
+    conversations: ConversationDTO[];
+    totalUnread: number;
+    totalMentions: number;
+    epoch: string;
+    version: number;
+  };
 }
 
 describe("leaving a group and deleting a conversation", () => {
@@ -194,5 +200,50 @@ describe("reconciliation", () => {
     const again = await reconcile({ db: h.db, unread }, { settleMs: 20 });
     expect(again).toMatchObject({ drifted: 0, repaired: 0 });
     expect(again.usersChecked).toBeGreaterThanOrEqual(4);
+  });
+  it("finds and repairs drift in a mention count and in the mute register; a muted conversation is not drift", async () => {
+    const [ann, ben, cat, dan, eve] = [
+      await user("ann"),
+      await user("ben"),
+      await user("cat"),
+      await user("dan"),
+      await user("eve"),
+    ];
+    const group = await create(ann.token, [ben.user.name, cat.user.name, dan.user.name, eve.user.name], "Muted");
+    const annSocket = await h.connect(ann.token, 0);
+    await send(annSocket, group.id, `@${ben.user.name} hi`);
+    await send(annSocket, group.id, "and more");
+    for (const who of [dan, eve]) {
+      const tab = await h.connect(who.token, 1);
+      const res = await tab.emitWithAck("conversation:mute", { conversationId: group.id, muted: true });
+      expect(res).toMatchObject({ ok: true, unread: { unreadCount: 2, muted: true, totalUnread: 0 } });
+    }
+    for (const who of [ben, cat]) await list(who.token); // their counters exist in Redis
+
+    const unread = createUnreadService({ redis: h.redis, db: h.db });
+    expect(await reconcile({ db: h.db, unread }, { settleMs: 20 })).toMatchObject({ drifted: 0 });
+
+    const conv = String(group.id);
+    await h.redis.hset(userKeys(ben.user.id).mcount, conv, 3); // a mention count the database does not explain
+    await h.redis.hset(userKeys(cat.user.id).state, conv, "1:1:0:0:0:0"); // a mute the database never made
+    await h.redis.hdel(userKeys(eve.user.id).state, conv); // a mute Redis lost
+    const report = await reconcile({ db: h.db, unread }, { settleMs: 20 });
+    expect(report).toMatchObject({ drifted: 3, repaired: 3 });
+    const problems = new Map(report.examples.map((e) => [e.userId, e.problems.join("; ")]));
+    expect([...problems.keys()].sort()).toEqual([ben.user.id, cat.user.id, eve.user.id].sort());
+    expect(problems.get(ben.user.id)).toContain(`conversation ${conv}: mentions 3, database says 1`);
+    expect(problems.get(cat.user.id)).toContain(`conversation ${conv}: muted 1, database says 0`);
+    expect(problems.get(eve.user.id)).toContain(`conversation ${conv}: muted 0, database says 1`);
+
+    const state = async (token: string) => {
+      const s = await list(token);
+      const c = s.conversations.find((x) => x.id === group.id)!;
+      return [s.totalUnread, s.totalMentions, c.unreadCount, c.mentionCount, c.muted];
+    };
+    expect(await state(ben.token)).toEqual([2, 1, 2, 1, false]);
+    expect(await state(cat.token)).toEqual([2, 0, 2, 0, false]);
+    expect(await state(dan.token)).toEqual([0, 0, 2, 0, true]);
+    expect(await state(eve.token)).toEqual([0, 0, 2, 0, true]);
+    expect(await reconcile({ db: h.db, unread }, { settleMs: 20 })).toMatchObject({ drifted: 0, repaired: 0 });
   });
 });

@@ -1,0 +1,100 @@
+import type { UnreadUpdate, UserDTO } from "../contracts/index.ts";
+import type { Db } from "../db/prisma.ts";
+import { AppError } from "../errors.ts";
+import type { Outbox, OutboxEntry } from "../outbox/outbox.ts";
+import type { Notifier } from "../realtime/notifier.ts";
+import { registersSelect } from "./read.service.ts";
+import type { MembershipRegisters, UnreadService } from "./unread.service.ts";
+
+export type StateService = ReturnType<typeof createStateService>;
+
+/** The registers a state statement returns, with its outbox entry's id (null when it changed nothing). */
+type StateRow = MembershipRegisters & { outboxId: number | null };
+
+/**
+ * Muting and marking unread: the membership's registers change durably in PostgreSQL with a `state` outbox entry,
+ * in one statement; then they are merged into the user's counters (apply.lua keeps the highest version, so the
+ * order the changes reach Redis in does not matter) and pushed to their tabs. The relay's `replay` applies the
+ * membership's current registers.
+ *
+ * A mute to the state the conversation is already in, or a mark of a conversation already marked, changes
+ * nothing (no new version, no entry): a retried or duplicated command is idempotent, and a mark's version never
+ * moves while the conversation stays marked, so every tab keeps naming the version it shows.
+ */
+export function createStateService(deps: { db: Db; unread: UnreadService; notifier: Notifier; outbox: Outbox }) {
+  const { db, unread, notifier, outbox } = deps;
+
+  async function applyRegisters(userId: number, conversationId: number, registers: MembershipRegisters) {
+    const applied = await unread.applyOne({ userId, conversationId, seenSeq: 0, readSeq: 0, registers });
+    if (applied.changed) notifier.unreadChanged(userId, applied.update);
+    return applied;
+  }
+
+  async function finish(user: UserDTO, conversationId: number, row: StateRow | undefined, kind: "mute" | "mark") {
+    if (!row) throw new AppError("forbidden", "You are not a member of this conversation.");
+    const { outboxId, ...registers } = row;
+    const applied = await applyRegisters(user.id, conversationId, registers);
+    // A new mark whose apply changed nothing a client shows: Redis still showed the previous mark (the read that
+    // cleared it has not been applied yet), so no push carries the new version; tabs naming the old one resync.
+    if (kind === "mark" && outboxId !== null && !applied.changed) notifier.unreadStale([user.id]);
+    if (outboxId !== null) await outbox.completeIds([outboxId]);
+    return { unread: applied.update };
+  }
+
+  /** `conversation:mute`: muteVersion + 1 and the new value, unless it already has that value. */
+  async function mute(user: UserDTO, conversationId: number, muted: boolean): Promise<{ unread: UnreadUpdate }> {
+    const [row] = await db.$queryRaw<StateRow[]>`
+      WITH changed AS (
+        UPDATE "Membership" AS m SET "muted" = ${muted}, "muteVersion" = m."muteVersion" + 1
+        WHERE m."userId" = ${user.id} AND m."conversationId" = ${conversationId} AND m."muted" <> ${muted}
+        RETURNING m."muteVersion", m."muted", m."markVersion", m."markAt", m."markClearedVersion"
+      ), outbox AS (
+        INSERT INTO "OutboxEvent" ("kind", "conversationId", "userId", "seq")
+        SELECT 'state'::"OutboxKind", ${conversationId}, ${user.id}, "muteVersion" FROM changed
+        RETURNING "id"
+      )
+      SELECT changed.*, outbox."id" AS "outboxId" FROM changed, outbox
+      UNION ALL
+      SELECT m."muteVersion", m."muted", m."markVersion", m."markAt", m."markClearedVersion", NULL
+      FROM "Membership" AS m
+      WHERE m."userId" = ${user.id} AND m."conversationId" = ${conversationId} AND NOT EXISTS (SELECT 1 FROM changed)`;
+    return finish(user, conversationId, row, "mute");
+  }
+
+  /**
+   * `conversation:markUnread`: markVersion + 1 and markAt = the conversation's lastSeq, unless it is marked
+   * already (a mark above its clears, and the cursor not past it).
+   */
+  async function markUnread(user: UserDTO, conversationId: number): Promise<{ unread: UnreadUpdate }> {
+    const [row] = await db.$queryRaw<StateRow[]>`
+      WITH changed AS (
+        UPDATE "Membership" AS m SET "markVersion" = m."markVersion" + 1, "markAt" = c."lastSeq"
+        FROM "Conversation" AS c
+        WHERE c."id" = m."conversationId" AND m."userId" = ${user.id} AND m."conversationId" = ${conversationId}
+          AND NOT (m."markVersion" > m."markClearedVersion" AND m."lastReadSeq" <= m."markAt")
+        RETURNING m."muteVersion", m."muted", m."markVersion", m."markAt", m."markClearedVersion"
+      ), outbox AS (
+        INSERT INTO "OutboxEvent" ("kind", "conversationId", "userId", "seq")
+        SELECT 'state'::"OutboxKind", ${conversationId}, ${user.id}, "markVersion" FROM changed
+        RETURNING "id"
+      )
+      SELECT changed.*, outbox."id" AS "outboxId" FROM changed, outbox
+      UNION ALL
+      SELECT m."muteVersion", m."muted", m."markVersion", m."markAt", m."markClearedVersion", NULL
+      FROM "Membership" AS m
+      WHERE m."userId" = ${user.id} AND m."conversationId" = ${conversationId} AND NOT EXISTS (SELECT 1 FROM changed)`;
+    return finish(user, conversationId, row, "mark");
+  }
+
+  /** The relay's replay of a `state` entry: the membership's current registers (newer ones are always safe). */
+  async function replay(entry: OutboxEntry): Promise<void> {
+    const registers = await db.membership.findUnique({
+      where: { userId_conversationId: { userId: entry.userId, conversationId: entry.conversationId } },
+      select: registersSelect,
+    });
+    if (!registers) return; // left or deleted since: the removal entry takes the counters out
+    await applyRegisters(entry.userId, entry.conversationId, registers);
+  }
+
+  return { mute, markUnread, replay };
+}
