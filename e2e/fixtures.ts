@@ -58,6 +58,8 @@ export interface RestartableServer {
   readonly url: string;
   readonly port: number;
   stop(): Promise<void>;
+  /** A crash: SIGKILL, nothing shut down cleanly. */
+  kill(): Promise<void>;
   /** Starts it again on the same port (stopping it first if it still runs). */
   restart(): Promise<void>;
 }
@@ -120,6 +122,10 @@ export const test = base.extend<TestFixtures, WorkerFixtures>({
         port,
         stop: async () => {
           await current.stop();
+          running.delete(current);
+        },
+        kill: async () => {
+          await current.kill("SIGKILL");
           running.delete(current);
         },
         restart: async () => {
