@@ -12,6 +12,7 @@ import { createSecurityHeaders } from "./http/headers.ts";
 import { originAllowed } from "./http/origin.ts";
 import { createLimits } from "./limits/limits.ts";
 import { logger as defaultLogger, type Logger } from "./log.ts";
+import { createMetrics, metricsRoute, type Metrics } from "./metrics/metrics.ts";
 import { createMessageFanout } from "./messages/fanout.ts";
 import { registerMessageHandlers } from "./messages/messages.handlers.ts";
 import { createMessageService } from "./messages/messages.service.ts";
@@ -20,7 +21,7 @@ import { createOutbox } from "./outbox/outbox.ts";
 import { createRelay } from "./outbox/relay.ts";
 import { requireSession } from "./sessions/socket-gate.ts";
 import { socketNotifier, type Notifier } from "./realtime/notifier.ts";
-import { commandsSettled } from "./realtime/command.ts";
+import { commandsSettled, observeCommands } from "./realtime/command.ts";
 import type { TallyServer } from "./realtime/types.ts";
 import { sessionRoom, userRoom } from "./redis/keys.ts";
 import { sessionActions } from "./sessions/sessions.handlers.ts";
@@ -55,6 +56,7 @@ export interface AppDeps {
 
 export interface App {
   io: TallyServer;
+  metrics: Metrics;
   notifier: Notifier;
   relay: ReturnType<typeof createRelay>;
   close(): Promise<void>;
@@ -100,12 +102,24 @@ export function createApp({
   const notifier = socketNotifier(io);
   notifyStale = (userIds) => notifier.unreadStale(userIds);
   const outbox = createOutbox(db);
+  const metrics = createMetrics({
+    outbox: async () => {
+      const [pending, parked] = await Promise.all([
+        db.outboxEvent.count({ where: { deadAt: null } }),
+        db.outboxEvent.count({ where: { deadAt: { not: null } } }),
+      ]);
+      return { pending, parked };
+    },
+    sockets: () => io.of("/").sockets.size,
+  });
+  observeCommands(io, metrics.command);
+  const observe = metrics.sendStage;
 
   // One story per folder: reading and sync (unread/), sending (messages/), membership (conversations/).
   const snapshots = createSnapshotService({ db, unread });
   const reads = createReadService({ db, unread, notifier, outbox });
   const states = createStateService({ db, unread, notifier, outbox });
-  const fanout = createMessageFanout({ db, unread, notifier, outbox, log });
+  const fanout = createMessageFanout({ db, unread, notifier, outbox, log, observe });
   const messages = createMessageService({ db });
   const conversations = createConversationService({ db });
   const removal = createRemoval({ unread, notifier, outbox, log });
@@ -139,11 +153,12 @@ export function createApp({
   });
 
   const securityHeaders = createSecurityHeaders({ hsts: config.cookies.secure, dev });
+  const scrape = metricsRoute(metrics, config.metricsToken);
 
   // Registered before Socket.IO attaches: engine.io answers its own path and hands every other request here.
   httpServer.on("request", (req: IncomingMessage, res: ServerResponse) => {
     securityHeaders(req, res)
-      .then(() => api(req, res))
+      .then(async () => (await scrape(req, res)) || api(req, res))
       .then(async (handled) => {
         if (handled) return;
         if (fallback) return fallback(req, res);
@@ -172,6 +187,7 @@ export function createApp({
       fanout,
       limits,
       log,
+      observe,
       ...(config.fault ? { fault: config.fault } : {}),
     });
     registerUnreadHandlers(socket, { reads, states, snapshots, limits, log });
@@ -210,7 +226,10 @@ export function createApp({
   if (config.reconcileIntervalMs) {
     reconcileTimer = setInterval(() => {
       reconcile({ db, unread, onRepaired: (userIds) => notifier.unreadStale(userIds) })
-        .then((report) => report.drifted > 0 && log.warn({ report }, "reconciliation repaired drift"))
+        .then((report) => {
+          metrics.reconciled(report);
+          if (report.drifted > 0) log.warn({ report }, "reconciliation repaired drift");
+        })
         .catch((err: unknown) => log.warn({ err }, "reconciliation pass failed"));
     }, config.reconcileIntervalMs);
     reconcileTimer.unref();
@@ -224,6 +243,7 @@ export function createApp({
 
   return {
     io,
+    metrics,
     notifier,
     relay,
     close: async () => {

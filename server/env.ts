@@ -72,6 +72,8 @@ const schema = z.object({
   ALLOWED_ORIGINS: commaList
     .pipe(z.array(origin).min(1, "name at least one origin, e.g. https://chat.example.com"))
     .optional(),
+  /** Bearer token a Prometheus scraper presents at /metrics; unset: /metrics answers loopback, unproxied peers only. */
+  METRICS_TOKEN: z.string().min(16, "use at least 16 characters").optional(),
   /** 1 behind HTTPS: the session cookie gets Secure and responses send HSTS. */
   SECURE_COOKIES: flag("0"),
   COOKIE_SAMESITE: z.enum(["lax", "strict"]).default("lax"),
@@ -112,6 +114,8 @@ export interface AppConfig {
   unreadTtlMs?: number;
   /** Test-only: kill the process with SIGKILL right after a send commits, before Redis sees it. */
   fault?: "crash-after-commit";
+  /** METRICS_TOKEN: the bearer token /metrics asks for (unset: loopback scrapers only). */
+  metricsToken?: string;
 }
 
 /** Reads the environment once; fails with a message naming each bad variable. */
@@ -132,7 +136,10 @@ export function limitRules(env: Env): LimitRules {
 /** The settings of `createApp` that come straight from the environment. */
 export function appSecurityConfig(
   env: Env,
-): Pick<AppConfig, "cookies" | "allowedOrigins" | "trustProxy" | "limits" | "maxSocketsPerUser" | "lab"> {
+): Pick<
+  AppConfig,
+  "cookies" | "allowedOrigins" | "trustProxy" | "limits" | "maxSocketsPerUser" | "lab" | "metricsToken"
+> {
   return {
     cookies: { secure: env.SECURE_COOKIES === "1", sameSite: env.COOKIE_SAMESITE },
     ...(env.ALLOWED_ORIGINS ? { allowedOrigins: env.ALLOWED_ORIGINS } : {}),
@@ -140,6 +147,7 @@ export function appSecurityConfig(
     limits: limitRules(env),
     maxSocketsPerUser: env.MAX_SOCKETS_PER_USER,
     lab: env.LAB === "1",
+    ...(env.METRICS_TOKEN ? { metricsToken: env.METRICS_TOKEN } : {}),
   };
 }
 

@@ -37,6 +37,8 @@ export function haproxyConfig(opts: { host: string; port: number; instances: { n
     "global",
     "defaults",
     "  mode http",
+    // The client's address, for TRUST_PROXY=1; it also keeps /metrics from answering through the balancer.
+    "  option forwardfor",
     "  option redispatch",
     "  retries 2",
     "  timeout connect 5s",

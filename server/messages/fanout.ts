@@ -2,6 +2,7 @@ import { messageInclude, toMessageDTO } from "../contracts/dto.ts";
 import type { MessageDTO } from "../contracts/index.ts";
 import type { Db } from "../db/prisma.ts";
 import type { Logger } from "../log.ts";
+import { since, type SendStage } from "../metrics/metrics.ts";
 import type { Outbox, OutboxEntry } from "../outbox/outbox.ts";
 import type { Notifier } from "../realtime/notifier.ts";
 import type { UnreadEvent, UnreadService } from "../unread/unread.service.ts";
@@ -39,16 +40,22 @@ export function createMessageFanout(deps: {
   notifier: Notifier;
   outbox: Outbox;
   log: Logger;
+  /** Where the time of each stage goes (the /metrics histogram). */
+  observe?: (stage: SendStage, seconds: number) => void;
 }) {
-  const { db, unread, notifier, outbox, log } = deps;
+  const { db, unread, notifier, outbox, log, observe } = deps;
 
   async function applyCounters(
     event: Parameters<typeof messageEvents>[0],
     memberIds: number[],
     mentionedIds: readonly number[],
   ): Promise<void> {
+    let start = process.hrtime.bigint();
     const applied = await unread.applyMany(messageEvents(event, memberIds, mentionedIds));
+    observe?.("counters", since(start));
+    start = process.hrtime.bigint();
     for (const a of applied) if (a.changed) notifier.unreadChanged(a.userId, a.update);
+    observe?.("push", since(start));
   }
 
   /**
@@ -57,7 +64,9 @@ export function createMessageFanout(deps: {
    * A failure here loses nothing: the message is in the database and its outbox entry stays for the relay.
    */
   async function deliver(message: MessageDTO, memberIds: number[], mentionedIds: readonly number[]): Promise<void> {
+    const start = process.hrtime.bigint();
     notifier.messageNew(memberIds, message);
+    observe?.("push", since(start));
     try {
       await applyCounters({ ...message, createdAtMs: Date.parse(message.createdAt) }, memberIds, mentionedIds);
       await outbox.complete([

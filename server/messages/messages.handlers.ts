@@ -3,6 +3,7 @@ import { conversationIdParam, historyQuery, sendInput } from "../contracts/input
 import { parse } from "../errors.ts";
 import type { Limits } from "../limits/limits.ts";
 import type { Logger } from "../log.ts";
+import { since, type SendStage } from "../metrics/metrics.ts";
 import { onCommand } from "../realtime/command.ts";
 import type { TallySocket } from "../realtime/types.ts";
 import type { MessageFanout } from "./fanout.ts";
@@ -15,6 +16,8 @@ export interface MessageDeps {
   log: Logger;
   /** Test-only: kill the process right after a send commits, before Redis sees it. */
   fault?: "crash-after-commit";
+  /** Where the time of each stage goes (the /metrics histogram). */
+  observe?: (stage: SendStage, seconds: number) => void;
 }
 
 /** `message:send`: validate, limit, store durably, then fan out (a retried send fans out again, harmlessly). */
@@ -23,7 +26,9 @@ export function registerMessageHandlers(socket: TallySocket, deps: MessageDeps):
   onCommand(socket, deps.log, "message:send", async (payload) => {
     const input = parse(sendInput, payload);
     await deps.limits.consume("send", { userId: user.id });
+    const start = process.hrtime.bigint();
     const { message, memberIds, mentionedIds } = await deps.messages.send(user, input);
+    deps.observe?.("commit", since(start));
     if (deps.fault === "crash-after-commit") {
       // Test-only: die between the database commit and Redis, as a crashed process would.
       deps.log.warn({ messageId: message.id }, "TALLY_FAULT=crash-after-commit: killing this process");

@@ -30,6 +30,14 @@ export function command<T extends object>(
 /** The commands each server is running, so that closing it can wait for them before the database goes. */
 const running = new WeakMap<object, Set<Promise<unknown>>>();
 
+/** Who hears of each answered command on a server (its /metrics), by the code it was answered with. */
+const observers = new WeakMap<object, (command: string, outcome: string) => void>();
+
+/** Tells `observe` the outcome ("ok" or the error code) of every command answered on `server`. */
+export function observeCommands(server: TallyServer, observe: (command: string, outcome: string) => void): void {
+  observers.set(server, observe);
+}
+
 /** Handles the command `event` on `socket` with `run` (see `command`). */
 export function onCommand<T extends object>(
   socket: TallySocket,
@@ -46,9 +54,16 @@ export function onCommand<T extends object>(
     command(log, event, (payload) => {
       const p = run(payload);
       inFlight.add(p);
+      const observe = observers.get(server);
       void p.then(
-        () => inFlight.delete(p),
-        () => inFlight.delete(p),
+        () => {
+          inFlight.delete(p);
+          observe?.(event, "ok");
+        },
+        (err: unknown) => {
+          inFlight.delete(p);
+          observe?.(event, toApiError(err).code);
+        },
       );
       return p;
     }),

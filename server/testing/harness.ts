@@ -51,6 +51,7 @@ export interface HarnessOptions {
   maxSocketsPerUser?: number;
   allowedOrigins?: string[];
   lab?: boolean;
+  metricsToken?: string;
 }
 
 /**
@@ -88,6 +89,7 @@ export async function startHarness(count = 2, options: HarnessOptions = {}): Pro
         lab: options.lab !== false,
         ...(options.allowedOrigins ? { allowedOrigins: options.allowedOrigins } : {}),
         ...(options.unreadTtlMs ? { unreadTtlMs: options.unreadTtlMs } : {}),
+        ...(options.metricsToken ? { metricsToken: options.metricsToken } : {}),
       },
     });
     await new Promise<void>((resolve) => httpServer.listen(0, "127.0.0.1", resolve));

@@ -1,0 +1,83 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startHarness, type Harness } from "../testing/harness.ts";
+
+/** GET /metrics of instance `i`, as text. */
+async function scrape(h: Harness, i = 0, headers: Record<string, string> = {}) {
+  const res = await fetch(`${h.instances[i]!.url}/metrics`, { headers });
+  return { status: res.status, text: await res.text() };
+}
+
+/** The value of one sample line, e.g. `tally_commands_total{command="message:send",outcome="ok"}`; 0 if absent. */
+function sample(text: string, series: string): number {
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line ? Number(line.slice(series.length + 1)) : 0;
+}
+
+describe("/metrics", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness(1);
+  });
+  afterAll(() => h.close());
+
+  it("counts commands by outcome, times each stage of a send, and counts sockets and the outbox", async () => {
+    const [ann, ben] = [await h.signUp(`ann_${Date.now()}`), await h.signUp(`ben_${Date.now()}`)];
+    const created = await h.http("/api/conversations", {
+      method: "POST",
+      token: ann.token,
+      body: JSON.stringify({ memberNames: [ben.user.name] }),
+    });
+    const conversationId = created.body.conversation.id as number;
+    const socket = await h.connect(ann.token);
+    const before = (await scrape(h)).text;
+    for (let i = 0; i < 3; i++)
+      expect(
+        await socket.emitWithAck("message:send", { conversationId, clientMsgId: randomUUID(), content: `hi ${i}` }),
+      ).toMatchObject({ ok: true });
+    expect(await socket.emitWithAck("message:send", { conversationId, clientMsgId: "x", content: "" })).toMatchObject({
+      ok: false,
+      error: { code: "invalid" },
+    });
+    expect(await socket.emitWithAck("conversation:read", { conversationId: 999_999, seq: 1 })).toMatchObject({
+      ok: false,
+      error: { code: "forbidden" },
+    });
+
+    const { status, text } = await scrape(h);
+    expect(status).toBe(200);
+    const delta = (series: string) => sample(text, series) - sample(before, series);
+    expect(delta('tally_commands_total{command="message:send",outcome="ok"}')).toBe(3);
+    expect(delta('tally_commands_total{command="message:send",outcome="invalid"}')).toBe(1);
+    expect(delta('tally_commands_total{command="conversation:read",outcome="forbidden"}')).toBe(1);
+    for (const stage of ["commit", "counters"])
+      expect(delta(`tally_send_stage_seconds_count{stage="${stage}"}`)).toBe(3);
+    // The message push and the unread pushes: two timings per send.
+    expect(delta('tally_send_stage_seconds_count{stage="push"}')).toBe(6);
+    expect(sample(text, "tally_connected_sockets")).toBe(1);
+    expect(sample(text, 'tally_outbox_entries{state="pending"}')).toBe(0);
+    expect(text).toContain("process_cpu_seconds_total");
+    socket.disconnect();
+  });
+
+  it("answers only an unproxied scraper on this machine: a request through a proxy gets 404", async () => {
+    expect((await scrape(h, 0, { "x-forwarded-for": "203.0.113.7" })).status).toBe(404);
+    expect((await scrape(h)).status).toBe(200);
+  });
+});
+
+describe("/metrics with METRICS_TOKEN", () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness(1, { metricsToken: "a-long-enough-scrape-token" });
+  });
+  afterAll(() => h.close());
+
+  it("asks for the bearer token, even on loopback", async () => {
+    expect((await scrape(h)).status).toBe(404);
+    expect((await scrape(h, 0, { authorization: "Bearer wrong-token-of-some-length" })).status).toBe(404);
+    const ok = await scrape(h, 0, { authorization: "Bearer a-long-enough-scrape-token" });
+    expect(ok.status).toBe(200);
+    expect(ok.text).toContain("tally_commands_total");
+  });
+});

@@ -1,0 +1,105 @@
+import { timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+
+/** Where a send spends its time, in order: the database statement, the Redis counters, the pushes. */
+export type SendStage = "commit" | "counters" | "push";
+
+/** Seconds since `start` (a process.hrtime.bigint() reading). */
+export function since(start: bigint): number {
+  return Number(process.hrtime.bigint() - start) / 1e9;
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+/**
+ * One registry per app (no global default registry, so two apps in one test process do not share counters),
+ * with the process' default metrics and Tally's own. Gauges that need a query read it only when scraped.
+ */
+export function createMetrics(sources: {
+  outbox: () => Promise<{ pending: number; parked: number }>;
+  sockets: () => number;
+}) {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const commands = new Counter({
+    name: "tally_commands_total",
+    help: "Socket commands answered, by command and outcome (ok or the error code)",
+    labelNames: ["command", "outcome"] as const,
+    registers: [registry],
+  });
+  const sendStage = new Histogram({
+    name: "tally_send_stage_seconds",
+    help: "Time a send spends in each stage: commit (PostgreSQL), counters (Redis), push (Socket.IO emits)",
+    labelNames: ["stage"] as const,
+    buckets: [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1],
+    registers: [registry],
+  });
+  const reconciliation = new Counter({
+    name: "tally_reconciliation_users_total",
+    help: "Users reconciliation found drifted, and repaired",
+    labelNames: ["result"] as const,
+    registers: [registry],
+  });
+  new Gauge({
+    name: "tally_outbox_entries",
+    help: "Outbox entries not yet applied to Redis: pending (the relay retries them) and parked (given up)",
+    labelNames: ["state"] as const,
+    registers: [registry],
+    async collect() {
+      const { pending, parked } = await sources.outbox();
+      this.set({ state: "pending" }, pending);
+      this.set({ state: "parked" }, parked);
+    },
+  });
+  new Gauge({
+    name: "tally_connected_sockets",
+    help: "Sockets connected to this instance",
+    registers: [registry],
+    collect() {
+      this.set(sources.sockets());
+    },
+  });
+  return {
+    registry,
+    command(command: string, outcome: string) {
+      commands.inc({ command, outcome });
+    },
+    sendStage(stage: SendStage, seconds: number) {
+      sendStage.observe({ stage }, seconds);
+    },
+    reconciled(report: { drifted: number; repaired: number }) {
+      reconciliation.inc({ result: "drifted" }, report.drifted);
+      reconciliation.inc({ result: "repaired" }, report.repaired);
+    },
+  };
+}
+
+const LOOPBACK = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1"]);
+
+function sameSecret(a: string, b: string): boolean {
+  const [x, y] = [Buffer.from(a), Buffer.from(b)];
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/**
+ * `GET /metrics` in Prometheus' text format. With METRICS_TOKEN set, only for `Authorization: Bearer <token>`;
+ * without it, only for a scraper on this machine: a loopback peer that no proxy forwarded (a request through
+ * the balancer comes from loopback too, but carries X-Forwarded-For). Anyone else gets 404, as if there were none.
+ */
+export function metricsRoute(metrics: Metrics, token: string | undefined) {
+  return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+    if (req.url?.split("?")[0] !== "/metrics") return false;
+    const auth = req.headers.authorization ?? "";
+    const allowed = token
+      ? auth.startsWith("Bearer ") && sameSecret(auth.slice(7), token)
+      : LOOPBACK.has(req.socket.remoteAddress ?? "") && req.headers["x-forwarded-for"] === undefined;
+    if (!allowed || req.method !== "GET") {
+      res.writeHead(404, { "content-type": "text/plain" }).end("Not found");
+      return true;
+    }
+    const body = await metrics.registry.metrics();
+    res.writeHead(200, { "content-type": metrics.registry.contentType }).end(body);
+    return true;
+  };
+}
