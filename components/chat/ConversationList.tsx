@@ -20,8 +20,8 @@ function MutedIcon() {
       className="muted-icon"
       data-testid="muted-icon"
       viewBox="0 0 16 16"
-      width="14"
-      height="14"
+      width="15"
+      height="15"
       role="img"
       aria-label="Muted"
     >
