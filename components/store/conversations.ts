@@ -90,7 +90,12 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
       const generation = rt.generation;
       // A read that failed must not block the same seq forever; a newer request stays as it is.
       const rollBack = () => {
-        if (generation !== rt.generation || get().readRequested[conversationId] !== seq) return;
+        if (generation !== rt.generation) return;
+        // The mark this read meant to clear is still shown, so looking at the end again must clear it.
+        if (markVersion !== undefined && rt.markClears.get(conversationId) === markVersion) {
+          rt.markClears.delete(conversationId);
+        }
+        if (get().readRequested[conversationId] !== seq) return;
         set((s) => {
           const readRequested = { ...s.readRequested };
           if (previous === undefined) delete readRequested[conversationId];

@@ -264,6 +264,22 @@ describe("mark as unread", () => {
     ]);
   });
 
+  it("clears the mark after a failed read of the messages above it", async () => {
+    const t = await synced(
+      [conversation(1, { lastSeq: 6, lastReadSeq: 4, unreadCount: 2, markedUnread: true, markVersion: 5 })],
+      7,
+    );
+    await readTo(t, 1, 6);
+    t.transport.reads[0]?.reject(new Error("timeout"));
+    await flush();
+    t.store.getState().setOnScreen(1, { highestSeq: 6, following: true });
+    await flush();
+    expect(t.transport.reads.map((c) => c.input)).toEqual([
+      { conversationId: 1, seq: 6, markVersion: 5 },
+      { conversationId: 1, seq: 6, markVersion: 5 },
+    ]);
+  });
+
   it("does not clear a mark while the tab does not look at the conversation", async () => {
     const t = await synced([conversation(1, { lastSeq: 4, unreadCount: 1, markedUnread: true, markVersion: 3 })], 7);
     t.store.getState().setVisible(false);
