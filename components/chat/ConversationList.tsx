@@ -1,27 +1,75 @@
 "use client";
 
-import { memo } from "react";
+import { memo, useEffect } from "react";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { formatTimestamp } from "@/components/lib/format";
-import { selectConversation, selectConversationOrder, selectShownUnread } from "@/components/store/selectors";
+import {
+  selectActiveConversationId,
+  selectConversation,
+  selectConversationOrder,
+  selectMuted,
+  selectShownMentions,
+  selectShownUnread,
+} from "@/components/store/selectors";
+import { RowMenu } from "./RowMenu";
+import { rowShortcut } from "./row-shortcut";
+
+function MutedIcon() {
+  return (
+    <svg
+      className="muted-icon"
+      data-testid="muted-icon"
+      viewBox="0 0 16 16"
+      width="15"
+      height="15"
+      role="img"
+      aria-label="Muted"
+    >
+      <path
+        d="M8 1.5a4 4 0 0 0-4 4v2.4L2.6 10.6a.6.6 0 0 0 .5.9h9.8a.6.6 0 0 0 .5-.9L12 7.9V5.5a4 4 0 0 0-4-4ZM6.3 12.5a1.8 1.8 0 0 0 3.4 0Z"
+        fill="currentColor"
+      />
+      <path d="M2 2l12 12" stroke="var(--bg)" strokeWidth="3" strokeLinecap="round" />
+      <path d="M2 2l12 12" stroke="currentColor" strokeWidth="1.4" strokeLinecap="round" />
+    </svg>
+  );
+}
 
 const ConversationItem = memo(function ConversationItem({ id }: { id: number }) {
   const conversation = useChatStore(selectConversation(id));
   const unread = useChatStore(selectShownUnread(id));
+  const mentions = useChatStore(selectShownMentions(id));
+  const muted = useChatStore(selectMuted(id));
   const active = useChatStore((s) => s.activeConversationId === id);
   const open = useChatStore((s) => s.openConversation);
+  const mute = useChatStore((s) => s.mute);
+  const markUnread = useChatStore((s) => s.markUnread);
   if (!conversation) return null;
   const last = conversation.lastMessage;
+  // What the row adds to the app badge: a muted conversation only its mentions.
+  const counted = muted ? mentions : unread;
 
   return (
-    <li>
+    <li
+      className="conversation-row"
+      onKeyDown={(event) => {
+        const command = rowShortcut(event);
+        if (command === null) return;
+        event.preventDefault();
+        if (command === "mute") void mute(id, !muted);
+        else void markUnread(id);
+      }}
+    >
       <button
         type="button"
-        className={`conversation-item${active ? " active" : ""}${unread > 0 ? " unread" : ""}`}
+        className={`conversation-item${active ? " active" : ""}${counted > 0 ? " unread" : ""}${muted ? " muted" : ""}`}
         data-testid="conversation-item"
         data-conversation-id={id}
         data-unread={unread}
+        data-muted={muted}
+        data-mentions={mentions}
         aria-current={active ? "true" : undefined}
+        aria-keyshortcuts="Alt+Shift+M Alt+Shift+U"
         onClick={() => open(id)}
       >
         <span className="conversation-top">
@@ -49,20 +97,65 @@ const ConversationItem = memo(function ConversationItem({ id }: { id: number }) 
               <span className="preview-empty">No messages yet</span>
             )}
           </span>
+          {muted && <MutedIcon />}
+          {mentions > 0 && (
+            <span
+              className="badge mention-badge"
+              data-testid="mention-badge"
+              aria-label={`${mentions} ${mentions === 1 ? "mention" : "mentions"}`}
+            >
+              {mentions === 1 ? "@" : `@${mentions}`}
+            </span>
+          )}
           {unread > 0 && (
-            <span className="badge" data-testid="conversation-badge" aria-label={`${unread} unread`}>
+            <span
+              className={muted ? "badge badge-muted" : "badge"}
+              data-testid="conversation-badge"
+              aria-label={muted ? `${unread} unread, muted` : `${unread} unread`}
+            >
               {unread}
             </span>
           )}
         </span>
       </button>
+      <RowMenu
+        title={conversation.title}
+        muted={muted}
+        onMute={() => void mute(id, !muted)}
+        onMarkUnread={() => void markUnread(id)}
+      />
     </li>
   );
 });
 
+/**
+ * With nothing focused (after a click on the page's background), the shortcuts act on the open conversation; in
+ * a text field they never do, so the composer keeps every key.
+ */
+function useShortcutsOnOpenConversation(): void {
+  const active = useChatStore(selectActiveConversationId);
+  const muted = useChatStore((s) => (active === null ? false : (s.unreadDetails[active]?.muted ?? false)));
+  const mute = useChatStore((s) => s.mute);
+  const markUnread = useChatStore((s) => s.markUnread);
+  useEffect(() => {
+    if (active === null) return;
+    const onKeyDown = (event: KeyboardEvent) => {
+      if (document.activeElement !== document.body) return;
+      const command = rowShortcut(event);
+      if (command === null) return;
+      event.preventDefault();
+      if (command === "mute") void mute(active, !muted);
+      else void markUnread(active);
+    };
+    document.addEventListener("keydown", onKeyDown);
+    return () => document.removeEventListener("keydown", onKeyDown);
+  }, [active, muted, mute, markUnread]);
+}
+
 export function ConversationList() {
   const order = useChatStore(selectConversationOrder);
   const everSynced = useChatStore((s) => s.epoch !== null);
+  useShortcutsOnOpenConversation();
 
   if (order.length === 0) {
     return (

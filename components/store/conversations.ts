@@ -1,7 +1,7 @@
 import type { StateCreator } from "zustand/vanilla";
-import type { ConversationDTO, MessageDTO, Result } from "@/server/contracts";
+import type { ConversationDTO, MessageDTO, Result, UnreadUpdate } from "@/server/contracts";
 import { createReadCursor, type ReadCursor } from "./read-cursor";
-import { isBeingRead, type StoreRuntime } from "./runtime";
+import { badgeShare, isBeingRead, latestSeq, type StoreRuntime } from "./runtime";
 import type { ChatState, ConversationsSlice } from "./types";
 
 /** Its last message's time, or while it has none its creation time: creating a conversation is activity too. */
@@ -66,15 +66,36 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
       return null;
     }
 
+    /** The mark this tab shows for the conversation, which a read names so that it cannot clear a newer one. */
+    function shownMark(conversationId: number): number | undefined {
+      const detail = get().unreadDetails[conversationId];
+      return detail?.markedUnread ? detail.markVersion : undefined;
+    }
+
+    function acknowledgeRead(res: Result<{ unread: UnreadUpdate; changed: boolean }>): void {
+      if (!res.ok) return;
+      if (res.changed) get().applyUnread(res.unread);
+      else get().probeUnread(res.unread);
+    }
+
     function sendRead(conversationId: number, seq: number): void {
       const previous = get().readRequested[conversationId];
       if (seq <= (previous ?? 0)) return;
       set((s) => ({ readRequested: { ...s.readRequested, [conversationId]: seq } }));
+      const markVersion = shownMark(conversationId);
+      if (markVersion !== undefined && seq >= latestSeq(get(), conversationId)) {
+        rt.markClears.set(conversationId, markVersion);
+      }
 
       const generation = rt.generation;
       // A read that failed must not block the same seq forever; a newer request stays as it is.
       const rollBack = () => {
-        if (generation !== rt.generation || get().readRequested[conversationId] !== seq) return;
+        if (generation !== rt.generation) return;
+        // The mark this read meant to clear is still shown, so looking at the end again must clear it.
+        if (markVersion !== undefined && rt.markClears.get(conversationId) === markVersion) {
+          rt.markClears.delete(conversationId);
+        }
+        if (get().readRequested[conversationId] !== seq) return;
         set((s) => {
           const readRequested = { ...s.readRequested };
           if (previous === undefined) delete readRequested[conversationId];
@@ -82,13 +103,39 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
           return { readRequested };
         });
       };
-      rt.deps.transport.read({ conversationId, seq }).then((res) => {
+      const input = markVersion === undefined ? { conversationId, seq } : { conversationId, seq, markVersion };
+      rt.deps.transport.read(input).then((res) => {
         if (generation !== rt.generation) return;
-        if (res.ok) {
-          if (res.changed) get().applyUnread(res.unread);
-          else get().probeUnread(res.unread);
-        } else rollBack();
+        if (res.ok) acknowledgeRead(res);
+        else rollBack();
       }, rollBack);
+    }
+
+    /**
+     * A conversation marked unread is read to its end with nothing new to read: the cursor cannot move, so the read
+     * of its last message is sent again, naming the mark. Nothing changes here until the server answers.
+     */
+    function clearMarkIfRead(conversationId: number, onScreenSeq: number): void {
+      const markVersion = shownMark(conversationId);
+      if (markVersion === undefined || rt.markHeld.has(conversationId)) return;
+      const s = get();
+      const last = latestSeq(s, conversationId);
+      if (!isBeingRead(s, conversationId) || onScreenSeq < last) return;
+      if ((rt.markClears.get(conversationId) ?? 0) >= markVersion) return;
+      // A read still waiting for its debounce would overtake this one in the person's eyes; send it as well.
+      if (last > (s.readRequested[conversationId] ?? 0)) return;
+      rt.markClears.set(conversationId, markVersion);
+      const generation = rt.generation;
+      const retry = () => {
+        if (generation === rt.generation && rt.markClears.get(conversationId) === markVersion) {
+          rt.markClears.delete(conversationId);
+        }
+      };
+      rt.deps.transport.read({ conversationId, seq: last, markVersion }).then((res) => {
+        if (generation !== rt.generation) return;
+        if (res.ok) acknowledgeRead(res);
+        else retry();
+      }, retry);
     }
 
     function cursorOf(conversationId: number): ReadCursor {
@@ -128,7 +175,10 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
       const previous = get().activeConversationId;
       if (previous === next) return;
       rt.view = null;
-      if (previous !== null) rt.cursors.get(previous)?.flush();
+      if (previous !== null) {
+        rt.cursors.get(previous)?.flush();
+        rt.markHeld.delete(previous);
+      }
     }
 
     return {
@@ -182,9 +232,12 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         rt.unreadWatch.delete(conversationId);
         rt.cursors.get(conversationId)?.cancel();
         rt.cursors.delete(conversationId);
+        rt.markClears.delete(conversationId);
+        rt.markHeld.delete(conversationId);
         if (rt.view?.conversationId === conversationId) rt.view = null;
 
-        const counted = s.unreadCounts[conversationId] ?? 0;
+        const counted = badgeShare(s, conversationId, false);
+        const mentions = s.unreadDetails[conversationId]?.mentionCount ?? 0;
         set((s) => {
           const conversations = without(s.conversations, conversationId);
           return {
@@ -200,14 +253,16 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
             messages: without(s.messages, conversationId),
             pending: without(s.pending, conversationId),
             unreadCounts: without(s.unreadCounts, conversationId),
-            // Its count leaves the total in the same step as its row, so no badge ever disagrees with the rows.
+            unreadDetails: without(s.unreadDetails, conversationId),
+            // Its share leaves the totals in the same step as its row, so no badge ever disagrees with the rows.
             totalUnread: Math.max(0, s.totalUnread - counted),
+            totalMentions: Math.max(0, s.totalMentions - mentions),
           };
         });
         // A snapshot already on its way may predate the removal and would bring the conversation back.
         if (get().syncing) get().requestSync(true);
-        // The server's unread:changed that zeroes the count has not come (yet): the local total is a guess.
-        else if (counted > 0) get().requestSync();
+        // The server's unread:changed that zeroes the count has not come (yet): the local totals are a guess.
+        else if (counted > 0 || mentions > 0) get().requestSync();
       },
 
       clearConversationError(conversationId) {
@@ -272,10 +327,9 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
       readIfActive(conversationId) {
         const state = get();
         if (state.activeConversationId !== conversationId) return;
-        cursorOf(conversationId).observe({
-          attending: isBeingRead(state, conversationId),
-          onScreen: onScreen(conversationId),
-        });
+        const seq = onScreen(conversationId);
+        cursorOf(conversationId).observe({ attending: isBeingRead(state, conversationId), onScreen: seq });
+        clearMarkIfRead(conversationId, seq);
       },
     };
   };

@@ -14,16 +14,21 @@ export interface Pending<I, T> {
 
 type Queue<I, T> = Pending<I, T>[];
 
+type Method<K extends keyof ChatTransport> = NonNullable<ChatTransport[K]>;
 /** What the transport's call `K` resolves with. */
-type Answer<K extends keyof ChatTransport> = Awaited<ReturnType<ChatTransport[K]>>;
+type Answer<K extends keyof ChatTransport> = Awaited<ReturnType<Method<K>>>;
 /** The calls of `K` so far, with the one argument each was given. */
-type Calls<K extends keyof ChatTransport> = Queue<Parameters<ChatTransport[K]>[0], Answer<K>>;
+type Calls<K extends keyof ChatTransport> = Queue<Parameters<Method<K>>[0], Answer<K>>;
 /** Answers every call of `K` at once. */
-type Responder<K extends keyof ChatTransport> = (...args: Parameters<ChatTransport[K]>) => Answer<K>;
+type Responder<K extends keyof ChatTransport> = (...args: Parameters<Method<K>>) => Answer<K>;
 
 export interface FakeTransport extends ChatTransport {
   sends: Calls<"send">;
   reads: Calls<"read">;
+  mutes: Calls<"mute">;
+  marks: Calls<"markUnread">;
+  mute: Method<"mute">;
+  markUnread: Method<"markUnread">;
   syncs: Queue<null, Answer<"sync">>;
   fetches: Queue<{ conversationId: number; query: MessagesQuery }, Answer<"fetchMessages">>;
   creates: Calls<"createConversation">;
@@ -48,6 +53,8 @@ export function createFakeTransport(): FakeTransport {
   const fake: FakeTransport = {
     sends: [],
     reads: [],
+    mutes: [],
+    marks: [],
     syncs: [],
     fetches: [],
     creates: [],
@@ -56,6 +63,8 @@ export function createFakeTransport(): FakeTransport {
     auto: {},
     send: (input) => call(fake.sends, input, fake.auto.send),
     read: (input) => call(fake.reads, input, fake.auto.read),
+    mute: (input) => call(fake.mutes, input),
+    markUnread: (input) => call(fake.marks, input),
     sync: () => {
       const auto = fake.auto.sync;
       return call(fake.syncs, null, auto && (() => auto()));
@@ -187,6 +196,7 @@ export function update(
   totalUnread: number,
   version: number,
   epoch = "e1",
+  overrides: Partial<Omit<UnreadUpdate, "conversationId" | "unreadCount" | "totalUnread" | "version" | "epoch">> = {},
 ): UnreadUpdate {
   return {
     conversationId,
@@ -199,5 +209,6 @@ export function update(
     totalMentions: 0,
     version,
     epoch,
+    ...overrides,
   };
 }

@@ -31,6 +31,13 @@ export interface StoreRuntime {
   view: (OnScreen & { conversationId: number }) | null;
   /** The read cursor (components/store/read-cursor.ts) of each conversation read here. */
   cursors: Map<number, ReadCursor>;
+  /** Per conversation, the markVersion a read already asked to clear, so each mark is cleared by one read. */
+  markClears: Map<number, number>;
+  /**
+   * Conversations this tab marked unread while they were open: the person is still looking at them, so their
+   * mark is not read away until they are opened again.
+   */
+  markHeld: Set<number>;
   outbox: Outbox;
 }
 
@@ -76,6 +83,8 @@ export function createRuntime(deps: ChatStoreDeps): StoreRuntime {
     removed: new Set(),
     view: null,
     cursors: new Map(),
+    markClears: new Map(),
+    markHeld: new Set(),
     outbox: { queue: [], busy: false, failures: 0, retryTimer: null, settle: new Map() },
   };
 }
@@ -111,8 +120,26 @@ export function isBeingRead(state: ChatState, conversationId: number): boolean {
 export function shownUnread(state: ChatState, conversationId: number): number {
   const count = state.unreadCounts[conversationId] ?? 0;
   const seen = state.seenSeq[conversationId];
-  if (seen === undefined || count === 0) return count;
+  // A mark counts no message, so nothing seen can explain it away: only the server clears it.
+  if (seen === undefined || count === 0 || state.unreadDetails[conversationId]?.markedUnread) return count;
   return Math.min(count, Math.max(0, latestSeq(state, conversationId) - seen));
+}
+
+/**
+ * The mentions a badge shows: mentions are among the unread messages, so there are never more of them than the
+ * shown count.
+ */
+export function shownMentions(state: ChatState, conversationId: number): number {
+  const mentions = state.unreadDetails[conversationId]?.mentionCount ?? 0;
+  return mentions === 0 ? 0 : Math.min(mentions, shownUnread(state, conversationId));
+}
+
+/** What a conversation adds to the app badge: its count, or while muted only its mentions. */
+export function badgeShare(state: ChatState, conversationId: number, shown: boolean): number {
+  const muted = state.unreadDetails[conversationId]?.muted ?? false;
+  if (!shown)
+    return muted ? (state.unreadDetails[conversationId]?.mentionCount ?? 0) : (state.unreadCounts[conversationId] ?? 0);
+  return muted ? shownMentions(state, conversationId) : shownUnread(state, conversationId);
 }
 
 export function sleep(ms: number): Promise<void> {

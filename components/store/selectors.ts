@@ -1,5 +1,5 @@
 import { EMPTY_LIST } from "./messages";
-import { shownUnread } from "./runtime";
+import { badgeShare, shownMentions, shownUnread } from "./runtime";
 import type { ChatState, MessageList, PendingMessage } from "./types";
 
 // Selectors must return stable references: zustand re-renders (or loops) on a fresh [] every call.
@@ -19,10 +19,24 @@ export const selectShownTotal = (s: ChatState): number => {
   let hidden = 0;
   for (const key of Object.keys(s.seenSeq)) {
     const id = Number(key);
-    hidden += (s.unreadCounts[id] ?? 0) - shownUnread(s, id);
+    hidden += badgeShare(s, id, false) - badgeShare(s, id, true);
   }
   return Math.max(0, s.totalUnread - hidden);
 };
+
+/** The shown mentions of a conversation (runtime.ts `shownMentions`). */
+export const selectShownMentions =
+  (id: number) =>
+  (s: ChatState): number =>
+    shownMentions(s, id);
+export const selectMuted =
+  (id: number) =>
+  (s: ChatState): boolean =>
+    s.unreadDetails[id]?.muted ?? false;
+export const selectMarkedUnread =
+  (id: number) =>
+  (s: ChatState): boolean =>
+    s.unreadDetails[id]?.markedUnread ?? false;
 
 /** The server's counts, unmasked. */
 export const selectConversationOrder = (s: ChatState): number[] => s.conversationOrder;

@@ -23,6 +23,8 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
       clearOutbox(rt.outbox);
       for (const cursor of rt.cursors.values()) cursor.cancel();
       rt.cursors.clear();
+      rt.markClears.clear();
+      rt.markHeld.clear();
       rt.view = null;
       set({
         ...initialUnreadState,

@@ -65,6 +65,14 @@ export function createSocketLink(http: HttpTransport): SocketLink {
       if (!socket?.connected) throw new Error("not connected");
       return socket.timeout(ACK_TIMEOUT_MS).emitWithAck("conversation:read", input);
     },
+    async mute(input) {
+      if (!socket?.connected) throw new Error("not connected");
+      return socket.timeout(ACK_TIMEOUT_MS).emitWithAck("conversation:mute", input);
+    },
+    async markUnread(input) {
+      if (!socket?.connected) throw new Error("not connected");
+      return socket.timeout(ACK_TIMEOUT_MS).emitWithAck("conversation:markUnread", input);
+    },
     async sync() {
       // A reconnect syncs anyway; a sync buffered while offline would only be superseded.
       if (!socket?.connected) throw new Error("not connected");

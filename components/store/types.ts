@@ -3,6 +3,8 @@ import type {
   CreateConversationInput,
   MessageDTO,
   MessagesResponse,
+  MarkUnreadInput,
+  MuteInput,
   ReadInput,
   Result,
   SendInput,
@@ -10,6 +12,7 @@ import type {
   SessionResponse,
   Snapshot,
   StartResponse,
+  UnreadState,
   UnreadUpdate,
   UserDTO,
 } from "@/server/contracts";
@@ -28,6 +31,13 @@ export interface MessagesQuery {
 export interface ChatTransport {
   send(input: SendInput): Promise<Result<{ message: MessageDTO }>>;
   read(input: ReadInput): Promise<Result<{ unread: UnreadUpdate; changed: boolean }>>;
+  /*
+   * Optional only because a transport written before them (the recording wrapper of the model-based simulation,
+   * server/testing/sim/browser-tab.ts, owned by the server side) must still type-check until it forwards them;
+   * without one the store answers as for a refusal. The socket transport and the fake have both.
+   */
+  mute?(input: MuteInput): Promise<Result<{ unread: UnreadUpdate }>>;
+  markUnread?(input: MarkUnreadInput): Promise<Result<{ unread: UnreadUpdate }>>;
   sync(): Promise<Result<{ snapshot: Snapshot }>>;
   fetchMessages(conversationId: number, query: MessagesQuery): Promise<Result<MessagesResponse>>;
   createConversation(input: CreateConversationInput): Promise<Result<{ conversation: ConversationDTO }>>;
@@ -213,14 +223,29 @@ export interface MessagesSlice {
   receiveMessage(message: MessageDTO): void;
 }
 
+/** A conversation's unread state beside its count, as the server last said (UnreadState without unreadCount). */
+export type UnreadDetail = Omit<UnreadState, "unreadCount">;
+
 export interface UnreadSlice {
   epoch: string | null;
   version: number;
   unreadCounts: Record<number, number>;
+  /** Per conversation, changed together with unreadCounts and both totals (checkUnreadInvariants). */
+  unreadDetails: Record<number, UnreadDetail>;
+  /** The app badge: Σ (muted ? mentionCount : unreadCount). */
   totalUnread: number;
+  /** Σ mentionCount. */
+  totalMentions: number;
   syncing: boolean;
-  /** An unread:changed push or a conversation:read acknowledgement. */
+  /** An unread:changed push or the acknowledgement of a read, mute or mark. */
   applyUnread(update: UnreadUpdate): void;
+  /**
+   * Mutes or unmutes for the user (every tab); the acknowledgement's state is applied like a read's. Resolves with
+   * the server's error message (also kept in conversationErrors), or null once acknowledged.
+   */
+  mute(conversationId: number, muted: boolean): Promise<string | null>;
+  /** Marks the conversation unread until a read reaches its last message; same answers as mute. */
+  markUnread(conversationId: number): Promise<string | null>;
   /** The unread in an acknowledgement that changed nothing: the current state, not one step. */
   probeUnread(update: UnreadUpdate): void;
   /** Starts a sync unless one is running; `force` supersedes a running one (e.g. after a reconnect). */

@@ -1,8 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ConversationDTO, Snapshot, UnreadUpdate } from "@/server/contracts";
 import { conversation, flush, flushMicrotasks, setup, snapshot, update } from "./fake-transport";
-import type { ChatState } from "./types";
-import { judgeUpdate } from "./unread";
+import { checkUnreadInvariants, judgeUpdate, storeUnreadRows } from "./unread";
 import { rng as mulberry32 } from "@/server/lab/rng";
 
 // Fake timers: a test moves time itself (flush() by a few ms), so no outcome depends on the machine's speed.
@@ -12,8 +11,6 @@ beforeEach(() => {
 afterEach(() => {
   vi.useRealTimers();
 });
-
-const sum = (s: ChatState) => Object.values(s.unreadCounts).reduce((a, b) => a + b, 0);
 
 /** Starts a store at (e1, version) with the given conversations, via a real sync. */
 async function synced(conversations: ConversationDTO[], version: number) {
@@ -150,25 +147,69 @@ describe("unread slice", () => {
   });
 });
 
-/** The server's side of one user's unread state, obeying total = Σ counts. */
+interface ModelConversation {
+  unreadCount: number;
+  mentionCount: number;
+  muted: boolean;
+  markedUnread: boolean;
+  markVersion: number;
+}
+
+/**
+ * The server's side of one user's unread state, obeying the rule of docs/consistency.md written out here on its
+ * own: totalUnread = Σ (muted ? mentionCount : unreadCount), totalMentions = Σ mentionCount, mentions among the
+ * unread, a mark shows 1 when nothing else is unread.
+ */
 class UnreadServer {
   epochNo = 1;
   version = 0;
-  counts = new Map<number, number>([1, 2, 3, 4].map((id) => [id, 0]));
+  private marks = 0;
+  conversations = new Map<number, ModelConversation>(
+    [1, 2, 3, 4].map((id) => [
+      id,
+      { unreadCount: 0, mentionCount: 0, muted: false, markedUnread: false, markVersion: 0 },
+    ]),
+  );
   constructor(private readonly random: () => number) {}
 
   get epoch() {
     return `e${this.epochNo}`;
   }
   total() {
-    return [...this.counts.values()].reduce((a, b) => a + b, 0);
+    let total = 0;
+    for (const c of this.conversations.values()) total += c.muted ? c.mentionCount : c.unreadCount;
+    return total;
   }
+  mentions() {
+    let total = 0;
+    for (const c of this.conversations.values()) total += c.mentionCount;
+    return total;
+  }
+  /** One change of one conversation: new messages or a read (with mentions among them), a mute, or a mark. */
   change(): UnreadUpdate {
-    const id = 1 + Math.floor(this.random() * this.counts.size);
-    this.counts.set(id, Math.floor(this.random() * 6));
+    const id = 1 + Math.floor(this.random() * this.conversations.size);
+    const c = this.conversations.get(id);
+    if (!c) throw new Error(`no conversation ${id}`);
+    const r = this.random();
+    if (r < 0.15) c.muted = !c.muted;
+    else if (r < 0.3) {
+      this.marks += 1;
+      c.markedUnread = true;
+      c.markVersion = this.marks;
+      c.unreadCount = Math.max(c.unreadCount, 1);
+    } else {
+      const messages = Math.floor(this.random() * 6);
+      c.mentionCount = Math.floor(this.random() * (messages + 1));
+      c.markedUnread = messages === 0 && c.markedUnread && this.random() < 0.5;
+      if (!c.markedUnread) c.markVersion = 0;
+      c.unreadCount = c.markedUnread ? 1 : messages;
+    }
     this.version += 1;
     return {
-      ...update(id, this.counts.get(id) ?? 0, this.total(), this.version, this.epoch),
+      conversationId: id,
+      ...c,
+      totalUnread: this.total(),
+      totalMentions: this.mentions(),
       ...this.stamp(),
     };
   }
@@ -177,8 +218,8 @@ class UnreadServer {
     this.version = Math.floor(this.random() * 3);
   }
   snapshot(): Snapshot {
-    const conversations = [...this.counts].map(([id, unreadCount]) => conversation(id, { unreadCount }));
-    return { conversations, totalUnread: this.total(), totalMentions: 0, ...this.stamp() };
+    const conversations = [...this.conversations].map(([id, c]) => conversation(id, { ...c }));
+    return { conversations, totalUnread: this.total(), totalMentions: this.mentions(), ...this.stamp() };
   }
   private stamp() {
     return { version: this.version, epoch: this.epoch };
@@ -189,14 +230,15 @@ describe("unread protocol under reordering, loss, duplication, epoch changes and
   const fixedSeed = process.env.TEST_SEED === undefined ? undefined : Number(process.env.TEST_SEED);
   const seeds = fixedSeed === undefined ? Array.from({ length: 300 }, (_, i) => 1000 + i) : [fixedSeed];
 
-  it.each(seeds)("seed %i converges and never breaks total = Σ counts", async (seed) => {
+  it.each(seeds)("seed %i converges and never breaks either invariant", async (seed) => {
     try {
       const random = mulberry32(seed);
       const server = new UnreadServer(random);
       const { store, transport } = setup();
       const violations: string[] = [];
       store.subscribe((s) => {
-        if (s.totalUnread !== sum(s)) violations.push(`total ${s.totalUnread} ≠ Σ ${sum(s)} at v${s.version}`);
+        for (const problem of checkUnreadInvariants(s, storeUnreadRows(s)))
+          violations.push(`${problem} at v${s.version}`);
       });
       // Emission order on the server; the newest delivered update must never be lost once syncs settle.
       const emitted = new Map<UnreadUpdate, number>();
@@ -259,13 +301,23 @@ describe("unread protocol under reordering, loss, duplication, epoch changes and
 
       expect(violations).toEqual([]);
       const s = store.getState();
-      expect({ epoch: s.epoch, version: s.version, total: s.totalUnread, syncing: s.syncing }).toEqual({
+      expect({
+        epoch: s.epoch,
+        version: s.version,
+        total: s.totalUnread,
+        mentions: s.totalMentions,
+        syncing: s.syncing,
+      }).toEqual({
         epoch: server.epoch,
         version: server.version,
         total: server.total(),
+        mentions: server.mentions(),
         syncing: false,
       });
-      for (const [id, count] of server.counts) expect(s.unreadCounts[id] ?? 0).toBe(count);
+      for (const [id, { unreadCount, ...detail }] of server.conversations) {
+        expect(s.unreadCounts[id] ?? 0).toBe(unreadCount);
+        expect(s.unreadDetails[id]).toEqual(detail);
+      }
     } catch (error) {
       console.error(`unread protocol failed; replay with TEST_SEED=${seed}`);
       throw error;

@@ -1,9 +1,9 @@
 import type { StateCreator } from "zustand/vanilla";
-import type { ConversationDTO, Snapshot, UnreadUpdate } from "@/server/contracts";
+import type { ConversationDTO, Result, Snapshot, UnreadState, UnreadUpdate } from "@/server/contracts";
 import { sortConversationIds } from "./conversations";
 import { pendingWithin } from "./messages";
 import { isBeingRead, shownUnread, type StoreRuntime } from "./runtime";
-import type { ChatState, UnreadSlice } from "./types";
+import type { ChatState, UnreadDetail, UnreadSlice } from "./types";
 
 export type UnreadVerdict = "apply" | "ignore" | "resync";
 
@@ -18,11 +18,77 @@ export function judgeUpdate(local: { epoch: string | null; version: number }, up
   return "resync";
 }
 
+/** One conversation's part of the totals: what checkUnreadInvariants sums. */
+export type UnreadRow = Pick<UnreadState, "unreadCount" | "mentionCount" | "muted">;
+
+/**
+ * The two invariants of docs/consistency.md ("Mute, mentions and mark as unread"):
+ * totalUnread = Σ (muted ? mentionCount : unreadCount) and totalMentions = Σ mentionCount, plus
+ * mentionCount ≤ unreadCount in each row (mentions are among the unread messages). Returns what breaks them, [] when
+ * they hold. Pure, so a snapshot, a store state or a test model can be checked alike.
+ */
+export function checkUnreadInvariants(
+  totals: { totalUnread: number; totalMentions: number },
+  rows: Iterable<UnreadRow>,
+): string[] {
+  let unread = 0;
+  let mentions = 0;
+  const problems: string[] = [];
+  for (const row of rows) {
+    unread += row.muted ? row.mentionCount : row.unreadCount;
+    mentions += row.mentionCount;
+    if (row.mentionCount > row.unreadCount) problems.push(`${row.mentionCount} mentions > ${row.unreadCount} unread`);
+  }
+  if (totals.totalUnread !== unread) problems.push(`totalUnread ${totals.totalUnread} ≠ Σ ${unread}`);
+  if (totals.totalMentions !== mentions) problems.push(`totalMentions ${totals.totalMentions} ≠ Σ ${mentions}`);
+  return problems;
+}
+
+/** The store's rows for checkUnreadInvariants: every conversation with a count or details (missing parts are 0). */
+export function storeUnreadRows(s: Pick<ChatState, "unreadCounts" | "unreadDetails">): UnreadRow[] {
+  const ids = new Set([...Object.keys(s.unreadCounts), ...Object.keys(s.unreadDetails)].map(Number));
+  return [...ids].map((id) => ({
+    unreadCount: s.unreadCounts[id] ?? 0,
+    mentionCount: s.unreadDetails[id]?.mentionCount ?? 0,
+    muted: s.unreadDetails[id]?.muted ?? false,
+  }));
+}
+
+export function detailOf(state: UnreadState): UnreadDetail {
+  return {
+    mentionCount: state.mentionCount,
+    muted: state.muted,
+    markedUnread: state.markedUnread,
+    markVersion: state.markVersion,
+  };
+}
+
+/** The acknowledged state of the conversation is what this tab already shows: the command changed nothing. */
+function showsAlready(s: ChatState, update: UnreadUpdate): boolean {
+  const detail = s.unreadDetails[update.conversationId];
+  return (
+    detail !== undefined &&
+    s.unreadCounts[update.conversationId] === update.unreadCount &&
+    detail.mentionCount === update.mentionCount &&
+    detail.muted === update.muted &&
+    detail.markedUnread === update.markedUnread &&
+    detail.markVersion === update.markVersion
+  );
+}
+
+const NO_ANSWER = "The server did not answer; try again.";
+const UNSUPPORTED = {
+  ok: false,
+  error: { code: "unavailable", message: "This connection cannot mute or mark conversations." },
+} as const;
+
 export const initialUnreadState = {
   epoch: null,
   version: 0,
   unreadCounts: {},
+  unreadDetails: {},
   totalUnread: 0,
+  totalMentions: 0,
   syncing: false,
 } satisfies Partial<UnreadSlice>;
 
@@ -96,8 +162,58 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
       rt.unreadWatch.set(conversationId, timer);
     }
 
+    /**
+     * A mute or mark's acknowledgement carries the resulting state but no `changed`. If the conversation already
+     * shows that state the command changed nothing here, and the state's version may belong to another
+     * conversation's change (applying it would move the totals without that row), so it can only tell this tab it
+     * is behind. Otherwise, at the next version, the change it reports is this conversation's own.
+     */
+    function acknowledged(update: UnreadUpdate): void {
+      if (showsAlready(get(), update)) get().probeUnread(update);
+      else get().applyUnread(update);
+    }
+
+    async function command(
+      conversationId: number,
+      request: () => Promise<Result<{ unread: UnreadUpdate }>>,
+    ): Promise<string | null> {
+      get().clearConversationError(conversationId);
+      const generation = rt.generation;
+      let message: string;
+      try {
+        const res = await request();
+        if (generation !== rt.generation) return null;
+        if (res.ok) {
+          acknowledged(res.unread);
+          return null;
+        }
+        message = res.error.message;
+      } catch {
+        if (generation !== rt.generation) return null;
+        // Unknown outcome: had it been applied, its unread:changed reaches every tab anyway.
+        message = NO_ANSWER;
+      }
+      set((s) => ({ conversationErrors: { ...s.conversationErrors, [conversationId]: message } }));
+      return message;
+    }
+
     return {
       ...initialUnreadState,
+
+      mute(conversationId, muted) {
+        const { transport } = rt.deps;
+        return command(conversationId, () =>
+          transport.mute ? transport.mute({ conversationId, muted }) : Promise.resolve(UNSUPPORTED),
+        );
+      },
+
+      markUnread(conversationId) {
+        const { transport } = rt.deps;
+        if (get().activeConversationId === conversationId) rt.markHeld.add(conversationId);
+        return command(conversationId, () =>
+          transport.markUnread ? transport.markUnread({ conversationId }) : Promise.resolve(UNSUPPORTED),
+        );
+      },
 
       applyUnread(update) {
         if (get().syncing) {
@@ -121,7 +237,9 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
         set((s) => ({
           version: update.version,
           totalUnread: update.totalUnread,
+          totalMentions: update.totalMentions,
           unreadCounts: removed ? s.unreadCounts : { ...s.unreadCounts, [update.conversationId]: update.unreadCount },
+          unreadDetails: removed ? s.unreadDetails : { ...s.unreadDetails, [update.conversationId]: detailOf(update) },
         }));
         if (update.unreadCount > 0 && isBeingRead(get(), update.conversationId)) {
           get().readIfActive(update.conversationId);
@@ -170,6 +288,7 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
         set((s) => {
           const conversations: Record<number, ConversationDTO> = {};
           const unreadCounts: Record<number, number> = {};
+          const unreadDetails: Record<number, UnreadDetail> = {};
           const readRequested: Record<number, number> = {};
           for (const fresh of snapshot.conversations) {
             const known = s.conversations[fresh.id];
@@ -179,13 +298,16 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
                 ? { ...fresh, lastSeq: known.lastSeq, lastMessage: known.lastMessage }
                 : fresh;
             unreadCounts[fresh.id] = fresh.unreadCount;
+            unreadDetails[fresh.id] = detailOf(fresh);
             readRequested[fresh.id] = fresh.lastReadSeq;
           }
           return {
             epoch: snapshot.epoch,
             version: snapshot.version,
             totalUnread: snapshot.totalUnread,
+            totalMentions: snapshot.totalMentions,
             unreadCounts,
+            unreadDetails,
             conversations,
             conversationOrder: sortConversationIds(conversations),
             readRequested,

@@ -17,7 +17,7 @@ export interface BadgeSample {
   value: string | null;
 }
 
-/** The app badge and the sum of the visible rows' counts, as one DOM update left them. */
+/** The app badge and the sum of the visible rows' shares (rowsShare), as one DOM update left them. */
 export interface BadgeSum {
   app: number;
   rows: number;
@@ -146,8 +146,10 @@ export const BADGE_MISMATCH_BINDING = "__tallyBadgeMismatch";
 
 /**
  * In every page of every test: after each DOM update (one MutationObserver batch, so one React commit), the app
- * badge (data-count) must equal the sum of the rows (data-unread). A state where they differ is reported at once
- * through the context's binding, so a reload or a closed page cannot hide it; the fixture fails the test.
+ * badge (data-count) must equal the sum of the rows' shares, by the rule of docs/consistency.md: a row adds its
+ * count (data-unread), or while muted (data-muted="true") only its mentions (data-mentions). A state where they
+ * differ is reported at once through the context's binding, so a reload or a closed page cannot hide it; the
+ * fixture fails the test.
  */
 export function installBadgeSumCheck(): void {
   const report = (window as unknown as Record<string, unknown>)["__tallyBadgeMismatch"];
@@ -158,7 +160,8 @@ export function installBadgeSumCheck(): void {
     if (!badge) return;
     let rows = 0;
     for (const row of document.querySelectorAll("[data-testid=conversation-item]")) {
-      rows += Number(row.getAttribute("data-unread") ?? "0");
+      const muted = row.getAttribute("data-muted") === "true";
+      rows += Number(row.getAttribute(muted ? "data-mentions" : "data-unread") ?? "0");
     }
     const app = Number(badge.getAttribute("data-count"));
     // A bounded report: one broken state usually repeats on every later update.
@@ -177,7 +180,7 @@ export function installBadgeSumCheck(): void {
       subtree: true,
       childList: true,
       attributes: true,
-      attributeFilter: ["data-count", "data-unread"],
+      attributeFilter: ["data-count", "data-unread", "data-muted", "data-mentions"],
     });
   };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start, { once: true });

@@ -124,7 +124,9 @@ export async function watchBadgeSums(page: Page): Promise<void> {
       if (!badge) return;
       let rows = 0;
       for (const row of document.querySelectorAll("[data-testid=conversation-item]")) {
-        rows += Number(row.getAttribute("data-unread") ?? "0");
+        // The rule of installBadgeSumCheck: a muted row adds only its mentions.
+        const muted = row.getAttribute("data-muted") === "true";
+        rows += Number(row.getAttribute(muted ? "data-mentions" : "data-unread") ?? "0");
       }
       const app = Number(badge.getAttribute("data-count"));
       const last = sums.at(-1);
@@ -135,7 +137,7 @@ export async function watchBadgeSums(page: Page): Promise<void> {
       subtree: true,
       childList: true,
       attributes: true,
-      attributeFilter: ["data-count", "data-unread"],
+      attributeFilter: ["data-count", "data-unread", "data-muted", "data-mentions"],
     });
   });
 }
@@ -156,4 +158,43 @@ export async function expectBadgeSums(page: Page, appValues: number[]): Promise<
     sums.map((s) => s.app).filter((app, i, all) => i === 0 || all[i - 1] !== app),
     "app badge values",
   ).toEqual(appValues);
+}
+
+/** Opens the row menu of a conversation with its button (a click, or the keyboard: focus, then Enter). */
+export async function openRowMenu(
+  page: Page,
+  conversationId: number,
+  via: "click" | "keyboard" = "click",
+): Promise<Locator> {
+  const row = page.locator("li", { has: conversationItem(page, conversationId) });
+  const button = row.getByTestId("row-menu-button");
+  if (via === "click") await button.click();
+  else {
+    await button.focus();
+    await button.press("Enter");
+  }
+  const menu = row.getByRole("menu");
+  await expect(menu).toBeVisible();
+  return menu;
+}
+
+/** The row's mute state as the user sees it: data-muted, the muted icon, and the count greyed. */
+export async function expectMuted(page: Page, conversationId: number, muted: boolean): Promise<void> {
+  const row = conversationItem(page, conversationId);
+  await expect(row).toHaveAttribute("data-muted", String(muted));
+  await expect(row.getByTestId("muted-icon")).toHaveCount(muted ? 1 : 0);
+  const badge = row.getByTestId("conversation-badge");
+  if ((await badge.count()) > 0) {
+    if (muted) await expect(badge).toHaveClass(/badge-muted/);
+    else await expect(badge).not.toHaveClass(/badge-muted/);
+  }
+}
+
+/** The row's "@" badge: "@" for one mention, "@N" for more, none for 0. */
+export async function expectMentions(page: Page, conversationId: number, mentions: number): Promise<void> {
+  const row = conversationItem(page, conversationId);
+  await expect(row).toHaveAttribute("data-mentions", String(mentions));
+  const badge = row.getByTestId("mention-badge");
+  if (mentions === 0) await expect(badge).toHaveCount(0);
+  else await expect(badge).toHaveText(mentions === 1 ? "@" : `@${mentions}`);
 }
