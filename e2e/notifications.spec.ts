@@ -1,6 +1,6 @@
 import type { BrowserContext } from "@playwright/test";
 import { expect, test } from "./fixtures.ts";
-import { expectUnread, openConversation, sendMessage } from "./support/tally-page.ts";
+import { expectMuted, expectUnread, hide, openConversation, openRowMenu, sendMessage } from "./support/tally-page.ts";
 
 interface NotificationEvent {
   event: "show" | "close";
@@ -87,4 +87,26 @@ test("two hidden tabs of one user show one notification per message, none while 
   // The recorder itself: a notification made in a page is seen.
   await first.evaluate(() => new Notification("control", { tag: "control" }).close());
   await expect.poll(() => shown(events)).toEqual([tag(1), tag(2), "control"]);
+});
+
+test("a muted group notifies only of a message that mentions the user", async ({ alice, bob, carol, env }) => {
+  const events = await recordNotifications(alice.context, [env.serverA]);
+  const group = await bob.createConversation([alice.name, carol.name], "Noisy");
+  const tab = await alice.openTab(env.serverA, { window: "looking" });
+  const menu = await openRowMenu(tab, group.id);
+  await menu.getByTestId("row-mute").click();
+  await expectMuted(tab, group.id, true);
+  await hide(tab);
+
+  const bobPage = await bob.openTab(env.serverB, { open: group.id });
+  await sendMessage(bobPage, "lunch?");
+  await expectUnread(tab, group.id, 1, 0);
+  await sendMessage(bobPage, `@${alice.name} are you in?`);
+  await expectUnread(tab, group.id, 2, 1);
+  await sendMessage(bobPage, "@all last call");
+  await expectUnread(tab, group.id, 3, 2);
+  expect(events.filter((e) => e.event === "show").map((e) => [e.tag, e.body])).toEqual([
+    [`tally:${group.id}:2`, `${bob.name}: @${alice.name} are you in?`],
+    [`tally:${group.id}:3`, `${bob.name}: @all last call`],
+  ]);
 });

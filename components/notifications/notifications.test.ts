@@ -10,13 +10,15 @@ const CAROL = { id: 3, name: "Carol" };
 describe("the notification rule", () => {
   const group = conversation(5, { kind: "group", title: "Team", members: [ME, BOB, CAROL] });
   const muted = { ...group, muted: true };
-  const ctx = (c = group, anyTabLooking = false) => ({ me: ME.id, conversation: c, anyTabLooking });
+  const ctx = (c = group, anyTabLooking = false) => ({ me: ME.id, conversation: c, muted: c.muted, anyTabLooking });
 
   it("notifies of someone else's message while no tab is looked at", () => {
     expect(shouldNotify(message(5, 1), ctx())).toBe(true);
     expect(shouldNotify(message(5, 1, { senderId: ME.id }), ctx())).toBe(false);
     expect(shouldNotify(message(5, 1), ctx(group, true))).toBe(false);
-    expect(shouldNotify(message(5, 1), { me: ME.id, conversation: undefined, anyTabLooking: false })).toBe(false);
+    expect(
+      shouldNotify(message(5, 1), { me: ME.id, conversation: undefined, muted: false, anyTabLooking: false }),
+    ).toBe(false);
   });
 
   it("in a muted conversation, only of a message that mentions the user", () => {

@@ -72,8 +72,11 @@ export function bindNotifications(
     if (seen.has(message.id)) return;
     seen.add(message.id);
     if (!leader || Note.permission !== "granted") return;
-    const conversation = store.getState().conversations[message.conversationId];
-    if (!shouldNotify(message, { me: userId, conversation, anyTabLooking: presence.anyLooking() })) return;
+    const state = store.getState();
+    const conversation = state.conversations[message.conversationId];
+    // The mute as the latest unread state says (the row shows the same), not the snapshot's conversation.
+    const muted = state.unreadDetails[message.conversationId]?.muted ?? conversation?.muted ?? false;
+    if (!shouldNotify(message, { me: userId, conversation, muted, anyTabLooking: presence.anyLooking() })) return;
     const { title, body } = notificationText(message, conversation!);
     const notification = new Note(title, { body, tag: `tally:${message.conversationId}:${message.seq}` });
     notification.onclick = () => {

@@ -8,11 +8,11 @@ import { mentionedUserIds } from "@/server/contracts/mentions";
  */
 export function shouldNotify(
   message: MessageDTO,
-  context: { me: number; conversation: ConversationDTO | undefined; anyTabLooking: boolean },
+  context: { me: number; conversation: ConversationDTO | undefined; muted: boolean; anyTabLooking: boolean },
 ): boolean {
-  const { me, conversation, anyTabLooking } = context;
+  const { me, conversation, muted, anyTabLooking } = context;
   if (message.senderId === me || !conversation || anyTabLooking) return false;
-  if (!conversation.muted) return true;
+  if (!muted) return true;
   return mentionedUserIds(message.content, conversation.members, message.senderId, conversation.kind).includes(me);
 }
 

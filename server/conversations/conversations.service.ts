@@ -103,7 +103,11 @@ export function createConversationService({ db }: { db: Db }) {
       }
       const memberIds = conv.memberships.map((m) => m.userId);
       await tx.conversation.delete({ where: { id: conversationId } });
-      await tx.departure.createMany({ data: memberIds.map((userId) => ({ userId, conversationId })) });
+      // skipDuplicates: a member who left while this read the members already has theirs.
+      await tx.departure.createMany({
+        data: memberIds.map((userId) => ({ userId, conversationId })),
+        skipDuplicates: true,
+      });
       await tx.outboxEvent.createMany({
         data: memberIds.map((userId) => ({ kind: "remove" as const, conversationId, userId, seq: 0 })),
       });

@@ -194,11 +194,24 @@ describe("rebuild.lua", () => {
     expect(await state(1)).toMatchObject({ unread: {}, seen: { "10": "5" }, read: { "10": "5" } });
   });
 
-  it("clears a gone mark for a conversation the user is a member of again", async () => {
-    await create(1, "e1", 10, 5, 2);
+  it("keeps a gone mark against a membership read before the departure committed, in every mode", async () => {
+    await create(1, "e1", 10, 5, 2, 11, 1, 0);
     await redis.tallyRemove(...keysOf(1), 10);
-    expect(await create(1, "e2", 10, 5, 2)).toEqual(["e2", 1, 3, "merged"]);
-    expect((await state(1)).gone).toEqual({});
+    // A rebuild that read the memberships just before the leave committed still lists 10: it stays out.
+    expect(await create(1, "e2", 10, 5, 2, 11, 1, 0)).toEqual(["e1", 2, 1, "unchanged"]);
+    expect(await redis.tallyRebuild(...keysOf(1), "e3", "replace", ...tuples([10, 5, 2, 11, 1, 0]))).toEqual([
+      "e3",
+      1,
+      1,
+      "replaced",
+      0,
+    ]);
+    expect(await state(1)).toMatchObject({ unread: { "11": "1" }, gone: { "10": "1" } });
+    // remove.lua on missing state still leaves the mark, and a fresh rebuild keeps it.
+    expect(await remove(2, 20)).toEqual([-1]);
+    expect(await create(2, "e1", 20, 3, 0, 21, 2, 0)).toEqual(["e1", 1, 2, "created"]);
+    expect(await state(2)).toMatchObject({ unread: { "21": "2" }, gone: { "20": "1" } });
+    expect(await apply(2, 20, 4, 0)).toEqual([0, 2, 1, "e1", 0]);
   });
 
   it("forgets and marks gone the conversations the database lists as left, so a late event cannot count them", async () => {
@@ -214,9 +227,9 @@ describe("rebuild.lua", () => {
     expect(await gone(2, "e2", [10, 5, 2], 11)).toEqual(["e2", 1, 3, "merged", 0]);
     expect(await state(2)).toMatchObject({ unread: { "10": "3" }, seen: { "10": "5" }, gone: { "11": "1" } });
     expect(await redis.exists(userKeys(2, prefix).ment)).toBe(0);
-    // A membership wins over a departure listed with it.
-    expect((await gone(3, "e1", [11, 4, 0], 11)).slice(0, 4)).toEqual(["e1", 1, 4, "created"]);
-    expect((await state(3)).gone).toEqual({});
+    // A departure wins over a membership listed with it (read just before the departure committed).
+    expect((await gone(3, "e1", [11, 4, 0, 12, 1, 0], 11)).slice(0, 4)).toEqual(["e1", 1, 1, "created"]);
+    expect(await state(3)).toMatchObject({ unread: { "12": "1" }, gone: { "11": "1" } });
     // With mentions before and expiry after it, the section still parses.
     await expect(
       redis.tallyRebuild(...keysOf(4), "e1", "merge", ...tuples([10, 5, 2]), "mentions", 10, 4, "gone", 11, "ttl", 0),

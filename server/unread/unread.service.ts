@@ -219,7 +219,9 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
   }
 
   async function rebuild(userId: number, mode: "merge" | "replace" = "merge"): Promise<RebuildReply> {
-    const [rows, mentions, left] = await Promise.all([memberships(userId), mentionsAbove(userId), departures(userId)]);
+    const [rows, mentions] = await Promise.all([memberships(userId), mentionsAbove(userId)]);
+    // After the memberships: a departure that committed in between is then in this list, and wins.
+    const left = await departures(userId);
     const args: (number | string)[] = rows.flatMap((t) => [
       t.conversationId,
       t.lastSeq,
@@ -228,9 +230,7 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
     ]);
     const mentionArgs = [...mentions].flatMap(([conversationId, seqs]) => seqs.flatMap((seq) => [conversationId, seq]));
     if (mentionArgs.length > 0) args.push("mentions", ...mentionArgs);
-    const member = new Set(rows.map((r) => r.conversationId));
-    const gone = left.filter((conversationId) => !member.has(conversationId));
-    if (gone.length > 0) args.push("gone", ...gone);
+    if (left.length > 0) args.push("gone", ...left);
     if (ttlMs > 0) {
       // Every unread message with its createdAt, except that of those already expired the highest seq per
       // conversation says as much as all of them (aged is a max-register): the rebuild stays bounded by the

@@ -6,9 +6,11 @@
   ARGV[3..] 8-tuples, one per current membership: conversation id, the conversation's lastSeq, the user's
   lastReadSeq, muteVersion, muted (0|1), markVersion, markAt, markClearedVersion
   then optionally 'mentions' and pairs conversation id, seq: the messages above the cursor that mention the user
-  then optionally 'gone' and conversation ids the user has left (or that were deleted) and is not a member of
-  again: each is forgotten as remove.lua forgets it and marked "gone", so an event computed before the
-  departure and applied after Redis lost the state (and remove.lua's mark with it) cannot bring it back
+  then optionally 'gone' and conversation ids the user has left (or that were deleted): each is forgotten as
+  remove.lua forgets it and marked "gone", so an event computed before the departure and applied after Redis lost
+  the state (and remove.lua's mark with it) cannot bring it back. A departure wins over a membership listed with
+  it (the memberships may have been read just before the departure committed: a membership is never re-created),
+  and so does a "gone" mark already in Redis, which no rebuild removes, in any mode.
   then, with unread expiry on only: 'ttl', the expiry in ms, optionally 'now' and the instant (ms) expiry is
   judged at (tests pass it; without it, the server's TIME), and triples conversation id, seq, createdAt ms of
   the user's unread messages (seq above lastReadSeq; of those already expired, the highest seq per conversation
@@ -16,7 +18,7 @@
   Missing state, or 'replace': written from the database's registers alone, the sums from the values, version 1,
   epoch ARGV[1].
   'merge' into existing state: every register merges as apply.lua would merge it (a rebuild that read the
-  database before a later event was applied must not undo it) and a stale "gone" mark goes; if any value
+  database before a later event was applied must not undo it); if any value
   changed, or a stored sum differs from its parts, the sums are recomputed and the epoch replaced, so every
   client resyncs instead of patching one conversation. Otherwise nothing is written.
   'replace' is for reconciliation only, when Redis holds more than the database (a register above the truth,
@@ -96,8 +98,12 @@ end
 local exists = rcall('HEXISTS', KEYS[1], 'epoch') == 1
 local fresh = not exists or mode == 'replace'
 if fresh then
-  rcall('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10])
+  -- Not KEYS[5]: a "gone" mark is always true (remove.lua sets it only after the departure committed).
+  rcall('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10])
 end
+local left = {}
+for _, conv in ipairs(rcall('HKEYS', KEYS[5])) do left[conv] = true end
+for j = gfirst, glast do left[ARGV[j]] = true end
 local function everything()
   local out = {}
   for _, key in ipairs({ KEYS[2], KEYS[9], KEYS[10] }) do
@@ -109,9 +115,9 @@ end
 local before = everything()
 
 local states = {}
-for j = 3, last, 8 do
+-- Merges one membership's registers; a conversation in `left` is not one any more.
+local function merge_membership(j)
   local conv = ARGV[j]
-  rcall('HDEL', KEYS[5], conv)
   local seen_old = tonumber(rcall('HGET', KEYS[3], conv)) or 0
   local read_old = tonumber(rcall('HGET', KEYS[4], conv)) or 0
   local seen = math.max(seen_old, tonumber(ARGV[j + 1]))
@@ -129,21 +135,28 @@ for j = 3, last, 8 do
     tonumber(ARGV[j + 7]))
   states[conv] = st
 end
+for j = 3, last, 8 do
+  if not left[ARGV[j]] then merge_membership(j) end
+end
 for j = mfirst, mlast, 2 do
   if states[ARGV[j]] then add_mention(ARGV[j], tonumber(ARGV[j + 1])) end
 end
-for j = gfirst, glast do
-  if not states[ARGV[j]] then drop_conversation(ARGV[j]) end
-end
+-- The departures listed may still hold values (merge mode); a conversation marked gone before holds none: nothing
+-- writes to it after its mark.
+for j = gfirst, glast do drop_conversation(ARGV[j]) end
 if ttl > 0 then
   local cutoff = expiry_now(now_in) - ttl
   for j = first, #ARGV, 3 do
-    track_message(ARGV[j], tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), cutoff)
+    if states[ARGV[j]] then track_message(ARGV[j], tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), cutoff) end
   end
-  for j = 3, last, 8 do recompute_unread(ARGV[j], states[ARGV[j]]) end
+  for j = 3, last, 8 do
+    if states[ARGV[j]] then recompute_unread(ARGV[j], states[ARGV[j]]) end
+  end
   expire_before(cutoff)
 else
-  for j = 3, last, 8 do recompute_unread(ARGV[j], states[ARGV[j]]) end
+  for j = 3, last, 8 do
+    if states[ARGV[j]] then recompute_unread(ARGV[j], states[ARGV[j]]) end
+  end
 end
 
 local sum, sum_mentions = stored_sums()
