@@ -135,6 +135,7 @@ describe("mute", () => {
     expect(t.store.getState().unreadDetails[1]?.muted).toBe(false);
     t.transport.mutes[0]?.resolve({
       ok: true,
+      changed: true,
       unread: update(1, 3, 1, 5, "e1", { muted: true, mentionCount: 1, totalMentions: 1 }),
     });
     expect(await muting).toBeNull();
@@ -148,7 +149,7 @@ describe("mute", () => {
     const t = await synced([conversation(1, { unreadCount: 3, muted: true })], 4);
     const unmuting = t.store.getState().mute(1, false);
     expect(t.transport.mutes[0]?.input).toEqual({ conversationId: 1, muted: false });
-    t.transport.mutes[0]?.resolve({ ok: true, unread: update(1, 3, 3, 5) });
+    t.transport.mutes[0]?.resolve({ ok: true, changed: true, unread: update(1, 3, 3, 5) });
     expect(await unmuting).toBeNull();
     expect(t.store.getState()).toMatchObject({ totalUnread: 3, unreadDetails: { 1: { muted: false } } });
   });
@@ -174,7 +175,7 @@ describe("mute", () => {
     const t = await synced([conversation(1, { unreadCount: 3, muted: true }), conversation(2)], 4);
     const muting = t.store.getState().mute(1, true);
     // v5 is a message in conversation 2 whose push has not arrived; conversation 1 is as this tab shows it.
-    t.transport.mutes[0]?.resolve({ ok: true, unread: update(1, 3, 1, 5, "e1", { muted: true }) });
+    t.transport.mutes[0]?.resolve({ ok: true, changed: false, unread: update(1, 3, 1, 5, "e1", { muted: true }) });
     expect(await muting).toBeNull();
     expect(t.store.getState()).toMatchObject({ version: 4, totalUnread: 0 });
     expect(t.transport.syncs).toHaveLength(1);
@@ -185,7 +186,7 @@ describe("mute", () => {
     const muting = t.store.getState().mute(1, true);
     const muted: UnreadUpdate = update(1, 3, 0, 5, "e1", { muted: true });
     t.store.getState().applyUnread(muted);
-    t.transport.mutes[0]?.resolve({ ok: true, unread: muted });
+    t.transport.mutes[0]?.resolve({ ok: true, changed: true, unread: muted });
     expect(await muting).toBeNull();
     expect(t.store.getState()).toMatchObject({ version: 5, totalUnread: 0, syncing: false });
     expect(t.transport.syncs).toHaveLength(0);
@@ -199,6 +200,7 @@ describe("mark as unread", () => {
     expect(t.transport.marks.map((c) => c.input)).toEqual([{ conversationId: 1 }]);
     t.transport.marks[0]?.resolve({
       ok: true,
+      changed: true,
       unread: update(1, 1, 3, 8, "e1", { markedUnread: true, markVersion: 2 }),
     });
     expect(await marking).toBeNull();
@@ -298,6 +300,7 @@ describe("mark as unread", () => {
     const marking = t.store.getState().markUnread(1);
     t.transport.marks[0]?.resolve({
       ok: true,
+      changed: true,
       unread: update(1, 1, 1, 8, "e1", { markedUnread: true, markVersion: 1 }),
     });
     await marking;

@@ -36,8 +36,8 @@ export interface ChatTransport {
    * server/testing/sim/browser-tab.ts, owned by the server side) must still type-check until it forwards them;
    * without one the store answers as for a refusal. The socket transport and the fake have both.
    */
-  mute?(input: MuteInput): Promise<Result<{ unread: UnreadUpdate }>>;
-  markUnread?(input: MarkUnreadInput): Promise<Result<{ unread: UnreadUpdate }>>;
+  mute?(input: MuteInput): Promise<Result<{ unread: UnreadUpdate; changed: boolean }>>;
+  markUnread?(input: MarkUnreadInput): Promise<Result<{ unread: UnreadUpdate; changed: boolean }>>;
   sync(): Promise<Result<{ snapshot: Snapshot }>>;
   fetchMessages(conversationId: number, query: MessagesQuery): Promise<Result<MessagesResponse>>;
   createConversation(input: CreateConversationInput): Promise<Result<{ conversation: ConversationDTO }>>;

@@ -63,19 +63,6 @@ export function detailOf(state: UnreadState): UnreadDetail {
   };
 }
 
-/** The acknowledged state of the conversation is what this tab already shows: the command changed nothing. */
-function showsAlready(s: ChatState, update: UnreadUpdate): boolean {
-  const detail = s.unreadDetails[update.conversationId];
-  return (
-    detail !== undefined &&
-    s.unreadCounts[update.conversationId] === update.unreadCount &&
-    detail.mentionCount === update.mentionCount &&
-    detail.muted === update.muted &&
-    detail.markedUnread === update.markedUnread &&
-    detail.markVersion === update.markVersion
-  );
-}
-
 const NO_ANSWER = "The server did not answer; try again.";
 const UNSUPPORTED = {
   ok: false,
@@ -163,19 +150,19 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
     }
 
     /**
-     * A mute or mark's acknowledgement carries the resulting state but no `changed`. If the conversation already
-     * shows that state the command changed nothing here, and the state's version may belong to another
-     * conversation's change (applying it would move the totals without that row), so it can only tell this tab it
-     * is behind. Otherwise, at the next version, the change it reports is this conversation's own.
+     * A mute or mark's acknowledgement, as a read's: a change is applied at its version (once: its push may have
+     * come first); one that changed nothing carries the current version, which may belong to another
+     * conversation's change (applying it would move the totals without that row), so it only tells this tab
+     * whether it is behind.
      */
-    function acknowledged(update: UnreadUpdate): void {
-      if (showsAlready(get(), update)) get().probeUnread(update);
-      else get().applyUnread(update);
+    function acknowledged(update: UnreadUpdate, changed: boolean): void {
+      if (changed) get().applyUnread(update);
+      else get().probeUnread(update);
     }
 
     async function command(
       conversationId: number,
-      request: () => Promise<Result<{ unread: UnreadUpdate }>>,
+      request: () => Promise<Result<{ unread: UnreadUpdate; changed: boolean }>>,
     ): Promise<string | null> {
       get().clearConversationError(conversationId);
       const generation = rt.generation;
@@ -184,7 +171,7 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
         const res = await request();
         if (generation !== rt.generation) return null;
         if (res.ok) {
-          acknowledged(res.unread);
+          acknowledged(res.unread, res.changed);
           return null;
         }
         message = res.error.message;

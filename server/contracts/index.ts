@@ -84,9 +84,9 @@ export interface ClientToServerEvents {
    */
   "conversation:read": (input: ReadInput, ack: Ack<{ unread: UnreadUpdate; changed: boolean }>) => void;
   /** Mutes or unmutes the conversation for the user (in every tab); `unread` is the resulting state. */
-  "conversation:mute": (input: MuteInput, ack: Ack<{ unread: UnreadUpdate }>) => void;
+  "conversation:mute": (input: MuteInput, ack: Ack<{ unread: UnreadUpdate; changed: boolean }>) => void;
   /** Marks the conversation unread for the user until a read reaches its last message. */
-  "conversation:markUnread": (input: MarkUnreadInput, ack: Ack<{ unread: UnreadUpdate }>) => void;
+  "conversation:markUnread": (input: MarkUnreadInput, ack: Ack<{ unread: UnreadUpdate; changed: boolean }>) => void;
   sync: (ack: Ack<{ snapshot: Snapshot }>) => void;
 }
 

@@ -126,9 +126,12 @@ describe("conversation:mute", () => {
 
   it("a duplicated or replayed mute changes nothing: one version, one push", async () => {
     const { bob, group, tabA } = await bobWithTwoTabs();
-    const first = ok(await tabA.emitWithAck("conversation:mute", { conversationId: group.id, muted: true })).unread;
-    const again = ok(await tabA.emitWithAck("conversation:mute", { conversationId: group.id, muted: true })).unread;
+    const firstAck = ok(await tabA.emitWithAck("conversation:mute", { conversationId: group.id, muted: true }));
+    const againAck = ok(await tabA.emitWithAck("conversation:mute", { conversationId: group.id, muted: true }));
+    const [first, again] = [firstAck.unread, againAck.unread];
     expect(again).toEqual(first);
+    // The second answer is the current state, not a step: a client only compares it (docs/protocol.md).
+    expect([firstAck.changed, againAck.changed]).toEqual([true, false]);
     const where = { userId_conversationId: { userId: bob.user.id, conversationId: group.id } };
     expect(await h.db.membership.findUniqueOrThrow({ where, select: { muteVersion: true } })).toEqual({
       muteVersion: 1,

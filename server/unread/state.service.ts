@@ -8,6 +8,12 @@ import type { MembershipRegisters, UnreadService } from "./unread.service.ts";
 
 export type StateService = ReturnType<typeof createStateService>;
 
+/**
+ * A mute's or mark's answer: the conversation's state after it, and whether the user's unread state changed (a
+ * version step) or not (then `unread` is the current state, which the client only compares, as a read's).
+ */
+type StateAck = { unread: UnreadUpdate; changed: boolean };
+
 /** The registers a state statement returns, with its outbox entry's id (null when it changed nothing). */
 type StateRow = MembershipRegisters & { outboxId: number | null };
 
@@ -38,11 +44,11 @@ export function createStateService(deps: { db: Db; unread: UnreadService; notifi
     // cleared it has not been applied yet), so no push carries the new version; tabs naming the old one resync.
     if (kind === "mark" && outboxId !== null && !applied.changed) notifier.unreadStale([user.id]);
     if (outboxId !== null) await outbox.completeIds([outboxId]);
-    return { unread: applied.update };
+    return { unread: applied.update, changed: applied.changed };
   }
 
   /** `conversation:mute`: muteVersion + 1 and the new value, unless it already has that value. */
-  async function mute(user: UserDTO, conversationId: number, muted: boolean): Promise<{ unread: UnreadUpdate }> {
+  async function mute(user: UserDTO, conversationId: number, muted: boolean): Promise<StateAck> {
     const [row] = await db.$queryRaw<StateRow[]>`
       WITH changed AS (
         UPDATE "Membership" AS m SET "muted" = ${muted}, "muteVersion" = m."muteVersion" + 1
@@ -65,7 +71,7 @@ export function createStateService(deps: { db: Db; unread: UnreadService; notifi
    * `conversation:markUnread`: markVersion + 1 and markAt = the conversation's lastSeq, unless it is marked
    * already (a mark above its clears, and the cursor not past it).
    */
-  async function markUnread(user: UserDTO, conversationId: number): Promise<{ unread: UnreadUpdate }> {
+  async function markUnread(user: UserDTO, conversationId: number): Promise<StateAck> {
     const [row] = await db.$queryRaw<StateRow[]>`
       WITH changed AS (
         UPDATE "Membership" AS m SET "markVersion" = m."markVersion" + 1, "markAt" = c."lastSeq"
