@@ -137,6 +137,7 @@ test("the row menu mutes and marks through the store, by pointer, keyboard and s
   await expectTotalUnread(page, 7);
   server.ack(server.commands[0]?.ackId ?? -1, {
     ok: true,
+    changed: true,
     unread: unreadUpdate(1, {
       unreadCount: 7,
       mentionCount: 1,
