@@ -12,6 +12,7 @@ import { loadEnv } from "../env.ts";
 import { createRedis } from "../redis/client.ts";
 import { createUnreadService } from "../unread/unread.service.ts";
 import { measureCeiling, type CeilingResult } from "./bench/ceiling.ts";
+import { measureConnections } from "./bench/connections.ts";
 import { measureEndToEnd, measureFanout, type EndToEndResult, type FanoutResult } from "./bench/send-to-badge.ts";
 import { startBenchServices, startInstance, type Instance } from "./bench/services.ts";
 import { measureSyncAbuse } from "./bench/sync-abuse.ts";
@@ -25,6 +26,7 @@ const { values: args } = parseArgs({
     json: { type: "string" },
     quick: { type: "boolean", default: false },
     only: { type: "string" },
+    sockets: { type: "string", default: "10000" },
   },
 });
 const quick = args.quick ?? false;
@@ -150,7 +152,8 @@ async function main(): Promise<void> {
     );
   }
 
-  const needServices = only.has("ceiling") || only.has("e2e") || only.has("fanout") || only.has("sync-abuse");
+  const needServices =
+    only.has("ceiling") || only.has("e2e") || only.has("fanout") || only.has("sync-abuse") || only.has("connections");
   if (needServices) {
     log("starting PostgreSQL and redis-server for the ceiling, end-to-end and fan-out measurements…");
     const services = await startBenchServices();
@@ -252,6 +255,55 @@ async function main(): Promise<void> {
             ["members", "apply p50 ms", "apply p99 ms", "µs/member", "send→ack p50 ms", "send→ack p99 ms"],
             fanout.map((f) => [f.members, f.applyP50Ms, f.applyP99Ms, f.applyUsPerMember, f.sendP50Ms, f.sendP99Ms]),
           ),
+          "",
+        );
+      }
+      if (only.has("connections")) {
+        const wanted = Number(args.sockets);
+        if (!Number.isInteger(wanted) || wanted < 2) throw new Error(`--sockets must be a whole number ≥ 2`);
+        const pair: [Instance, Instance] = [
+          await startInstance(services, "C1", { MAX_SOCKETS_PER_USER: "20" }),
+          await startInstance(services, "C2", { MAX_SOCKETS_PER_USER: "20" }),
+        ];
+        instances.push(...pair);
+        const c = await measureConnections({
+          instances: pair,
+          sockets: quick ? Math.min(wanted, 2000) : wanted,
+          holdSeconds: quick ? 5 : 30,
+          log,
+        });
+        report.connections = c;
+        const t = c.traffic;
+        out.push(
+          `## Connections: ${c.sockets} sockets (${c.users} users × ${c.sockets / c.users}) on two instances, held ${c.heldSeconds} s`,
+          "",
+          `Opened in ${c.connectSeconds} s (${c.connectsPerSec}/s); dropped while held or sending: ${c.dropped}.`,
+          "",
+          table(
+            [
+              "instance",
+              "sockets",
+              "RSS before MB",
+              "RSS after MB",
+              "heap before MB",
+              "heap after MB",
+              "RSS/socket KB",
+              "heap/socket KB",
+            ],
+            c.instances.map((i) => [
+              i.name,
+              i.sockets,
+              i.rssBeforeMb,
+              i.rssAfterMb,
+              i.heapBeforeMb,
+              i.heapAfterMb,
+              i.rssPerSocketKb,
+              i.heapPerSocketKb,
+            ]),
+          ),
+          "",
+          `Traffic through them: ${t.offeredPerSec} messages/s for ${t.seconds} s, ${t.acked}/${t.sent} acknowledged (ack p50 ${t.ackP50Ms} ms, p99 ${t.ackP99Ms} ms); ` +
+            `pushes to the recipients' sockets ${t.pushes}/${t.expectedPushes} (p50 ${t.pushP50Ms} ms, p99 ${t.pushP99Ms} ms).`,
           "",
         );
       }

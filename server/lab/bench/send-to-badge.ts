@@ -37,9 +37,9 @@ export interface EndToEndResult {
   highestHeldPerSec: number;
 }
 
-const BENCH_PASSWORD = "bench-password-1234";
+export const BENCH_PASSWORD = "bench-password-1234";
 
-async function post<T>(url: string, body: unknown, token?: string): Promise<T> {
+export async function post<T>(url: string, body: unknown, token?: string): Promise<T> {
   const res = await fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
