@@ -39,6 +39,7 @@ import path from "node:path";
 import type { Redis } from "ioredis";
 import { createApi, type Api } from "../../../components/lib/api.ts";
 import type { ConversationDTO } from "../../contracts/index.ts";
+import { mentionedUserIds } from "../../contracts/mentions.ts";
 import { createDb, type Db } from "../../db/prisma.ts";
 import type { RedisServer } from "../../embedded/redis.ts";
 import { createRedis } from "../../redis/client.ts";
@@ -918,6 +919,41 @@ async function checkDatabase(db: Db, journal: Journal, report: RoundReport): Pro
         `user ${a.userId} #${a.conversationId}: markVersion ${m.markVersion} below acknowledged ${a.markVersion}`,
       );
     }
+  }
+  // Who a stored message mentions, by the shared rule: members only leave in the simulation, so a current member
+  // was one when the message was sent, and must be mentioned exactly when its content names them (or says @all in a
+  // group). Those who left since may or may not have been mentioned.
+  const [users, mentions, mentioning] = await Promise.all([
+    db.user.findMany({ select: { id: true, name: true } }),
+    db.mention.findMany({ select: { userId: true, conversationId: true, seq: true } }),
+    db.message.findMany({
+      where: { content: { contains: "@" } },
+      select: {
+        conversationId: true,
+        seq: true,
+        senderId: true,
+        content: true,
+        conversation: { select: { kind: true } },
+      },
+    }),
+  ]);
+  const names = new Map(users.map((u) => [u.id, u.name]));
+  const mentioned = new Set(mentions.map((m) => `${m.conversationId}:${m.seq}:${m.userId}`));
+  const members = new Map<number, { id: number; name: string }[]>();
+  for (const m of rows)
+    members.set(m.conversationId, [
+      ...(members.get(m.conversationId) ?? []),
+      { id: m.userId, name: names.get(m.userId) ?? "" },
+    ]);
+  for (const msg of mentioning) {
+    const current = members.get(msg.conversationId) ?? [];
+    const kind = msg.conversation.kind === "group" ? "group" : "direct";
+    const want = new Set(mentionedUserIds(msg.content, current, msg.senderId, kind));
+    for (const m of current)
+      if (want.has(m.id) !== mentioned.has(`${msg.conversationId}:${msg.seq}:${m.id}`))
+        report.problems.push(
+          `#${msg.conversationId} seq ${msg.seq} "${msg.content}": user ${m.id} ${want.has(m.id) ? "not " : ""}stored as mentioned`,
+        );
   }
   for (const l of journal.leaves)
     if (memberships.has(pairKey(l.userId, l.conversationId)))
