@@ -4,9 +4,9 @@
  * (for minutes).
  *
  * Every tab is the page's own client: `createChatStore` with the socket binding and API client the page uses
- * (browser-tab.ts), over a real socket.io-client connection. Users send, read (by opening a conversation in a
- * focused tab, so the store decides what to read), leave groups, delete conversations, create new ones, switch
- * instances and reload, while faults hit: FLUSHALL, Redis restarts, SIGKILLed instances and crashes right after a
+ * (browser-tab.ts), over a real socket.io-client connection. Users send (some messages mentioning other members, or
+ * @all), read (by opening a conversation in a focused tab, so the store decides what to read), mute and unmute, mark
+ * as unread, leave groups, delete conversations, create new ones, switch instances and reload, while faults hit: FLUSHALL, Redis restarts, SIGKILLed instances and crashes right after a
  * commit. Afterwards every tab goes offline and every instance restarts, so nothing can rebuild or repair Redis
  * behind the checks' back; once the outbox is drained Redis is read directly (inspect.lua) and compared with the
  * truth computed from the database, then the tabs come back and must show that truth too. A snapshot shows the
