@@ -7,7 +7,12 @@
  */
 import { parseArgs } from "node:util";
 import { startThrowawayServices } from "../server/embedded/services.ts";
-import { createSimEnvironment, runRound, type FaultKind } from "../server/testing/sim/simulation.ts";
+import {
+  createSimEnvironment,
+  roundSummary as summary,
+  runRound,
+  type FaultKind,
+} from "../server/testing/sim/simulation.ts";
 
 const usage =
   "usage: npm run soak -- [--minutes <n>] [--seed <n>] [--fault-rate <0..1>] [--ops-per-round <n>] " +
@@ -54,12 +59,16 @@ const totals = {
   rounds: 0,
   ops: 0,
   sends: 0,
+  mentionSends: 0,
   reads: 0,
+  mutes: 0,
+  marks: 0,
   leaves: 0,
   deletes: 0,
   acknowledged: 0,
   lost: 0,
   lostReads: 0,
+  lostStates: 0,
   drift: 0,
   violations: 0,
 };
@@ -81,19 +90,24 @@ try {
     totals.rounds++;
     totals.ops += r.ops;
     totals.sends += r.sends;
+    totals.mentionSends += r.mentionSends;
     totals.reads += r.reads;
+    totals.mutes += r.mutes;
+    totals.marks += r.marks;
     totals.leaves += r.leaves;
     totals.deletes += r.deletes;
     totals.acknowledged += r.acknowledgedMessages;
     totals.lost += r.lostMessages;
     totals.lostReads += r.lostReads;
+    totals.lostStates += r.lostStates;
     totals.drift += r.driftedUsers;
     totals.violations += r.clientViolations;
     for (const [k, v] of Object.entries(r.faults)) faults[k as FaultKind] += v;
     const ok = r.problems.length === 0;
     const left = Math.max(0, Math.round((deadline - Date.now()) / 1000));
     console.log(
-      `round ${totals.rounds} seed ${seed}: ${r.ops} ops, faults ${JSON.stringify(r.faults)}, ` +
+      `round ${totals.rounds} seed ${seed}: ${r.ops} ops (${r.sends} sends, ${r.mentionSends} mentioning, ` +
+        `${r.mutes} mutes, ${r.marks} marks), faults ${JSON.stringify(r.faults)}, ${summary(r)}, ` +
         `${ok ? "clean" : `PROBLEMS: ${r.problems.length}`} (${left}s left)`,
     );
     if (!ok) {
@@ -115,14 +129,18 @@ const faultCount = Object.values(faults).reduce((a, b) => a + b, 0);
 console.log("\nsoak summary");
 console.log(`  rounds:                   ${totals.rounds}`);
 console.log(
-  `  operations done:          ${totals.ops} (${totals.sends} sends, ${totals.reads} reads acknowledged, ` +
+  `  operations done:          ${totals.ops} (${totals.sends} sends of which ${totals.mentionSends} mentioning, ` +
+    `${totals.reads} reads, ${totals.mutes} mutes/unmutes and ${totals.marks} marks acknowledged, ` +
     `${totals.leaves} leaves, ${totals.deletes} deletes)`,
 );
 console.log(`  faults injected:          ${faultCount} ${JSON.stringify(faults)}`);
 console.log(`  messages acknowledged:    ${totals.acknowledged}`);
 console.log(`  messages lost:            ${totals.lost}`);
 console.log(`  acknowledged reads lost:  ${totals.lostReads}`);
+console.log(`  mutes or marks lost:      ${totals.lostStates}`);
 console.log(`  drift found (users):      ${totals.drift}`);
 console.log(`  client violations:        ${totals.violations}`);
 for (const f of failures) console.log(`  ${f}`);
-process.exit(totals.lost + totals.lostReads + totals.drift + totals.violations + failures.length === 0 ? 0 : 1);
+process.exit(
+  totals.lost + totals.lostReads + totals.lostStates + totals.drift + totals.violations + failures.length === 0 ? 0 : 1,
+);

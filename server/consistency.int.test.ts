@@ -6,6 +6,7 @@ import { connectSocket, TEST_PASSWORD, type ClientSocket } from "./testing/harne
 import { testSeed } from "./testing/random.ts";
 import {
   createSimEnvironment,
+  roundSummary,
   runRound,
   type RoundOptions,
   type RoundReport,
@@ -29,6 +30,7 @@ function clean(report: RoundReport): boolean {
   return (
     report.lostMessages === 0 &&
     report.lostReads === 0 &&
+    report.lostStates === 0 &&
     report.driftedUsers === 0 &&
     report.clientViolations === 0 &&
     report.problems.length === 0
@@ -51,6 +53,7 @@ async function runChecked(options: RoundOptions): Promise<RoundReport> {
   console.error(
     [
       `consistency round failed: replay with TEST_SEED=${options.seed}`,
+      `first run: ${roundSummary(report)}`,
       `shortest failing plan found (${smallest.ops} operations):`,
       ...smallest.plan,
       "problems:",
@@ -60,15 +63,16 @@ async function runChecked(options: RoundOptions): Promise<RoundReport> {
   return report;
 }
 
-/** Nothing lost, no drift, no tab that ever showed what it must not, no other problem. */
+/** Nothing lost (messages, reads, mutes, marks), no drift, no tab that ever showed what it must not, no problem. */
 function expectClean(r: RoundReport): void {
   expect({
     lostMessages: r.lostMessages,
     lostReads: r.lostReads,
+    lostStates: r.lostStates,
     driftedUsers: r.driftedUsers,
     clientViolations: r.clientViolations,
     problems: r.problems.slice(0, 10),
-  }).toEqual({ lostMessages: 0, lostReads: 0, driftedUsers: 0, clientViolations: 0, problems: [] });
+  }).toEqual({ lostMessages: 0, lostReads: 0, lostStates: 0, driftedUsers: 0, clientViolations: 0, problems: [] });
 }
 
 const seed = testSeed();
@@ -128,15 +132,18 @@ describe("crash between the database commit and Redis", () => {
 });
 
 describe("model-based: the page's store on real sockets, two instances sharing one Redis", () => {
-  it("keeps every tab's total equal to the sum of its conversations, and ends equal to the database", async () => {
+  it("keeps every tab's badge and mentions equal to their parts, and ends equal to the database", async () => {
     const report = await runChecked({ seed, ops: 500 });
     expectClean(report);
     expect(report.acknowledgedMessages).toBeGreaterThan(100);
     expect(report.reads).toBeGreaterThan(50);
     expect(report.leaves + report.deletes).toBeGreaterThan(0);
+    expect(report.mutes).toBeGreaterThan(5);
+    expect(report.marks).toBeGreaterThan(5);
+    expect(report.mentionSends).toBeGreaterThan(10);
   }, 300_000);
 
-  it("loses nothing and drifts nowhere with FLUSHALL, Redis restarts, SIGKILLed instances and crashes after commit", async () => {
+  it("loses no message, read, mute or mark and drifts nowhere with FLUSHALL, Redis restarts, SIGKILLed instances and crashes after commit", async () => {
     const report = await runChecked({ seed, ops: 500, faultRate: 0.025 });
     expectClean(report);
     expect(Object.values(report.faults).reduce((a, b) => a + b, 0)).toBeGreaterThan(3);

@@ -31,13 +31,8 @@ export interface MessagesQuery {
 export interface ChatTransport {
   send(input: SendInput): Promise<Result<{ message: MessageDTO }>>;
   read(input: ReadInput): Promise<Result<{ unread: UnreadUpdate; changed: boolean }>>;
-  /*
-   * Optional only because a transport written before them (the recording wrapper of the model-based simulation,
-   * server/testing/sim/browser-tab.ts, owned by the server side) must still type-check until it forwards them;
-   * without one the store answers as for a refusal. The socket transport and the fake have both.
-   */
-  mute?(input: MuteInput): Promise<Result<{ unread: UnreadUpdate; changed: boolean }>>;
-  markUnread?(input: MarkUnreadInput): Promise<Result<{ unread: UnreadUpdate; changed: boolean }>>;
+  mute(input: MuteInput): Promise<Result<{ unread: UnreadUpdate; changed: boolean }>>;
+  markUnread(input: MarkUnreadInput): Promise<Result<{ unread: UnreadUpdate; changed: boolean }>>;
   sync(): Promise<Result<{ snapshot: Snapshot }>>;
   fetchMessages(conversationId: number, query: MessagesQuery): Promise<Result<MessagesResponse>>;
   createConversation(input: CreateConversationInput): Promise<Result<{ conversation: ConversationDTO }>>;

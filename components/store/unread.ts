@@ -64,10 +64,6 @@ export function detailOf(state: UnreadState): UnreadDetail {
 }
 
 const NO_ANSWER = "The server did not answer; try again.";
-const UNSUPPORTED = {
-  ok: false,
-  error: { code: "unavailable", message: "This connection cannot mute or mark conversations." },
-} as const;
 
 export const initialUnreadState = {
   epoch: null,
@@ -188,18 +184,12 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
       ...initialUnreadState,
 
       mute(conversationId, muted) {
-        const { transport } = rt.deps;
-        return command(conversationId, () =>
-          transport.mute ? transport.mute({ conversationId, muted }) : Promise.resolve(UNSUPPORTED),
-        );
+        return command(conversationId, () => rt.deps.transport.mute({ conversationId, muted }));
       },
 
       markUnread(conversationId) {
-        const { transport } = rt.deps;
         if (get().activeConversationId === conversationId) rt.markHeld.add(conversationId);
-        return command(conversationId, () =>
-          transport.markUnread ? transport.markUnread({ conversationId }) : Promise.resolve(UNSUPPORTED),
-        );
+        return command(conversationId, () => rt.deps.transport.markUnread({ conversationId }));
       },
 
       applyUnread(update) {

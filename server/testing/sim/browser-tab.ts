@@ -13,6 +13,8 @@ import {
   type ChatSocket,
   type SocketLink,
 } from "../../../components/store/socket-binding.ts";
+import { checkUnreadInvariants, storeUnreadRows } from "../../../components/store/unread.ts";
+import type { UnreadUpdate } from "../../contracts/index.ts";
 import type { Journal } from "./journal.ts";
 
 export interface TabUser {
@@ -34,15 +36,14 @@ export interface BrowserTabOptions {
   failover?: () => string;
 }
 
-const sum = (counts: Record<number, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
-
 /**
  * One browser tab in the simulation: the page's own store (`createChatStore`), its own socket binding and HTTP
  * client (components/store/socket-binding.ts, components/lib/api.ts) over a real socket.io-client connection to one
  * server instance. Only opening the socket differs from the page: a token instead of the cookie, and the Origin
  * header a page would send. The tab watches every state the store takes and reports to the journal what must
- * never be seen: a total that is not the sum of the counts, a count that drops although nobody read, a conversation
- * that disappears although nobody left or deleted it. Its person looks at the bottom of the open conversation
+ * never be seen: totals that break checkUnreadInvariants (the badge is not Σ (muted ? mentions : unread), or the
+ * mentions total not Σ mentions), a count that drops although nobody read, a conversation that disappears although
+ * nobody left or deleted it. Its person looks at the bottom of the open conversation
  * (`view`), so what arrives there is read as soon as the tab is visible and focused.
  */
 export class BrowserTab {
@@ -220,6 +221,32 @@ export class BrowserTab {
           }),
         );
       },
+      mute: (input) => {
+        const issued = journal.muteIssued(userId, input.conversationId);
+        const answered = (unread: UnreadUpdate | null) =>
+          journal.muteAnswered(userId, input.conversationId, input.muted, issued, unread);
+        return track(
+          inner.mute(input).then(
+            (res) => {
+              answered(res.ok ? res.unread : null);
+              return res;
+            },
+            (err: unknown) => {
+              answered(null);
+              throw err;
+            },
+          ),
+        );
+      },
+      markUnread: (input) => {
+        journal.markIssued(userId, input.conversationId);
+        return track(
+          inner.markUnread(input).then((res) => {
+            if (res.ok) journal.markAcknowledged(userId, input.conversationId, res.unread);
+            return res;
+          }),
+        );
+      },
       sync: () => track(inner.sync()),
       fetchMessages: (conversationId, query) => track(inner.fetchMessages(conversationId, query)),
       createConversation: (input) => track(inner.createConversation(input)),
@@ -256,9 +283,8 @@ export class BrowserTab {
 
   /** Every state the store takes: what a badge could show at that moment. */
   private judge(state: ChatState, prev: ChatState): void {
-    const total = sum(state.unreadCounts);
-    if (state.totalUnread !== total)
-      this.journal.violation(`${this.name}: total ${state.totalUnread} != sum of counts ${total}`);
+    const broken = checkUnreadInvariants(state, storeUnreadRows(state));
+    if (broken.length > 0) this.journal.violation(`${this.name}: ${broken.join("; ")}`);
     if (state.unreadCounts !== prev.unreadCounts) {
       for (const [id, before] of Object.entries(prev.unreadCounts)) {
         const now = state.unreadCounts[Number(id)];

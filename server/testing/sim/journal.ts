@@ -1,12 +1,23 @@
-import type { MessageDTO } from "../../contracts/index.ts";
+import type { MessageDTO, UnreadUpdate } from "../../contracts/index.ts";
+
+/** When a mute was asked, as the journal orders asks and answers, and what could happen around it. */
+export interface MuteIssued {
+  /** Its number among the pair's mutes. */
+  ask: number;
+  at: number;
+  /** No other mute of the pair was in flight. */
+  alone: boolean;
+  /** No earlier mute of the pair went unanswered or was refused. */
+  cleanBefore: boolean;
+}
 
 const key = (userId: number, conversationId: number) => `${userId}:${conversationId}`;
 
 /**
  * What the simulated tabs asked the server and what it acknowledged, recorded at the transport (so it sees every
  * command the real store sends, retries included). The round's checks judge the database, Redis and every store
- * against it: an acknowledged message or read must not be lost, and a count may only drop, a conversation only
- * disappear, after something that can cause it was asked for.
+ * against it: an acknowledged message, read, mute or mark must not be lost, and a count may only drop, a conversation
+ * only disappear, after something that can cause it was asked for.
  */
 export class Journal {
   /** clientMsgId → the acknowledged message and its sender. */
@@ -19,6 +30,28 @@ export class Journal {
   readonly readAsked = new Map<string, number>();
   /** (user, conversation) pairs in which the user tried to send: sending moves the sender's cursor too. */
   readonly sendAsked = new Set<string>();
+  /**
+   * Acknowledged mutes and unmutes asked with no other mute of the pair in flight and none before unanswered or
+   * refused (such a one may have committed anyway, perhaps later): `muted` is what was asked, `acknowledged` the
+   * state the acknowledgement showed. If it is also the last mute of the pair asked (`lastMuteAsked`), the
+   * membership must still hold it.
+   */
+  readonly mutes: { userId: number; conversationId: number; muted: boolean; acknowledged: boolean; ask: number }[] = [];
+  /**
+   * Per pair, a lower bound of the membership's muteVersion: how often the mute state an acknowledgement showed
+   * differed from the one shown before it (starting unmuted at version 0), counting only acknowledgements of mutes
+   * asked after the previous counted one was acknowledged. Such an acknowledgement shows a state at least as new
+   * (Redis keeps the highest version, and a rebuild reads the database, which has it), so a different value is a
+   * later version.
+   */
+  readonly muteChanges = new Map<string, number>();
+  /** Acknowledged marks with the markVersion their acknowledgement showed (0: not marked any more). */
+  readonly marks: { userId: number; conversationId: number; markVersion: number }[] = [];
+  private readonly muteAsks = new Map<string, { asked: number; inflight: number; failed: boolean }>();
+  private readonly muteSeen = new Map<string, { muted: boolean; at: number }>();
+  private clock = 0;
+  /** (user, conversation) pairs the user marked unread (or tried to). */
+  readonly markAsked = new Set<string>();
   private readonly leaveAsked = new Set<string>();
   private readonly deleteAsked = new Set<number>();
   /** A data-loss fault ran (FLUSHALL or a Redis restart): a user's Redis state may then be missing. */
@@ -41,6 +74,52 @@ export class Journal {
 
   sendAcknowledged(userId: number, message: MessageDTO): void {
     this.messages.set(message.clientMsgId, { userId, message });
+  }
+
+  /** A mute or unmute is sent; returns what muteAnswered needs to judge its answer. */
+  muteIssued(userId: number, conversationId: number): MuteIssued {
+    const k = key(userId, conversationId);
+    const asks = this.muteAsks.get(k) ?? { asked: 0, inflight: 0, failed: false };
+    this.muteAsks.set(k, asks);
+    const issued = { ask: ++asks.asked, at: ++this.clock, alone: asks.inflight === 0, cleanBefore: !asks.failed };
+    asks.inflight++;
+    return issued;
+  }
+
+  /** The answer to a mute: the acknowledged state, or null when it was refused or not answered. */
+  muteAnswered(
+    userId: number,
+    conversationId: number,
+    muted: boolean,
+    issued: MuteIssued,
+    unread: UnreadUpdate | null,
+  ): void {
+    const k = key(userId, conversationId);
+    const asks = this.muteAsks.get(k)!;
+    asks.inflight--;
+    if (unread === null) {
+      asks.failed = true;
+      return;
+    }
+    if (issued.alone && issued.cleanBefore)
+      this.mutes.push({ userId, conversationId, muted, acknowledged: unread.muted, ask: issued.ask });
+    const seen = this.muteSeen.get(k) ?? { muted: false, at: 0 };
+    if (issued.at < seen.at) return;
+    if (seen.muted !== unread.muted) this.muteChanges.set(k, (this.muteChanges.get(k) ?? 0) + 1);
+    this.muteSeen.set(k, { muted: unread.muted, at: ++this.clock });
+  }
+
+  /** Whether `ask` is the last mute of the pair that was asked. */
+  lastMuteAsked(userId: number, conversationId: number, ask: number): boolean {
+    return this.muteAsks.get(key(userId, conversationId))?.asked === ask;
+  }
+
+  markIssued(userId: number, conversationId: number): void {
+    this.markAsked.add(key(userId, conversationId));
+  }
+
+  markAcknowledged(userId: number, conversationId: number, unread: UnreadUpdate): void {
+    this.marks.push({ userId, conversationId, markVersion: unread.markVersion });
   }
 
   leaveIssued(userId: number, conversationId: number): void {

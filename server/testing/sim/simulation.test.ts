@@ -57,4 +57,38 @@ describe("the simulation's plan", () => {
       }
     }
   });
+
+  it("mutes, unmutes, marks and mentions, where the member may, from the plan's own state", () => {
+    for (let seed = 1; seed <= 20; seed++) {
+      const plan = scenario({ ...options, seed });
+      const convs = plan.conversations.map((c) => ({ ...c, members: new Set(c.members), gone: false }));
+      const muted = new Set<string>();
+      const kinds = new Set<string>();
+      for (const op of plan.ops) {
+        if (op.kind === "create")
+          convs.push({ ...op.conversation, members: new Set(op.conversation.members), gone: false });
+        if (op.kind === "leave") convs[op.conv]!.members.delete(op.user);
+        if (op.kind === "delete") convs[op.conv]!.gone = true;
+        if (op.kind === "mute") {
+          kinds.add(op.muted ? "mute" : "unmute");
+          const k = `${op.user}:${op.conv}`;
+          expect(op.muted).toBe(!muted.has(k));
+          if (op.muted) muted.add(k);
+          else muted.delete(k);
+        }
+        if (op.kind === "mark") kinds.add("mark");
+        if (op.kind === "send" && op.mention) {
+          kinds.add(op.mention.toLowerCase() === "@all" ? "@all" : "@name");
+          const c = convs[op.conv]!;
+          if (op.mention.toLowerCase() === "@all") expect(c.kind).toBe("group");
+          else {
+            const named = plan.users.findIndex((u) => `@${u}` === op.mention!.toLowerCase());
+            expect(named).not.toBe(op.user);
+            expect(c.members.has(named)).toBe(true);
+          }
+        }
+      }
+      expect([...kinds].sort()).toEqual(["@all", "@name", "mark", "mute", "unmute"]);
+    }
+  });
 });

@@ -4,9 +4,9 @@
  * (for minutes).
  *
  * Every tab is the page's own client: `createChatStore` with the socket binding and API client the page uses
- * (browser-tab.ts), over a real socket.io-client connection. Users send, read (by opening a conversation in a
- * focused tab, so the store decides what to read), leave groups, delete conversations, create new ones, switch
- * instances and reload, while faults hit: FLUSHALL, Redis restarts, SIGKILLed instances and crashes right after a
+ * (browser-tab.ts), over a real socket.io-client connection. Users send (some messages mentioning other members, or
+ * @all), read (by opening a conversation in a focused tab, so the store decides what to read), mute and unmute, mark
+ * as unread, leave groups, delete conversations, create new ones, switch instances and reload, while faults hit: FLUSHALL, Redis restarts, SIGKILLed instances and crashes right after a
  * commit. Afterwards every tab goes offline and every instance restarts, so nothing can rebuild or repair Redis
  * behind the checks' back; once the outbox is drained Redis is read directly (inspect.lua) and compared with the
  * truth computed from the database, then the tabs come back and must show that truth too. A snapshot shows the
@@ -39,10 +39,12 @@ import path from "node:path";
 import type { Redis } from "ioredis";
 import { createApi, type Api } from "../../../components/lib/api.ts";
 import type { ConversationDTO } from "../../contracts/index.ts";
+import { mentionedUserIds } from "../../contracts/mentions.ts";
 import { createDb, type Db } from "../../db/prisma.ts";
 import type { RedisServer } from "../../embedded/redis.ts";
 import { createRedis } from "../../redis/client.ts";
 import { unreadScriptKeys, userKeys } from "../../redis/keys.ts";
+import { createUnreadService, type MembershipRegisters } from "../../unread/unread.service.ts";
 import { createTestDatabase, type TestDatabase } from "../db.ts";
 import { rng } from "../random.ts";
 import { BrowserTab, type TabUser } from "./browser-tab.ts";
@@ -151,8 +153,14 @@ export interface RoundReport {
   seed: number;
   ops: number;
   sends: number;
+  /** Sends whose content mentions someone (`@name` of another member, or `@all`). */
+  mentionSends: number;
   /** Reads the server acknowledged (the stores decide when to read). */
   reads: number;
+  /** Mutes and unmutes the server acknowledged. */
+  mutes: number;
+  /** Marks as unread the server acknowledged. */
+  marks: number;
   leaves: number;
   deletes: number;
   creates: number;
@@ -163,16 +171,29 @@ export interface RoundReport {
   lostMessages: number;
   /** Acknowledged reads whose cursor is no longer in the database. */
   lostReads: number;
+  /** Acknowledged mutes or marks the database no longer holds (a lower muteVersion or markVersion, another value). */
+  lostStates: number;
   /** Users whose counters (in Redis, or in any of their tabs) differ from the database's truth. */
   driftedUsers: number;
   driftedUserIds: number[];
   /** Users with no Redis state at the check (allowed only after FLUSHALL or a Redis restart). */
   usersWithoutState: number;
-  /** Things a tab showed that must never be shown: total != sum, a count dropping without a read, … */
+  /**
+   * Things a tab showed that must never be shown: totals breaking checkUnreadInvariants, a count dropping without a
+   * read, …
+   */
   clientViolations: number;
   problems: string[];
   /** The users, conversations and operations the seed gave, each operation with what became of it. */
   plan: string[];
+}
+
+/** What a round lost and what it found, in one line. */
+export function roundSummary(r: RoundReport): string {
+  return (
+    `lost messages ${r.lostMessages}, lost reads ${r.lostReads}, lost mutes/marks ${r.lostStates}, ` +
+    `drifted users ${r.driftedUsers}, client violations ${r.clientViolations}, problems ${r.problems.length}`
+  );
 }
 
 interface PlannedConversation {
@@ -183,7 +204,10 @@ interface PlannedConversation {
 }
 
 type Op =
-  | { kind: "send" | "open" | "leave" | "delete"; user: number; tab: number; conv: number }
+  | { kind: "open" | "leave" | "delete" | "mark"; user: number; tab: number; conv: number }
+  /** `mention`: an `@name` of another member (any case) or `@all`, added to the content. */
+  | { kind: "send"; user: number; tab: number; conv: number; mention?: string }
+  | { kind: "mute"; user: number; tab: number; conv: number; muted: boolean }
   | { kind: "blur"; user: number; tab: number }
   | { kind: "reconnect" | "reload"; user: number; tab: number; instance: number }
   | { kind: "create"; user: number; tab: number; conv: number; conversation: PlannedConversation }
@@ -241,6 +265,16 @@ export function scenario(o: PlanOptions): Scenario {
   }));
 
   const ops: Op[] = [];
+  // What the plan's own mutes leave each (user, conversation) at: a mute op mutes an unmuted one, unmutes a muted one.
+  const mutedInPlan = new Set<string>();
+  const mention = (user: number, conv: number): string | undefined => {
+    const c = convs[conv]!;
+    const others = c.members.filter((m) => m !== user);
+    if (c.kind === "group" && r.chance(0.25)) return r.chance(0.5) ? "@all" : "@ALL";
+    if (others.length === 0) return undefined;
+    const name = users[r.pick(others)]!;
+    return `@${r.chance(0.5) ? name.toUpperCase() : name}`;
+  };
   const of = (user: number) => convs.flatMap((c, i) => (!c.gone && c.members.includes(user) ? [i] : []));
   for (let i = 0; i < o.ops; i++) {
     if (o.faultRate > 0 && o.faults.length > 0 && r.chance(o.faultRate)) {
@@ -261,8 +295,21 @@ export function scenario(o: PlanOptions): Scenario {
     const groups = mine.filter((c) => convs[c]!.kind === "group");
     const deletable = mine.filter((c) => convs[c]!.kind === "direct" || convs[c]!.creator === user);
     const x = r.next();
-    if (x < 0.42 && mine.length > 0) ops.push({ kind: "send", user, tab, conv: r.pick(mine) });
-    else if (x < 0.66 && mine.length > 0) ops.push({ kind: "open", user, tab, conv: r.pick(mine) });
+    if (x < 0.36 && mine.length > 0) {
+      const conv = r.pick(mine);
+      const named = r.chance(0.3) ? mention(user, conv) : undefined;
+      ops.push({ kind: "send", user, tab, conv, ...(named ? { mention: named } : {}) });
+    } else if (x < 0.56 && mine.length > 0) ops.push({ kind: "open", user, tab, conv: r.pick(mine) });
+    else if (x < 0.61 && mine.length > 0) {
+      // Half the time one the user muted, if any, so that unmutes are as common as the mutes that undo them.
+      const muted = mine.filter((c) => mutedInPlan.has(`${user}:${c}`));
+      const conv = muted.length > 0 && r.chance(0.5) ? r.pick(muted) : r.pick(mine);
+      const k = `${user}:${conv}`;
+      const mute = !mutedInPlan.has(k);
+      if (mute) mutedInPlan.add(k);
+      else mutedInPlan.delete(k);
+      ops.push({ kind: "mute", user, tab, conv, muted: mute });
+    } else if (x < 0.66 && mine.length > 0) ops.push({ kind: "mark", user, tab, conv: r.pick(mine) });
     else if (x < 0.74) ops.push({ kind: "blur", user, tab });
     else if (x < 0.82) ops.push({ kind: "reconnect", user, tab, instance: r.int(0, o.instances - 1) });
     else if (x < 0.85) ops.push({ kind: "reload", user, tab, instance: r.int(0, o.instances - 1) });
@@ -307,6 +354,12 @@ function describe(op: Op, names: string[]): string {
       return `${who}/t${op.tab} ${op.kind} to i${op.instance}`;
     case "create":
       return `${who}/t${op.tab} create c${op.conv}: ${describeConversation(op.conversation, names)}`;
+    case "send":
+      return `${who}/t${op.tab} send c${op.conv}${op.mention ? ` "${op.mention}"` : ""}`;
+    case "mute":
+      return `${who}/t${op.tab} ${op.muted ? "mute" : "unmute"} c${op.conv}`;
+    case "mark":
+      return `${who}/t${op.tab} mark-unread c${op.conv}`;
     default:
       return `${who}/t${op.tab} ${op.kind} c${op.conv}`;
   }
@@ -355,7 +408,10 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
     seed: o.seed,
     ops: o.ops,
     sends: 0,
+    mentionSends: 0,
     reads: 0,
+    mutes: 0,
+    marks: 0,
     leaves: 0,
     deletes: 0,
     creates: 0,
@@ -364,6 +420,7 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
     acknowledgedMessages: 0,
     lostMessages: 0,
     lostReads: 0,
+    lostStates: 0,
     driftedUsers: 0,
     driftedUserIds: [],
     usersWithoutState: 0,
@@ -523,10 +580,11 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
       case "send": {
         const id = await conversationOf(op.conv);
         report.sends++;
+        if (op.mention) report.mentionSends++;
         const { value, calls, unloaded } = tab.act((s) => {
           s.setFocused(true);
           s.openConversation(id);
-          return s.sendMessage(id, `op ${i}`);
+          return s.sendMessage(id, op.mention ? `op ${i} for ${op.mention}` : `op ${i}`);
         });
         const clientMsgId = tab.lastId;
         const ok = await Promise.race([value, unloaded.then(() => "unloaded" as const)]);
@@ -544,6 +602,20 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
         });
         await settle(calls);
         return `read requested up to ${tab.store.getState().readRequested[id] ?? "-"}`;
+      }
+      case "mute":
+      case "mark": {
+        // As the row menu (or its shortcut) does it, for any row, whether or not it is the open conversation.
+        const id = await conversationOf(op.conv);
+        const { value, calls } = tab.act((s) => {
+          s.setFocused(true);
+          return op.kind === "mute" ? s.mute(id, op.muted) : s.markUnread(id);
+        });
+        const error = await value;
+        await settle(calls);
+        if (error === null) report[op.kind === "mute" ? "mutes" : "marks"]++;
+        const shown = tab.store.getState().unreadDetails[id];
+        return error ?? `acknowledged, the tab shows muted ${shown?.muted}, marked ${shown?.markVersion ?? 0}`;
       }
       case "blur":
         tab.act((s) => s.setFocused(false));
@@ -604,7 +676,7 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
   log("quiesced");
 
   await checkDatabase(env.db, journal, report);
-  const truths = await truthOf(env.db);
+  const truths = await truthOf(env.db, env.redis);
   await checkRedis(env.redis, truths, journal, report);
   log("database and Redis checked");
 
@@ -618,17 +690,26 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
   const compareTabs = (when: string, truths: Map<number, Map<number, Truth>>) => {
     for (const user of users) {
       const truth = truths.get(user.id) ?? new Map<number, Truth>();
-      const total = [...truth.values()].reduce((a, t) => a + t.unread, 0);
+      const { totalUnread, totalMentions } = totalsOf(truth);
       for (const tab of user.tabs) {
         const s = tab.store.getState();
         const problems: string[] = [];
-        for (const [conv, t] of truth)
-          if ((s.unreadCounts[conv] ?? 0) !== t.unread)
-            problems.push(`#${conv}: ${s.unreadCounts[conv] ?? 0} != ${t.unread}`);
+        for (const [conv, t] of truth) {
+          const shown = {
+            unread: s.unreadCounts[conv] ?? 0,
+            mentions: s.unreadDetails[conv]?.mentionCount ?? 0,
+            muted: s.unreadDetails[conv]?.muted ?? false,
+            marked: s.unreadDetails[conv]?.markedUnread ?? false,
+          };
+          const want = { unread: t.unread, mentions: t.mentions, muted: t.muted, marked: t.marked };
+          if (JSON.stringify(shown) !== JSON.stringify(want))
+            problems.push(`#${conv}: shows ${JSON.stringify(shown)}, truth ${JSON.stringify(want)}`);
+        }
         for (const conv of Object.keys(s.conversations))
           if (!truth.has(Number(conv))) problems.push(`shows #${conv}, not a member`);
         for (const conv of truth.keys()) if (!s.conversations[conv]) problems.push(`misses #${conv}`);
-        if (s.totalUnread !== total) problems.push(`total ${s.totalUnread} != ${total}`);
+        if (s.totalUnread !== totalUnread) problems.push(`total ${s.totalUnread} != ${totalUnread}`);
+        if (s.totalMentions !== totalMentions) problems.push(`mentions total ${s.totalMentions} != ${totalMentions}`);
         if (problems.length > 0) {
           drifted.add(user.id);
           report.problems.push(`${when}, ${user.name} tab ${tab.name}: ${problems.slice(0, 4).join("; ")}`);
@@ -676,7 +757,7 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
   const quiet = async () => (await env.db.outboxEvent.count()) === 0 && (await behind()).length === 0;
   if (!(await until(quiet, 30_000)))
     report.problems.push(`after the coda, tabs behind Redis for 30 s: ${(await behind()).slice(0, 6).join("; ")}`);
-  compareTabs("after the coda", await truthOf(env.db));
+  compareTabs("after the coda", await truthOf(env.db, env.redis));
   log("coda checked");
   report.driftedUsers = drifted.size;
   for (const tab of tabs) tab.close();
@@ -695,34 +776,65 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
 
 class Skip extends Error {}
 
-interface Truth {
+/** One membership's truth, from the database alone, and the values docs/consistency.md's rule derives from it. */
+interface Truth extends MembershipRegisters {
   lastSeq: number;
   lastReadSeq: number;
+  /** Messages above the cursor, or 1 when that is 0 and the conversation is marked. */
   unread: number;
+  /** Messages above the cursor that mention the user. */
+  mentions: number;
+  marked: boolean;
+  /** What the badge sums: the mentions of a muted conversation, else its unread. */
+  effective: number;
 }
 
-/** Per user (every user, members of nothing too): conversation → its truth, from the database alone. */
-async function truthOf(db: Db): Promise<Map<number, Map<number, Truth>>> {
+/**
+ * Per user (every user, members of nothing too): conversation → its truth, from the database alone (the registers
+ * and mention seqs of unread.service's `truth`, expiry being off here), derived by the rule itself, not by the Lua:
+ * marked = markVersion > cleared and cursor ≤ markAt; unread = lastSeq − cursor, or 1 when 0 and marked;
+ * mentions = mention seqs above the cursor up to lastSeq; effective = muted ? mentions : unread.
+ */
+async function truthOf(db: Db, redis: Redis): Promise<Map<number, Map<number, Truth>>> {
+  const unread = createUnreadService({ db, redis });
   const truths = new Map<number, Map<number, Truth>>();
-  for (const user of await db.user.findMany({ select: { id: true } })) truths.set(user.id, new Map());
-  const rows = await db.membership.findMany({
-    select: { userId: true, conversationId: true, lastReadSeq: true, conversation: { select: { lastSeq: true } } },
-  });
-  for (const m of rows) {
-    const { lastSeq } = m.conversation;
-    truths
-      .get(m.userId)!
-      .set(m.conversationId, { lastSeq, lastReadSeq: m.lastReadSeq, unread: lastSeq - m.lastReadSeq });
+  for (const user of await db.user.findMany({ select: { id: true } })) {
+    const mine = new Map<number, Truth>();
+    truths.set(user.id, mine);
+    for (const m of await unread.truth(user.id)) {
+      const { conversationId, lastSeq, lastReadSeq, mentionSeqs, agedSeq: _aged, ...registers } = m;
+      const marked = registers.markVersion > registers.markClearedVersion && lastReadSeq <= registers.markAt;
+      const above = Math.max(0, lastSeq - lastReadSeq);
+      const count = above === 0 && marked ? 1 : above;
+      const mentions = mentionSeqs.filter((seq) => seq > lastReadSeq && seq <= lastSeq).length;
+      mine.set(conversationId, {
+        ...registers,
+        lastSeq,
+        lastReadSeq,
+        unread: count,
+        mentions,
+        marked,
+        effective: registers.muted ? mentions : count,
+      });
+    }
   }
   return truths;
 }
+
+const totalsOf = (truth: Map<number, Truth>) => ({
+  totalUnread: [...truth.values()].reduce((a, t) => a + t.effective, 0),
+  totalMentions: [...truth.values()].reduce((a, t) => a + t.mentions, 0),
+});
 
 const pairKey = (userId: number, conversationId: number) => `${userId}:${conversationId}`;
 
 /**
  * What the database must show: every acknowledged message exactly once (unless its conversation was deleted), seqs
  * without gaps, no cursor below an acknowledged read, no cursor past what its user read or sent (a count drops
- * only for reads that happened), and acknowledged leaves and deletes done.
+ * only for reads that happened), acknowledged leaves and deletes done, and no acknowledged mute or mark lost: the
+ * membership's muteVersion at least the changes the acknowledgements showed, its `muted` the acknowledged value when
+ * that mute was the last of the pair asked (and nothing else of the pair was in flight or unanswered), its
+ * markVersion at least the one a mark's acknowledgement showed.
  */
 async function checkDatabase(db: Db, journal: Journal, report: RoundReport): Promise<void> {
   const conversations = await db.conversation.findMany({
@@ -745,12 +857,18 @@ async function checkDatabase(db: Db, journal: Journal, report: RoundReport): Pro
     if (c._count.messages !== c.lastSeq)
       report.problems.push(`conversation ${c.id}: lastSeq ${c.lastSeq} but ${c._count.messages} messages`);
 
-  const memberships = new Map(
-    (await db.membership.findMany({ select: { userId: true, conversationId: true, lastReadSeq: true } })).map((m) => [
-      pairKey(m.userId, m.conversationId),
-      m.lastReadSeq,
-    ]),
-  );
+  const rows = await db.membership.findMany({
+    select: {
+      userId: true,
+      conversationId: true,
+      lastReadSeq: true,
+      muted: true,
+      muteVersion: true,
+      markVersion: true,
+    },
+  });
+  const memberships = new Map(rows.map((m) => [pairKey(m.userId, m.conversationId), m.lastReadSeq]));
+  const registers = new Map(rows.map((m) => [pairKey(m.userId, m.conversationId), m]));
   for (const a of journal.reads) {
     const cursor = memberships.get(pairKey(a.userId, a.conversationId));
     if (cursor === undefined) {
@@ -768,6 +886,75 @@ async function checkDatabase(db: Db, journal: Journal, report: RoundReport): Pro
     if (cursor > bound)
       report.problems.push(`user:conversation ${pair}: cursor ${cursor}, but read or sent only up to ${bound}`);
   }
+  const gone = (userId: number, conversationId: number, what: string) => {
+    if (!journal.mayRemove(userId, conversationId))
+      report.problems.push(`user ${userId} is no longer in #${conversationId} (${what}), never left nor deleted`);
+  };
+  for (const a of journal.mutes) {
+    const m = registers.get(pairKey(a.userId, a.conversationId));
+    if (!m) gone(a.userId, a.conversationId, "muted");
+    else if (a.acknowledged !== a.muted) {
+      report.lostStates++;
+      report.problems.push(
+        `user ${a.userId} #${a.conversationId}: mute to ${a.muted} acknowledged as ${a.acknowledged}, nothing else in flight`,
+      );
+    } else if (journal.lastMuteAsked(a.userId, a.conversationId, a.ask) && m.muted !== a.muted) {
+      report.lostStates++;
+      report.problems.push(`user ${a.userId} #${a.conversationId}: acknowledged mute ${a.muted}, database ${m.muted}`);
+    }
+  }
+  for (const [pair, changes] of journal.muteChanges) {
+    const m = registers.get(pair);
+    if (m && m.muteVersion < changes) {
+      report.lostStates++;
+      report.problems.push(`user:conversation ${pair}: muteVersion ${m.muteVersion}, ${changes} changes acknowledged`);
+    }
+  }
+  for (const a of journal.marks) {
+    const m = registers.get(pairKey(a.userId, a.conversationId));
+    if (!m) gone(a.userId, a.conversationId, "marked");
+    else if (m.markVersion < a.markVersion) {
+      report.lostStates++;
+      report.problems.push(
+        `user ${a.userId} #${a.conversationId}: markVersion ${m.markVersion} below acknowledged ${a.markVersion}`,
+      );
+    }
+  }
+  // Who a stored message mentions, by the shared rule: members only leave in the simulation, so a current member
+  // was one when the message was sent, and must be mentioned exactly when its content names them (or says @all in a
+  // group). Those who left since may or may not have been mentioned.
+  const [users, mentions, mentioning] = await Promise.all([
+    db.user.findMany({ select: { id: true, name: true } }),
+    db.mention.findMany({ select: { userId: true, conversationId: true, seq: true } }),
+    db.message.findMany({
+      where: { content: { contains: "@" } },
+      select: {
+        conversationId: true,
+        seq: true,
+        senderId: true,
+        content: true,
+        conversation: { select: { kind: true } },
+      },
+    }),
+  ]);
+  const names = new Map(users.map((u) => [u.id, u.name]));
+  const mentioned = new Set(mentions.map((m) => `${m.conversationId}:${m.seq}:${m.userId}`));
+  const members = new Map<number, { id: number; name: string }[]>();
+  for (const m of rows)
+    members.set(m.conversationId, [
+      ...(members.get(m.conversationId) ?? []),
+      { id: m.userId, name: names.get(m.userId) ?? "" },
+    ]);
+  for (const msg of mentioning) {
+    const current = members.get(msg.conversationId) ?? [];
+    const kind = msg.conversation.kind === "group" ? "group" : "direct";
+    const want = new Set(mentionedUserIds(msg.content, current, msg.senderId, kind));
+    for (const m of current)
+      if (want.has(m.id) !== mentioned.has(`${msg.conversationId}:${msg.seq}:${m.id}`))
+        report.problems.push(
+          `#${msg.conversationId} seq ${msg.seq} "${msg.content}": user ${m.id} ${want.has(m.id) ? "not " : ""}stored as mentioned`,
+        );
+  }
   for (const l of journal.leaves)
     if (memberships.has(pairKey(l.userId, l.conversationId)))
       report.problems.push(`user ${l.userId} left #${l.conversationId} (acknowledged) but is still a member`);
@@ -782,11 +969,20 @@ function hash(flat: string[]): Map<string, number> {
   return out;
 }
 
+/** The `state` hash: conversation → 'muteVersion:muted:markVersion:markAt:cleared:marked' as numbers. */
+function states(flat: string[]): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  for (let i = 0; i + 1 < flat.length; i += 2) out.set(flat[i]!, flat[i + 1]!.split(":").map(Number));
+  return out;
+}
+
 /**
  * Every user's Redis state, read in one step by inspect.lua (which only reads with unread expiry off), against the
- * database: counts, total and registers. Runs before any client has synced, so no snapshot rebuilt or repaired it.
- * Missing state is what a user has after FLUSHALL or a Redis restart until something touches them; anything else
- * must be exactly the truth, and the scripts must never have had to repair a total.
+ * database: per conversation unread, mentions, muted and marked, both totals (meta total = Σ effective, meta
+ * mentions = Σ mentions, by the stored values and by the truth) and registers never above the database. Runs
+ * before any client has synced, so no snapshot rebuilt or repaired it. Missing state is what a user has after
+ * FLUSHALL or a Redis restart until something touches them; anything else must be exactly the truth, and the
+ * scripts must never have had to repair a total.
  */
 async function checkRedis(
   redis: Redis,
@@ -805,21 +1001,44 @@ async function checkRedis(
       continue;
     }
     const [meta, unread, seen, read, gone] = reply.slice(0, 5).map((flat) => hash(flat as string[]));
+    const mcount = hash(reply[8]);
+    const state = states(reply[9]);
     const problems: string[] = [];
     for (const [conv, t] of truth) {
-      const n = unread!.get(String(conv)) ?? 0;
-      if (n !== t.unread) problems.push(`#${conv}: ${n} != ${t.unread}`);
+      const [muteVersion = 0, muted = 0, markVersion = 0, , cleared = 0, marked = 0] = state.get(String(conv)) ?? [];
+      const stored = {
+        unread: unread!.get(String(conv)) ?? 0,
+        mentions: mcount.get(String(conv)) ?? 0,
+        muted: muted === 1,
+        marked: marked === 1,
+      };
+      const want = { unread: t.unread, mentions: t.mentions, muted: t.muted, marked: t.marked };
+      if (JSON.stringify(stored) !== JSON.stringify(want))
+        problems.push(`#${conv}: ${JSON.stringify(stored)} != ${JSON.stringify(want)}`);
       const [s, r] = [seen!.get(String(conv)) ?? 0, read!.get(String(conv)) ?? 0];
       if (s > t.lastSeq || r > t.lastReadSeq)
         problems.push(`#${conv}: registers (${s}, ${r}) above the database (${t.lastSeq}, ${t.lastReadSeq})`);
+      if (muteVersion > t.muteVersion || markVersion > t.markVersion || cleared > t.markClearedVersion)
+        problems.push(
+          `#${conv}: mute/mark/cleared versions (${muteVersion}, ${markVersion}, ${cleared}) above the database ` +
+            `(${t.muteVersion}, ${t.markVersion}, ${t.markClearedVersion})`,
+        );
     }
-    for (const conv of unread!.keys()) if (!truth.has(Number(conv))) problems.push(`counts #${conv}, not a member`);
-    for (const conv of new Set([...seen!.keys(), ...read!.keys()]))
+    for (const conv of new Set([...unread!.keys(), ...mcount.keys()]))
+      if (!truth.has(Number(conv))) problems.push(`counts #${conv}, not a member`);
+    for (const conv of new Set([...seen!.keys(), ...read!.keys(), ...state.keys()]))
       if (!truth.has(Number(conv)) && !gone!.has(conv)) problems.push(`registers for #${conv}, not a member`);
-    const sum = [...unread!.values()].reduce((a, b) => a + b, 0);
-    const truthTotal = [...truth.values()].reduce((a, t) => a + t.unread, 0);
+    let sum = 0;
+    for (const [conv, n] of unread!) if (state.get(conv)?.[1] !== 1) sum += n;
+    for (const [conv, n] of mcount) if (state.get(conv)?.[1] === 1) sum += n;
+    const sumMentions = [...mcount.values()].reduce((a, b) => a + b, 0);
+    const want = totalsOf(truth);
     const total = meta!.get("total") ?? 0;
-    if (total !== sum || total !== truthTotal) problems.push(`total ${total}, sum ${sum}, truth ${truthTotal}`);
+    const mentions = meta!.get("mentions") ?? 0;
+    if (total !== sum || total !== want.totalUnread)
+      problems.push(`total ${total}, Σ effective ${sum}, truth ${want.totalUnread}`);
+    if (mentions !== sumMentions || mentions !== want.totalMentions)
+      problems.push(`mentions total ${mentions}, Σ mentions ${sumMentions}, truth ${want.totalMentions}`);
     const repairs = meta!.get("repairs") ?? 0;
     if (repairs > 0) problems.push(`the scripts repaired a total ${repairs} times`);
     if (problems.length > 0) {
