@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ConversationDTO, UnreadUpdate } from "../contracts/index.ts";
+import type { UnreadUpdate } from "../contracts/index.ts";
 import { logger } from "../log.ts";
 import { createOutbox } from "../outbox/outbox.ts";
-import { nextEvent, startHarness, type ClientSocket, type Harness } from "../testing/harness.ts";
+import { nextEvent, startHarness, type Harness } from "../testing/harness.ts";
+import { testApi } from "../testing/api.ts";
 import { createUnreadService } from "../unread/unread.service.ts";
 import { createMessageFanout } from "./fanout.ts";
 
@@ -13,27 +14,7 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-let n = 0;
-const user = (base: string) => h.signUp(`${base}_${Date.now().toString(36)}${n++}`);
-
-async function create(token: string, memberNames: string[], title?: string): Promise<ConversationDTO> {
-  const res = await h.http("/api/conversations", {
-    method: "POST",
-    token,
-    body: JSON.stringify({ memberNames, title }),
-  });
-  expect(res.status).toBe(200);
-  return res.body.conversation as ConversationDTO;
-}
-
-const send = (s: ClientSocket, conversationId: number, content: string, clientMsgId = randomUUID()) =>
-  s.emitWithAck("message:send", { conversationId, clientMsgId, content });
-
-async function list(token: string) {
-  const res = await h.http("/api/conversations", { token });
-  expect(res.status).toBe(200);
-  return res.body as { conversations: ConversationDTO[]; totalUnread: number; totalMentions: number };
-}
+const { user, create, send, list } = testApi(() => h);
 
 /** The user's snapshot reduced to what mentions change: both totals and each conversation's counts. */
 async function counts(token: string) {

@@ -1,8 +1,7 @@
-import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ConversationDTO } from "../contracts/index.ts";
 import { userKeys } from "../redis/keys.ts";
-import { nextEvent, startHarness, type ClientSocket, type Harness } from "../testing/harness.ts";
+import { nextEvent, startHarness, type Harness } from "../testing/harness.ts";
+import { testApi } from "../testing/api.ts";
 import { reconcile } from "./reconcile.ts";
 import { createUnreadService, DEPARTURE_MEMORY_MS } from "./unread.service.ts";
 
@@ -12,32 +11,7 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-let n = 0;
-const user = (base: string) => h.signUp(`${base}_${Date.now().toString(36)}${n++}`);
-
-async function create(token: string, memberNames: string[], title?: string): Promise<ConversationDTO> {
-  const res = await h.http("/api/conversations", {
-    method: "POST",
-    token,
-    body: JSON.stringify({ memberNames, title }),
-  });
-  expect(res.status).toBe(200);
-  return res.body.conversation as ConversationDTO;
-}
-
-const send = (s: ClientSocket, conversationId: number, content = "hi") =>
-  s.emitWithAck("message:send", { conversationId, clientMsgId: randomUUID(), content });
-
-async function list(token: string) {
-  const res = await h.http("/api/conversations", { token });
-  return res.body as {
-    conversations: ConversationDTO[];
-    totalUnread: number;
-    totalMentions: number;
-    epoch: string;
-    version: number;
-  };
-}
+const { user, create, send, list } = testApi(() => h);
 
 describe("leaving a group and deleting a conversation", () => {
   it("leaving takes the group's unread out of the total in the same step and ignores its later messages", async () => {

@@ -1,7 +1,7 @@
-import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ConversationDTO, Result, UnreadUpdate } from "../contracts/index.ts";
-import { nextEvent, startHarness, type ClientSocket, type Harness } from "../testing/harness.ts";
+import type { Result, UnreadUpdate } from "../contracts/index.ts";
+import { nextEvent, startHarness, type Harness } from "../testing/harness.ts";
+import { testApi } from "../testing/api.ts";
 
 const STATE_LIMIT = 6;
 
@@ -11,33 +11,7 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-let n = 0;
-const user = (base: string) => h.signUp(`${base}_${Date.now().toString(36)}${n++}`);
-
-async function create(token: string, memberNames: string[], title?: string): Promise<ConversationDTO> {
-  const res = await h.http("/api/conversations", {
-    method: "POST",
-    token,
-    body: JSON.stringify({ memberNames, title }),
-  });
-  expect(res.status).toBe(200);
-  return res.body.conversation as ConversationDTO;
-}
-
-const send = (s: ClientSocket, conversationId: number, content = "hi") =>
-  s.emitWithAck("message:send", { conversationId, clientMsgId: randomUUID(), content });
-
-async function list(token: string) {
-  const res = await h.http("/api/conversations", { token });
-  expect(res.status).toBe(200);
-  return res.body as {
-    conversations: ConversationDTO[];
-    totalUnread: number;
-    totalMentions: number;
-    version: number;
-    epoch: string;
-  };
-}
+const { user, create, send, list } = testApi(() => h);
 
 /** What a badge shows of one conversation, and both totals, from a fresh snapshot. */
 async function badge(token: string, conversationId: number) {
