@@ -3,18 +3,9 @@ import type { Db } from "../db/prisma.ts";
 import { AppError } from "../errors.ts";
 import type { Outbox, OutboxEntry } from "../outbox/outbox.ts";
 import type { Notifier } from "../realtime/notifier.ts";
-import type { MembershipRegisters, UnreadService } from "./unread.service.ts";
+import { registersSelect, type MembershipRegisters, type UnreadService } from "./unread.service.ts";
 
 export type ReadService = ReturnType<typeof createReadService>;
-
-/** The membership's registers, as `db.membership` selects them. */
-export const registersSelect = {
-  muteVersion: true,
-  muted: true,
-  markVersion: true,
-  markAt: true,
-  markClearedVersion: true,
-} as const;
 
 /**
  * Reading: a read cursor moved durably in PostgreSQL, then applied to the reader's counters and pushed to their

@@ -3,8 +3,7 @@ import type { Db } from "../db/prisma.ts";
 import { AppError } from "../errors.ts";
 import type { Outbox, OutboxEntry } from "../outbox/outbox.ts";
 import type { Notifier } from "../realtime/notifier.ts";
-import { registersSelect } from "./read.service.ts";
-import type { MembershipRegisters, UnreadService } from "./unread.service.ts";
+import { registersSelect, type MembershipRegisters, type UnreadService } from "./unread.service.ts";
 
 export type StateService = ReturnType<typeof createStateService>;
 

@@ -14,6 +14,15 @@ export interface MembershipRegisters {
   markClearedVersion: number;
 }
 
+/** The membership's registers, as `db.membership` selects them. */
+export const registersSelect = {
+  muteVersion: true,
+  muted: true,
+  markVersion: true,
+  markAt: true,
+  markClearedVersion: true,
+} as const satisfies Record<keyof MembershipRegisters, true>;
+
 /**
  * One event for one user in one conversation: a message seq seen and/or a read cursor, and optionally that the
  * message mentions the user, or the membership's mute and mark registers (all merged, never overwritten).
@@ -147,11 +156,7 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
       select: {
         conversationId: true,
         lastReadSeq: true,
-        muted: true,
-        muteVersion: true,
-        markVersion: true,
-        markAt: true,
-        markClearedVersion: true,
+        ...registersSelect,
         conversation: { select: { lastSeq: true } },
       },
     });
