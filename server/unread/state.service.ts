@@ -1,4 +1,5 @@
 import type { UnreadUpdate, UserDTO } from "../contracts/index.ts";
+import { Prisma } from "../db/generated/client.ts";
 import type { Db } from "../db/prisma.ts";
 import { AppError } from "../errors.ts";
 import type { Outbox, OutboxEntry } from "../outbox/outbox.ts";
@@ -46,16 +47,23 @@ export function createStateService(deps: { db: Db; unread: UnreadService; notifi
     return { unread: applied.update, changed: applied.changed };
   }
 
-  /** `conversation:mute`: muteVersion + 1 and the new value, unless it already has that value. */
-  async function mute(user: UserDTO, conversationId: number, muted: boolean): Promise<StateAck> {
+  /**
+   * One statement: `update` (an UPDATE of the membership aliased `m`, its WHERE saying when it changes anything)
+   * with a `state` outbox entry when it did; else the membership as it is. No row: not a member.
+   */
+  async function changeRegisters(
+    user: UserDTO,
+    conversationId: number,
+    update: Prisma.Sql,
+    entrySeq: "muteVersion" | "markVersion",
+  ): Promise<StateRow | undefined> {
     const [row] = await db.$queryRaw<StateRow[]>`
       WITH changed AS (
-        UPDATE "Membership" AS m SET "muted" = ${muted}, "muteVersion" = m."muteVersion" + 1
-        WHERE m."userId" = ${user.id} AND m."conversationId" = ${conversationId} AND m."muted" <> ${muted}
+        ${update}
         RETURNING m."muteVersion", m."muted", m."markVersion", m."markAt", m."markClearedVersion"
       ), outbox AS (
         INSERT INTO "OutboxEvent" ("kind", "conversationId", "userId", "seq")
-        SELECT 'state'::"OutboxKind", ${conversationId}, ${user.id}, "muteVersion" FROM changed
+        SELECT 'state'::"OutboxKind", ${conversationId}, ${user.id}, ${Prisma.raw(`"${entrySeq}"`)} FROM changed
         RETURNING "id"
       )
       SELECT changed.*, outbox."id" AS "outboxId" FROM changed, outbox
@@ -63,7 +71,15 @@ export function createStateService(deps: { db: Db; unread: UnreadService; notifi
       SELECT m."muteVersion", m."muted", m."markVersion", m."markAt", m."markClearedVersion", NULL
       FROM "Membership" AS m
       WHERE m."userId" = ${user.id} AND m."conversationId" = ${conversationId} AND NOT EXISTS (SELECT 1 FROM changed)`;
-    return finish(user, conversationId, row, "mute");
+    return row;
+  }
+
+  /** `conversation:mute`: muteVersion + 1 and the new value, unless it already has that value. */
+  async function mute(user: UserDTO, conversationId: number, muted: boolean): Promise<StateAck> {
+    const update = Prisma.sql`
+      UPDATE "Membership" AS m SET "muted" = ${muted}, "muteVersion" = m."muteVersion" + 1
+      WHERE m."userId" = ${user.id} AND m."conversationId" = ${conversationId} AND m."muted" <> ${muted}`;
+    return finish(user, conversationId, await changeRegisters(user, conversationId, update, "muteVersion"), "mute");
   }
 
   /**
@@ -71,24 +87,12 @@ export function createStateService(deps: { db: Db; unread: UnreadService; notifi
    * already (a mark above its clears, and the cursor not past it).
    */
   async function markUnread(user: UserDTO, conversationId: number): Promise<StateAck> {
-    const [row] = await db.$queryRaw<StateRow[]>`
-      WITH changed AS (
-        UPDATE "Membership" AS m SET "markVersion" = m."markVersion" + 1, "markAt" = c."lastSeq"
-        FROM "Conversation" AS c
-        WHERE c."id" = m."conversationId" AND m."userId" = ${user.id} AND m."conversationId" = ${conversationId}
-          AND NOT (m."markVersion" > m."markClearedVersion" AND m."lastReadSeq" <= m."markAt")
-        RETURNING m."muteVersion", m."muted", m."markVersion", m."markAt", m."markClearedVersion"
-      ), outbox AS (
-        INSERT INTO "OutboxEvent" ("kind", "conversationId", "userId", "seq")
-        SELECT 'state'::"OutboxKind", ${conversationId}, ${user.id}, "markVersion" FROM changed
-        RETURNING "id"
-      )
-      SELECT changed.*, outbox."id" AS "outboxId" FROM changed, outbox
-      UNION ALL
-      SELECT m."muteVersion", m."muted", m."markVersion", m."markAt", m."markClearedVersion", NULL
-      FROM "Membership" AS m
-      WHERE m."userId" = ${user.id} AND m."conversationId" = ${conversationId} AND NOT EXISTS (SELECT 1 FROM changed)`;
-    return finish(user, conversationId, row, "mark");
+    const update = Prisma.sql`
+      UPDATE "Membership" AS m SET "markVersion" = m."markVersion" + 1, "markAt" = c."lastSeq"
+      FROM "Conversation" AS c
+      WHERE c."id" = m."conversationId" AND m."userId" = ${user.id} AND m."conversationId" = ${conversationId}
+        AND NOT (m."markVersion" > m."markClearedVersion" AND m."lastReadSeq" <= m."markAt")`;
+    return finish(user, conversationId, await changeRegisters(user, conversationId, update, "markVersion"), "mark");
   }
 
   /** The relay's replay of a `state` entry: the membership's current registers (newer ones are always safe). */
