@@ -109,7 +109,7 @@ export const test = base.extend<TestFixtures, WorkerFixtures>({
           name,
           port,
           databaseUrl: env.databaseUrl,
-          redisUrl: env.redisUrl,
+          redis: env.redisUrl,
           dataDir: instanceDataDir(env.tmpDir, `${name}-${testInfo.testId}`),
           ...(extraEnv ? { env: extraEnv } : {}),
         });

@@ -35,7 +35,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
         name,
         port: await freePort(),
         databaseUrl: pg.url,
-        redisUrl: redis.url,
+        redis: redis.url,
         dataDir: instanceDataDir(tmpDir, name),
       });
     const started = await Promise.allSettled([start("A"), start("B")]);

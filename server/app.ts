@@ -1,6 +1,4 @@
 import type { IncomingMessage, Server as HttpServer, ServerResponse } from "node:http";
-import { createAdapter } from "@socket.io/redis-adapter";
-import type { Redis } from "ioredis";
 import { Server } from "socket.io";
 import { conversationActions } from "./conversations/conversations.handlers.ts";
 import { createConversationService } from "./conversations/conversations.service.ts";
@@ -23,6 +21,8 @@ import { requireSession } from "./sessions/socket-gate.ts";
 import { socketNotifier, type Notifier } from "./realtime/notifier.ts";
 import { commandsSettled, observeCommands } from "./realtime/command.ts";
 import type { TallyServer } from "./realtime/types.ts";
+import { redisAdapter } from "./realtime/adapter.ts";
+import type { AdapterClients, RedisClient } from "./redis/client.ts";
 import { sessionRoom, userRoom } from "./redis/keys.ts";
 import { sessionActions } from "./sessions/sessions.handlers.ts";
 import { createSessionService } from "./sessions/sessions.service.ts";
@@ -38,11 +38,11 @@ import { createUserDirectory } from "./users/users.service.ts";
 export interface AppDeps {
   httpServer: HttpServer;
   /** Command connection with Tally's scripts defined (server/redis/client.ts). */
-  redis: Redis;
+  redis: RedisClient;
   db: Db;
   config: AppConfig;
   /** Pub/sub pair for the Socket.IO Redis adapter; without it the instance runs alone. */
-  adapterClients?: { pub: Redis; sub: Redis };
+  adapterClients?: AdapterClients;
   /** Everything that is not /api or Socket.IO (the Next.js request handler). */
   fallback?: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
   /** Optional modules (the consistency lab) that mount themselves on the app; see server/modules.ts. */
@@ -97,7 +97,7 @@ export function createApp({
     destroyUpgrade: !fallback,
     // The handshake (polling or WebSocket) from a page of another origin is refused before any session check.
     allowRequest: (req, callback) => callback(null, originAllowed(req, config.allowedOrigins)),
-    ...(adapterClients ? { adapter: createAdapter(adapterClients.pub, adapterClients.sub) } : {}),
+    ...(adapterClients ? { adapter: redisAdapter(adapterClients) } : {}),
   });
   const notifier = socketNotifier(io);
   notifyStale = (userIds) => notifier.unreadStale(userIds);
@@ -209,15 +209,32 @@ export function createApp({
 
   // Pushes published while the adapter's subscriber was reconnecting are lost: every local tab resyncs.
   if (adapterClients) {
-    let wasReady = adapterClients.sub.status === "ready";
-    adapterClients.sub.on("ready", () => {
-      if (wasReady) {
-        notifier.unreadStale("all-local");
-        // A revocation broadcast may have been lost too.
-        dropRevokedSockets().catch((err: unknown) => log.warn({ err }, "re-checking sessions failed"));
-      }
-      wasReady = true;
-    });
+    const resync = () => {
+      notifier.unreadStale("all-local");
+      // A revocation broadcast may have been lost too.
+      dropRevokedSockets().catch((err: unknown) => log.warn({ err }, "re-checking sessions failed"));
+    };
+    if (adapterClients.sharded) {
+      // Sharded pub/sub holds one subscriber per shard: a lost one (its master died, or it was moved off a
+      // resharded slot) misses what its shard carried until it is back.
+      let lost = false;
+      const lose = () => void (lost = true);
+      adapterClients.sub.on("-node", lose);
+      adapterClients.sub.on("-subscriber", lose);
+      const back = () => {
+        if (!lost) return;
+        lost = false;
+        resync();
+      };
+      adapterClients.sub.on("+subscriber", back);
+      adapterClients.sub.on("subscribersReady", back);
+    } else {
+      let wasReady = adapterClients.sub.status === "ready";
+      adapterClients.sub.on("ready", () => {
+        if (wasReady) resync();
+        wasReady = true;
+      });
+    }
   }
 
   relay.start(config.outboxRelayMs ?? 2000);

@@ -37,7 +37,7 @@ async function main(): Promise<void> {
 
   const services = await startServices(env, { root, log: logger });
   cleanups.push(services.stop);
-  const { databaseUrl, redisUrl } = services;
+  const { databaseUrl, redis } = services;
   const db = createDb(databaseUrl);
   if (env.SEED_DEMO === "1" && (await seedDemo(db))) logger.info("seeded the demo users alice, bob, carol and dave");
   await db.$disconnect();
@@ -72,7 +72,7 @@ async function main(): Promise<void> {
         port,
         host: env.HOST,
         databaseUrl,
-        redisUrl,
+        redis,
         dataDir: services.dataDir,
         output: "inherit",
         readyTimeoutMs: 120_000,

@@ -58,6 +58,10 @@ const schema = z.object({
   HOST: z.string().min(1).default("0.0.0.0"),
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
   REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
+  /** A Redis Cluster instead of REDIS_URL: some of its nodes, `host:port,host:port` (the rest are discovered). */
+  REDIS_CLUSTER_NODES: commaList
+    .pipe(z.array(z.string().regex(/^[^\s:]+:\d{1,5}$/, "each node is host:port, e.g. 10.0.0.5:7000")).min(1))
+    .optional(),
   DATA_DIR: z.string().min(1).default(".data"),
   /** As root only: let the embedded PostgreSQL's user be granted search permission on DATA_DIR's parents. */
   EMBEDDED_PG_GRANT_ACCESS: flag("0"),
@@ -120,7 +124,12 @@ export interface AppConfig {
 
 /** Reads the environment once; fails with a message naming each bad variable. */
 export function readEnv(env: NodeJS.ProcessEnv = process.env): Env {
-  const parsed = schema.safeParse(env);
+  const parsed = schema
+    .refine((e) => !(e.REDIS_URL && e.REDIS_CLUSTER_NODES), {
+      path: ["REDIS_CLUSTER_NODES"],
+      message: "set REDIS_URL (one Redis) or REDIS_CLUSTER_NODES (a Redis Cluster), not both",
+    })
+    .safeParse(env);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
     throw new Error(`Invalid configuration:\n${lines.join("\n")}\nSee README.md#configuration and .env.example.`);

@@ -39,20 +39,22 @@ async function main(): Promise<void> {
 
   const services = await startServices(env, { root, log: logger });
   cleanups.push(services.stop);
-  const { dataDir, databaseUrl, redisUrl } = services;
+  const { dataDir, databaseUrl, redis: redisTarget } = services;
   const db = createDb(databaseUrl);
   if (env.SEED_DEMO === "1" && (await seedDemo(db))) logger.info("seeded the demo users alice, bob, carol and dave");
 
   // SERVE_UI=0 runs the API and Socket.IO only (tests and soak runs start many instances).
   const nextApp = env.SERVE_UI === "1" ? await prepareNext(dev, env.PORT) : null;
   const handle = nextApp?.getRequestHandler();
-  writeFileSync(join(dataDir, "services.json"), JSON.stringify({ databaseUrl, redisUrl }, null, 2), { mode: 0o600 });
+  writeFileSync(join(dataDir, "services.json"), JSON.stringify({ databaseUrl, redis: redisTarget }, null, 2), {
+    mode: 0o600,
+  });
 
   // LAB=0: the lab's code is not even loaded.
   const modules: AppModule[] = env.LAB === "1" ? [(await import("./lab/module.ts")).labModule] : [];
 
-  const redis = createRedis(redisUrl);
-  const adapterClients = createAdapterClients(redisUrl);
+  const redis = createRedis(redisTarget);
+  const adapterClients = createAdapterClients(redisTarget);
   const httpServer = createServer();
   const app = createApp({
     httpServer,

@@ -1,5 +1,5 @@
 import type { Server as HttpServer } from "node:http";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./redis/client.ts";
 import type { ConversationService } from "./conversations/conversations.service.ts";
 import type { Db } from "./db/prisma.ts";
 import type { Logger } from "./log.ts";
@@ -12,7 +12,7 @@ import type { SnapshotService } from "./unread/snapshot.service.ts";
 export interface ModuleContext {
   io: TallyServer;
   httpServer: HttpServer;
-  redis: Redis;
+  redis: RedisClient;
   db: Db;
   sessions: SessionService;
   conversations: ConversationService;

@@ -9,7 +9,7 @@ export type TallyServer = TallyProcess;
  * At LOG_LEVEL=warn a healthy server prints nothing, so whatever it prints appears beside the test.
  */
 export function startTallyServer(
-  opts: Pick<TallyProcessOptions, "name" | "port" | "databaseUrl" | "redisUrl" | "dataDir" | "env">,
+  opts: Pick<TallyProcessOptions, "name" | "port" | "databaseUrl" | "redis" | "dataDir" | "env">,
 ): Promise<TallyServer> {
   return TallyProcess.start({
     ...opts,

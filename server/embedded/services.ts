@@ -2,12 +2,13 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { migrate } from "../db/migrate.ts";
 import type { Logger } from "../log.ts";
+import { redisTargetOf, type RedisTarget } from "../redis/client.ts";
 
 export interface Services {
   /** The data directory, absolute and created. */
   dataDir: string;
   databaseUrl: string;
-  redisUrl: string;
+  redis: RedisTarget;
   /** Stops what was started here (nothing for a service given by URL). Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -24,6 +25,7 @@ export async function startServices(
     DATA_DIR: string;
     DATABASE_URL?: string | undefined;
     REDIS_URL?: string | undefined;
+    REDIS_CLUSTER_NODES?: string[] | undefined;
     EMBEDDED_PG_GRANT_ACCESS: "0" | "1";
   },
   options: { root: string; log: Logger },
@@ -34,7 +36,7 @@ export async function startServices(
   const opts = {
     dataDir,
     databaseUrl: env.DATABASE_URL,
-    redisUrl: env.REDIS_URL,
+    redis: redisTargetOf(env),
     grantAccess: env.EMBEDDED_PG_GRANT_ACCESS === "1",
   };
   const stops: (() => Promise<void>)[] = [];
@@ -51,18 +53,18 @@ export async function startServices(
       stops.push(pg.stop);
       databaseUrl = pg.url;
     }
-    let redisUrl = opts.redisUrl;
-    if (!redisUrl) {
-      log.info("REDIS_URL is unset: starting a private redis-server");
+    let redis = opts.redis;
+    if (!redis) {
+      log.info("REDIS_URL and REDIS_CLUSTER_NODES are unset: starting a private redis-server");
       const { startRedisServer } = await import("./redis.ts");
-      const redis = await startRedisServer({ dir: join(opts.dataDir, "redis") });
-      stops.push(redis.stop);
-      redisUrl = redis.url;
+      const server = await startRedisServer({ dir: join(opts.dataDir, "redis") });
+      stops.push(server.stop);
+      redis = { url: server.url };
     }
     log.info("applying database migrations");
     const { applied } = await migrate(databaseUrl);
     if (applied.length > 0) log.info({ applied }, "applied database migrations");
-    return { dataDir, databaseUrl, redisUrl, stop };
+    return { dataDir, databaseUrl, redis, stop };
   } catch (err) {
     await stop();
     throw err;

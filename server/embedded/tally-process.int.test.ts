@@ -21,7 +21,7 @@ const options = async (name: string) => ({
   name,
   port: await freePort(),
   databaseUrl: database.url,
-  redisUrl: inject("redisUrl"),
+  redis: inject("redisUrl"),
   dataDir: path.join(dataRoot, name),
   env: { SERVE_UI: "0", LAB: "0", NODE_ENV: "production" },
 });

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { redisTargetEnv, type RedisTarget } from "../redis/client.ts";
 import { supervise } from "./child-output.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -14,7 +15,8 @@ export interface TallyProcessOptions {
   /** HOST to listen on; 127.0.0.1 unless given. */
   host?: string;
   databaseUrl: string;
-  redisUrl: string;
+  /** The Redis every instance shares: a URL, or a cluster's nodes. */
+  redis: RedisTarget | string;
   /** This instance's DATA_DIR; created if missing. */
   dataDir: string;
   /** More environment on top of this process's own, e.g. { SERVE_UI: "0", LOG_LEVEL: "warn" }. */
@@ -82,10 +84,13 @@ export class TallyProcess {
       PORT: String(options.port),
       HOST: options.host ?? "127.0.0.1",
       DATABASE_URL: options.databaseUrl,
-      REDIS_URL: options.redisUrl,
       DATA_DIR: options.dataDir,
       SEED_DEMO: "0",
     };
+    for (const [key, value] of Object.entries(redisTargetEnv(options.redis))) {
+      if (value === undefined) delete childEnv[key];
+      else childEnv[key] = value;
+    }
     for (const [key, value] of Object.entries(options.env ?? {})) {
       if (value === undefined) delete childEnv[key];
       else childEnv[key] = value;

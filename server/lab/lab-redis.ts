@@ -2,6 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { Redis } from "ioredis";
+import { isCluster, type RedisClient } from "../redis/client.ts";
 import { REDIS_SERVER_MISSING, startRedisServer, type RedisServer } from "../embedded/redis.ts";
 import { createLabConnection, LAB_REDIS_OPTIONS, readyLabConnection } from "./scripts.ts";
 
@@ -28,7 +29,7 @@ export const RESTART_UNAVAILABLE =
  * missing and `shared` is given, falls back to that Redis. Chat data is never touched either way: the run's
  * keys carry the prefix `lab:<run>:<strategy>:` and only those are deleted.
  */
-export async function openLabRedis(opts: { shared?: Redis; forceShared?: boolean } = {}): Promise<LabRedis> {
+export async function openLabRedis(opts: { shared?: RedisClient; forceShared?: boolean } = {}): Promise<LabRedis> {
   const connections = new Set<Redis>();
   const track = async (pending: Promise<Redis>): Promise<Redis> => {
     const conn = await pending;
@@ -70,6 +71,7 @@ export async function openLabRedis(opts: { shared?: Redis; forceShared?: boolean
 
   const shared = opts.shared;
   if (!shared) throw new Error("openLabRedis: no redis-server and no shared Redis");
+  if (isCluster(shared)) throw new Error("openLabRedis: the lab needs redis-server to run beside a Redis Cluster");
   const connect = () => track(readyLabConnection(shared.duplicate(LAB_REDIS_OPTIONS)));
   return {
     kind: "shared",

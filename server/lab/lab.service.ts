@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis/client.ts";
 import type {
   BotsStatus,
   LabRunInfo,
@@ -27,7 +27,7 @@ export interface RunListener {
 
 export interface LabServiceDeps {
   /** The app's Redis: used only when redis-server is missing, and then only under the run's key prefix. */
-  sharedRedis: Redis;
+  sharedRedis: RedisClient;
   log: Logger;
 }
 

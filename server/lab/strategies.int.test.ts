@@ -3,7 +3,7 @@ import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inject } from "vitest";
 import { userKeys, userLockKey } from "../redis/keys.ts";
-import { createRedis } from "../redis/client.ts";
+import { createRedis, type RedisClient } from "../redis/client.ts";
 import { deleteKeys, openLabRedis, type LabRedis } from "./lab-redis.ts";
 import { acquireLock, releaseLock, startWatchdog, type Every } from "./lock.ts";
 import { resolveWorkload } from "./params.ts";
@@ -14,7 +14,7 @@ import { createStrategy } from "./strategies/index.ts";
 import { Truth, type LabOp } from "./workload.ts";
 
 let redis: Redis;
-let app: Redis;
+let app: RedisClient;
 let shared: LabRedis;
 let privateRedis: LabRedis;
 const prefix = () => `lab:t${randomBytes(4).toString("hex")}:`;

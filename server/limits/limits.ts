@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis/client.ts";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import { AppError } from "../errors.ts";
 import { limitSubject } from "../redis/keys.ts";
@@ -68,7 +68,7 @@ export type Limits = ReturnType<typeof createLimits>;
  * Redis-backed limiters. While Redis is unreachable each falls back to a per-instance in-memory limiter of the
  * same rule (the library's insurance limiter), so limits hold per instance instead of failing every request.
  */
-export function createLimits({ redis, rules }: { redis: Redis; rules: LimitRules }) {
+export function createLimits({ redis, rules }: { redis: RedisClient; rules: LimitRules }) {
   const limiters = new Map<LimitName, RateLimiterRedis>();
   for (const [name, rule] of Object.entries(rules) as [LimitName, LimitRule][]) {
     const options = {

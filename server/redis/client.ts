@@ -1,9 +1,79 @@
-import { Redis, type RedisOptions } from "ioredis";
+import calculateSlot from "cluster-key-slot";
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
 import { logger } from "../log.ts";
 import { defineScripts } from "./scripts.ts";
 
+/**
+ * Where Tally's Redis is: one server (REDIS_URL) or a Redis Cluster given by some of its nodes
+ * (REDIS_CLUSTER_NODES, `host:port` each; the client discovers the rest). A bare string is a URL.
+ */
+export type RedisTarget = { url: string } | { clusterNodes: string[] };
+
+/** A command connection: one server's, or a cluster's (which routes each command to the node of its slot). */
+export type RedisClient = Redis | Cluster;
+
+export function redisTarget(target: RedisTarget | string): RedisTarget {
+  return typeof target === "string" ? { url: target } : target;
+}
+
+/** Where the deployment's Redis is, if the environment says: a cluster (REDIS_CLUSTER_NODES) or one server. */
+export function redisTargetOf(env: {
+  REDIS_URL?: string | undefined;
+  REDIS_CLUSTER_NODES?: string[] | undefined;
+}): RedisTarget | undefined {
+  if (env.REDIS_CLUSTER_NODES) return { clusterNodes: env.REDIS_CLUSTER_NODES };
+  return env.REDIS_URL ? { url: env.REDIS_URL } : undefined;
+}
+
+export function isClusterTarget(target: RedisTarget | string): target is { clusterNodes: string[] } {
+  return typeof target !== "string" && "clusterNodes" in target;
+}
+
+export function isCluster(redis: RedisClient): redis is Cluster {
+  return (redis as Cluster).isCluster === true;
+}
+
+/** The environment a child process needs to reach `target` (the other variable unset). */
+export function redisTargetEnv(target: RedisTarget | string): { REDIS_URL?: string; REDIS_CLUSTER_NODES?: string } {
+  const t = redisTarget(target);
+  return isClusterTarget(t)
+    ? { REDIS_URL: undefined, REDIS_CLUSTER_NODES: t.clusterNodes.join(",") }
+    : { REDIS_URL: t.url, REDIS_CLUSTER_NODES: undefined };
+}
+
+/** For logs: the URL, or the cluster's seed nodes. */
+export function describeRedisTarget(target: RedisTarget | string): string {
+  const t = redisTarget(target);
+  return isClusterTarget(t) ? `cluster ${t.clusterNodes.join(",")}` : t.url;
+}
+
+function seedNodes(nodes: string[]): { host: string; port: number }[] {
+  return nodes.map((node) => {
+    const at = node.lastIndexOf(":");
+    return { host: node.slice(0, at), port: Number(node.slice(at + 1)) };
+  });
+}
+
+/**
+ * How the cluster client rides out a failover or a resharding. MOVED and ASK are followed at once (up to
+ * `maxRedirections`); while a master is down (CLUSTERDOWN, a refused connection) and while a slot is migrating
+ * (TRYAGAIN) a command is resent every 100 ms. 64 redirections × 100 ms outlast a failover of a cluster whose
+ * cluster-node-timeout is up to about five seconds; past that the command fails, and its caller answers
+ * `unavailable` (a send is still committed, and the outbox relay applies it later).
+ */
+const CLUSTER_OPTIONS: ClusterOptions = {
+  maxRedirections: 64,
+  retryDelayOnFailover: 100,
+  retryDelayOnClusterDown: 100,
+  retryDelayOnTryAgain: 100,
+  retryDelayOnMoved: 0,
+  // A node that restarts on its old address rejoins the pool; the slot table follows MOVED and this refresh.
+  clusterNodeRetryStrategy: (times: number) => Math.min(100 * times, 2000),
+  slotsRefreshInterval: 5000,
+};
+
 /** ioredis reconnects by itself; without a listener it would print every failed attempt as unhandled. */
-function logErrors(redis: Redis, role: string): Redis {
+function logErrors<T extends RedisClient>(redis: T, role: string): T {
   let last = 0;
   redis.on("error", (err: Error) => {
     const now = Date.now();
@@ -15,15 +85,58 @@ function logErrors(redis: Redis, role: string): Redis {
 }
 
 /** A command connection with Tally's scripts defined. */
-export function createRedis(url: string, options: RedisOptions = {}): Redis {
-  return logErrors(defineScripts(new Redis(url, { maxRetriesPerRequest: 2, ...options })), "commands");
+export function createRedis(target: RedisTarget | string, options: RedisOptions = {}): RedisClient {
+  const t = redisTarget(target);
+  const redisOptions: RedisOptions = { maxRetriesPerRequest: 2, ...options };
+  const client: RedisClient = isClusterTarget(t)
+    ? new Cluster(seedNodes(t.clusterNodes), { ...CLUSTER_OPTIONS, redisOptions })
+    : new Redis(t.url, redisOptions);
+  defineScripts(client);
+  return logErrors(client, "commands");
+}
+
+export interface AdapterClients {
+  pub: RedisClient;
+  sub: RedisClient;
+  /** A cluster's clients: the adapter uses sharded pub/sub. */
+  sharded: boolean;
 }
 
 /**
  * Pub/sub connections for the Socket.IO Redis adapter. RESP2 keeps the adapter on the protocol it was
- * written against (ioredis 6 defaults to RESP3).
+ * written against (ioredis 6 defaults to RESP3). On a cluster they are cluster clients with sharded
+ * subscribers (one subscriber connection per shard), for the adapter's sharded pub/sub (SSUBSCRIBE/SPUBLISH).
  */
-export function createAdapterClients(url: string): { pub: Redis; sub: Redis } {
-  const pub = logErrors(new Redis(url, { protocol: 2 }), "adapter-pub");
-  return { pub, sub: logErrors(pub.duplicate(), "adapter-sub") };
+export function createAdapterClients(target: RedisTarget | string): AdapterClients {
+  const t = redisTarget(target);
+  if (isClusterTarget(t)) {
+    const options: ClusterOptions = { ...CLUSTER_OPTIONS, shardedSubscribers: true, redisOptions: { protocol: 2 } };
+    const pub = logErrors(new Cluster(seedNodes(t.clusterNodes), options), "adapter-pub");
+    return { pub, sub: logErrors(new Cluster(seedNodes(t.clusterNodes), options), "adapter-sub"), sharded: true };
+  }
+  const pub = logErrors(new Redis(t.url, { protocol: 2 }), "adapter-pub");
+  return { pub, sub: logErrors(pub.duplicate(), "adapter-sub"), sharded: false };
+}
+
+/** The hash slot of a key (its `{tag}` when it has one), as Redis Cluster computes it. */
+export function keySlot(key: string): number {
+  return calculateSlot(key);
+}
+
+/**
+ * Splits `items` into the groups one pipeline each may carry: all of them on one server; on a cluster, one
+ * group per master serving their slots (ioredis sends a cluster pipeline to a single node). A slot moved since
+ * the client's last refresh answers MOVED inside its group; the caller retries those items one by one.
+ */
+export function groupByNode<T>(redis: RedisClient, items: T[], keyOf: (item: T) => string): T[][] {
+  if (!isCluster(redis) || items.length < 2) return [items];
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const slot = keySlot(keyOf(item));
+    const node = redis.slots[slot]?.[0] ?? `slot ${slot}`;
+    const group = groups.get(node);
+    if (group) group.push(item);
+    else groups.set(node, [item]);
+  }
+  return [...groups.values()];
 }

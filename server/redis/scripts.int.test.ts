@@ -1,12 +1,11 @@
-import type { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { inject } from "vitest";
 import { rng, testSeed } from "../testing/random.ts";
-import { createRedis } from "./client.ts";
+import { createRedis, type RedisClient } from "./client.ts";
 import { unreadScriptKeys, userKeys } from "./keys.ts";
 import type { ApplyPart } from "./scripts.ts";
 
-let redis: Redis;
+let redis: RedisClient;
 beforeAll(() => {
   redis = createRedis(inject("redisUrl"));
 });

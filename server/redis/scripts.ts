@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import type { Redis, Result } from "ioredis";
+import type { Cluster, Redis, Result } from "ioredis";
 import type { UnreadScriptKeys } from "./keys.ts";
 
 function read(path: string): string {
@@ -27,7 +27,7 @@ export const scripts = {
   tallyInspect: { numberOfKeys: 10, lua: lua("inspect") },
 } as const;
 
-export function defineScripts(redis: Redis): Redis {
+export function defineScripts<T extends Redis | Cluster>(redis: T): T {
   for (const [name, definition] of Object.entries(scripts)) redis.defineCommand(name, definition);
   return redis;
 }

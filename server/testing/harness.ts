@@ -1,6 +1,5 @@
 import { createServer, type Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Redis } from "ioredis";
 import { io as connect, type Socket } from "socket.io-client";
 import { inject } from "vitest";
 import { createApp, type App } from "../app.ts";
@@ -9,7 +8,7 @@ import { createDb, type Db } from "../db/prisma.ts";
 import { labModule } from "../lab/module.ts";
 import { defaultLimits, type LimitRules } from "../limits/limits.ts";
 import { logger } from "../log.ts";
-import { createAdapterClients, createRedis } from "../redis/client.ts";
+import { createAdapterClients, createRedis, type RedisClient } from "../redis/client.ts";
 import { createTestDatabase } from "./db.ts";
 
 export type ClientSocket = Socket<ServerToClientEvents, ClientToServerEvents>;
@@ -23,7 +22,7 @@ export interface Instance {
 
 export interface Harness {
   db: Db;
-  redis: Redis;
+  redis: RedisClient;
   instances: Instance[];
   /** Creates an account (password TEST_PASSWORD) and returns its session. */
   signUp(name: string, instance?: number): Promise<{ user: UserDTO; token: string }>;

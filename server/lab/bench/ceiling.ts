@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../redis/client.ts";
 import type { Db } from "../../db/prisma.ts";
 import { unreadScriptKeys } from "../../redis/keys.ts";
 import { scripts } from "../../redis/scripts.ts";
@@ -34,7 +34,7 @@ const USER = 1;
  * arguments drawn from the same range.
  */
 export async function measureCeiling(opts: {
-  redis: Redis;
+  redis: RedisClient;
   db: Db;
   host: string;
   port: number;

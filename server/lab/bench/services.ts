@@ -41,7 +41,7 @@ export async function startInstance(
     name,
     port: await freePort(),
     databaseUrl: services.databaseUrl,
-    redisUrl: services.redisUrl,
+    redis: services.redisUrl,
     dataDir: path.join(services.tmpDir, `instance-${name}`),
     output: "inherit",
     env: {

@@ -22,7 +22,7 @@ export async function startInstance(options: {
     name: `sim-${port}`,
     port,
     databaseUrl: options.databaseUrl,
-    redisUrl: options.redisUrl,
+    redis: options.redisUrl,
     dataDir: path.join(options.dataRoot, `instance-${port}`),
     readyTimeoutMs: 30_000,
     env: {

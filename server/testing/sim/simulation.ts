@@ -36,13 +36,12 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import type { Redis } from "ioredis";
 import { createApi, type Api } from "../../../components/lib/api.ts";
 import type { ConversationDTO } from "../../contracts/index.ts";
 import { mentionedUserIds } from "../../contracts/mentions.ts";
 import { createDb, type Db } from "../../db/prisma.ts";
 import type { RedisServer } from "../../embedded/redis.ts";
-import { createRedis } from "../../redis/client.ts";
+import { createRedis, type RedisClient } from "../../redis/client.ts";
 import { unreadScriptKeys, userKeys } from "../../redis/keys.ts";
 import { createUnreadService, type MembershipRegisters } from "../../unread/unread.service.ts";
 import { createTestDatabase, type TestDatabase } from "../db.ts";
@@ -57,7 +56,7 @@ export const FAULTS: FaultKind[] = ["flushall", "redis-restart", "kill-instance"
 const PASSWORD = "sim-password-1234";
 
 export interface SimEnvironment {
-  redis: Redis;
+  redis: RedisClient;
   redisServer: RedisServer;
   instances: Instance[];
   /**
@@ -795,7 +794,7 @@ interface Truth extends MembershipRegisters {
  * marked = markVersion > cleared and cursor ≤ markAt; unread = lastSeq − cursor, or 1 when 0 and marked;
  * mentions = mention seqs above the cursor up to lastSeq; effective = muted ? mentions : unread.
  */
-async function truthOf(db: Db, redis: Redis): Promise<Map<number, Map<number, Truth>>> {
+async function truthOf(db: Db, redis: RedisClient): Promise<Map<number, Map<number, Truth>>> {
   const unread = createUnreadService({ db, redis });
   const truths = new Map<number, Map<number, Truth>>();
   for (const user of await db.user.findMany({ select: { id: true } })) {
@@ -985,7 +984,7 @@ function states(flat: string[]): Map<string, number[]> {
  * scripts must never have had to repair a total.
  */
 async function checkRedis(
-  redis: Redis,
+  redis: RedisClient,
   truths: Map<number, Map<number, Truth>>,
   journal: Journal,
   report: RoundReport,
