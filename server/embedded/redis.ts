@@ -21,6 +21,8 @@ export interface RedisServerOptions {
   port?: number;
   /** Working directory of redis-server (nothing is persisted, but Redis wants one); defaults to the cwd. */
   dir?: string;
+  /** More redis-server arguments, e.g. a cluster node's (server/embedded/redis-cluster.ts). */
+  args?: string[];
 }
 
 export interface RedisServer {
@@ -40,7 +42,7 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
   let started: Running | undefined;
   for (let attempt = 1; started === undefined; attempt++) {
     try {
-      started = await spawnUntilReady(opts.port ?? (await freePort()), opts.dir, opts.port !== undefined);
+      started = await spawnUntilReady(opts.port ?? (await freePort()), opts, opts.port !== undefined);
     } catch (err) {
       if (!(err instanceof PortInUseError) || opts.port !== undefined || attempt >= 3) throw err;
     }
@@ -54,7 +56,7 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
     kill: (signal = "SIGKILL") => current.kill(signal),
     restart: async () => {
       await current.stop();
-      current = await spawnUntilReady(port, opts.dir, true);
+      current = await spawnUntilReady(port, opts, true);
     },
   };
 }
@@ -67,11 +69,11 @@ interface Running {
   kill(signal: NodeJS.Signals): void;
 }
 
-async function spawnUntilReady(port: number, dir: string | undefined, retryBusyPort: boolean): Promise<Running> {
+async function spawnUntilReady(port: number, opts: RedisServerOptions, retryBusyPort: boolean): Promise<Running> {
   const deadline = Date.now() + PORT_RETRY_MS;
   for (;;) {
     try {
-      return await spawnOnce(port, dir);
+      return await spawnOnce(port, opts.dir, opts.args ?? []);
     } catch (err) {
       if (!(err instanceof PortInUseError) || !retryBusyPort || Date.now() > deadline) throw err;
       await sleep(100);
@@ -79,8 +81,8 @@ async function spawnUntilReady(port: number, dir: string | undefined, retryBusyP
   }
 }
 
-async function spawnOnce(port: number, dir: string | undefined): Promise<Running> {
-  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
+async function spawnOnce(port: number, dir: string | undefined, extra: string[]): Promise<Running> {
+  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...extra];
   if (dir !== undefined) {
     // A pidfile lets the next start stop a redis-server whose Tally process was killed without stopping it.
     const pidFile = path.join(dir, "redis.pid");

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { UnreadUpdate } from "../contracts/index.ts";
 import { logger } from "../log.ts";
 import { createOutbox } from "../outbox/outbox.ts";
-import { nextEvent, startHarness, type Harness } from "../testing/harness.ts";
+import { flushRedis, nextEvent, startHarness, type Harness } from "../testing/harness.ts";
 import { testApi } from "../testing/api.ts";
 import { createUnreadService } from "../unread/unread.service.ts";
 import { createMessageFanout } from "./fanout.ts";
@@ -114,7 +114,7 @@ describe("mentions on send", () => {
       conversations: { [group.id]: [3, 2], [other.id]: [1, 1] },
     });
 
-    await h.redis.flushall();
+    await flushRedis(h.redis);
     expect(await Promise.all([bob, cat, ann].map((who) => counts(who.token)))).toEqual(live);
   });
 

@@ -11,7 +11,7 @@ import { createRelay, type Replayers } from "./relay.ts";
 
 let database: TestDatabase;
 let db: Db;
-const redis = createRedis(inject("redisUrl"));
+const redis = createRedis(inject("redisTarget"));
 beforeAll(async () => {
   database = await createTestDatabase(inject("pgAdminUrl"));
   db = createDb(database.url, { max: 2 });

@@ -67,8 +67,8 @@ const CLUSTER_OPTIONS: ClusterOptions = {
   retryDelayOnClusterDown: 100,
   retryDelayOnTryAgain: 100,
   retryDelayOnMoved: 0,
-  // A node that restarts on its old address rejoins the pool; the slot table follows MOVED and this refresh.
-  clusterNodeRetryStrategy: (times: number) => Math.min(100 * times, 2000),
+  // No clusterNodeRetryStrategy: a node that goes away is dropped from the pool at once and its slots are looked
+  // up again, so commands follow the promoted replica instead of waiting on the dead master's reconnects.
   slotsRefreshInterval: 5000,
 };
 

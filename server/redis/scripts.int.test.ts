@@ -7,7 +7,7 @@ import type { ApplyPart } from "./scripts.ts";
 
 let redis: RedisClient;
 beforeAll(() => {
-  redis = createRedis(inject("redisUrl"));
+  redis = createRedis(inject("redisTarget"));
 });
 afterAll(() => redis.quit());
 

@@ -8,7 +8,7 @@ import { createDb, type Db } from "../db/prisma.ts";
 import { labModule } from "../lab/module.ts";
 import { defaultLimits, type LimitRules } from "../limits/limits.ts";
 import { logger } from "../log.ts";
-import { createAdapterClients, createRedis, type RedisClient } from "../redis/client.ts";
+import { createAdapterClients, createRedis, isCluster, type RedisClient } from "../redis/client.ts";
 import { createTestDatabase } from "./db.ts";
 
 export type ClientSocket = Socket<ServerToClientEvents, ClientToServerEvents>;
@@ -53,25 +53,34 @@ export interface HarnessOptions {
   metricsToken?: string;
 }
 
+/** FLUSHALL on the test Redis: every master of a cluster (a cluster client sends a key-less command to one node). */
+export async function flushRedis(redis: RedisClient): Promise<void> {
+  if (!isCluster(redis)) return void (await redis.flushall());
+  await redis.ping(); // the node list is empty until the client has loaded the slot table
+  const masters = redis.nodes("master");
+  if (masters.length === 0) throw new Error("the cluster client knows no master");
+  await Promise.all(masters.map((node) => node.flushall()));
+}
+
 /**
  * Real servers for integration tests: `count` Tally instances on ephemeral ports, sharing one fresh database
  * and the test redis-server through the Redis adapter, exactly as production wires them.
  */
 export async function startHarness(count = 2, options: HarnessOptions = {}): Promise<Harness> {
   const database = await createTestDatabase(inject("pgAdminUrl"));
-  const redisUrl = inject("redisUrl");
+  const redisTarget = inject("redisTarget");
   const db = createDb(database.url);
-  const redis = createRedis(redisUrl);
-  // The test redis-server belongs to this test run; files run one at a time, so each starts from empty.
-  await redis.flushdb();
+  const redis = createRedis(redisTarget);
+  // The test Redis belongs to this test run; files run one at a time, so each starts from empty.
+  await flushRedis(redis);
   const log = logger.child({}, { level: "silent" });
   const sockets: ClientSocket[] = [];
 
   const instances: Instance[] = [];
   for (let i = 0; i < count; i++) {
     const httpServer = createServer();
-    const adapterClients = createAdapterClients(redisUrl);
-    const appRedis = createRedis(redisUrl);
+    const adapterClients = createAdapterClients(redisTarget);
+    const appRedis = createRedis(redisTarget);
     const app = createApp({
       httpServer,
       redis: appRedis,

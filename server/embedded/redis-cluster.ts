@@ -1,0 +1,268 @@
+import { execFile } from "node:child_process";
+import { mkdir } from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
+import { Redis } from "ioredis";
+import { logger } from "../log.ts";
+import { freePort } from "./ports.ts";
+import { startRedisServer, type RedisServer } from "./redis.ts";
+
+const run = promisify(execFile);
+
+export const REDIS_CLI_MISSING =
+  "redis-cli was not found on PATH; it creates and reshards the local Redis Cluster. Install it (Debian/Ubuntu: " +
+  "sudo apt-get install redis-tools; macOS: brew install redis).";
+
+const SETTLE_TIMEOUT_MS = 30_000;
+
+export interface RedisClusterOptions {
+  /** Each node gets `<dir>/<port>` for its nodes.conf (nothing else is persisted). */
+  dir: string;
+  masters?: number;
+  replicasPerMaster?: number;
+  /**
+   * cluster-node-timeout: how long a master may be unreachable before its replica is promoted. Small in tests
+   * (a failover takes about twice this), Redis' default 15 s is for real networks.
+   */
+  nodeTimeoutMs?: number;
+}
+
+export interface ClusterNodeInfo {
+  id: string;
+  port: number;
+  role: "master" | "replica";
+  /** The master's id, for a replica. */
+  masterId?: string;
+  failed: boolean;
+  slots: number;
+}
+
+/**
+ * A throw-away Redis Cluster on 127.0.0.1 (Redis 7's own cluster mode, each node a redis-server process, created
+ * with `redis-cli --cluster create`), with the faults a cluster has in production: a master killed (its replica
+ * takes over), a killed node brought back (it rejoins as a replica), slots migrated with
+ * `redis-cli --cluster reshard`.
+ */
+export interface LocalRedisCluster {
+  /** `127.0.0.1:<port>` of every node: REDIS_CLUSTER_NODES. */
+  nodes: string[];
+  ports: number[];
+  /** The cluster as every node sees it now (from a live node's CLUSTER NODES). */
+  describe(): Promise<ClusterNodeInfo[]>;
+  /** SIGKILLs a master (the one on `port`, else the first serving slots) and resolves once a replica has taken over. */
+  killMaster(port?: number): Promise<{ killed: number; promoted: number }>;
+  /** Starts a killed or stopped node again on its port; it rejoins (as a replica of whoever took its slots). */
+  restartNode(port: number): Promise<void>;
+  /** Moves `slots` slots from one master to another with `redis-cli --cluster reshard`, keys and all. */
+  reshard(opts: { slots: number; fromPort?: number; toPort?: number }): Promise<{ from: number; to: number }>;
+  /** Resolves when every live node says cluster_state:ok, every slot is served and every replica is in sync. */
+  settled(): Promise<void>;
+  /** Stops every node. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+export async function startRedisCluster(opts: RedisClusterOptions): Promise<LocalRedisCluster> {
+  const masters = opts.masters ?? 3;
+  const replicas = opts.replicasPerMaster ?? 1;
+  const nodeTimeoutMs = opts.nodeTimeoutMs ?? 2000;
+  const servers = new Map<number, RedisServer>();
+  const alive = new Set<number>();
+  const stopAll = async () => {
+    await Promise.allSettled([...servers.values()].map((s) => s.stop()));
+    alive.clear();
+  };
+  try {
+    for (let i = 0; i < masters * (1 + replicas); i++) {
+      // The cluster bus listens on a port of its own (cluster-port, Redis 7), not port + 10000, which may be taken
+      // or past 65535.
+      const dir = path.join(opts.dir, `node-${i}`);
+      await mkdir(dir, { recursive: true });
+      const server = await startRedisServer({
+        dir,
+        args: [
+          "--cluster-enabled",
+          "yes",
+          "--cluster-config-file",
+          "nodes.conf",
+          "--cluster-node-timeout",
+          String(nodeTimeoutMs),
+          "--cluster-port",
+          String(await freePort()),
+        ],
+      });
+      servers.set(server.port, server);
+      alive.add(server.port);
+    }
+    const ports = [...servers.keys()];
+    const nodes = ports.map((port) => `127.0.0.1:${port}`);
+    await cli(["--cluster", "create", ...nodes, "--cluster-replicas", String(replicas), "--cluster-yes"]);
+
+    const livePort = () => {
+      const port = [...alive][0];
+      if (port === undefined) throw new Error("no node of the local Redis Cluster is running");
+      return port;
+    };
+    const describe = () => describeCluster(livePort());
+    const settled = () => waitSettled([...alive]);
+    await settled();
+    logger.debug({ nodes }, "started a local Redis Cluster");
+
+    return {
+      nodes,
+      ports,
+      describe,
+      settled,
+      async killMaster(port) {
+        const before = await describe();
+        const victim = before.find(
+          (n) => n.role === "master" && !n.failed && n.slots > 0 && (port ?? n.port) === n.port,
+        );
+        if (!victim) throw new Error(`no live master serving slots${port ? ` on port ${port}` : ""}`);
+        servers.get(victim.port)!.kill("SIGKILL");
+        alive.delete(victim.port);
+        const promoted = await until(async () => {
+          const now = await describe();
+          const heir = now.find(
+            (n) =>
+              n.role === "master" &&
+              !n.failed &&
+              n.port !== victim.port &&
+              n.slots > 0 &&
+              before.find((b) => b.port === n.port)?.role === "replica",
+          );
+          return heir && now.find((n) => n.port === victim.port)?.failed ? heir.port : undefined;
+        }, `a replica of ${victim.port} to take over`);
+        await settled();
+        return { killed: victim.port, promoted };
+      },
+      async restartNode(port) {
+        const server = servers.get(port);
+        if (!server) throw new Error(`no node on port ${port}`);
+        await server.restart();
+        alive.add(port);
+        await until(async () => {
+          const me = (await describeCluster(port)).find((n) => n.port === port);
+          return me && !me.failed && (await describe()).every((n) => !(n.port === port && n.failed)) ? true : undefined;
+        }, `node ${port} to rejoin`);
+        await settled();
+      },
+      async reshard({ slots, fromPort, toPort }) {
+        const now = await describe();
+        const serving = now.filter((n) => n.role === "master" && !n.failed);
+        const from = serving.find((n) => n.port === (fromPort ?? serving.find((m) => m.slots >= slots)?.port));
+        const to = serving.find((n) => n.port === (toPort ?? serving.find((m) => m !== from)?.port));
+        if (!from || !to || from === to) throw new Error("reshard: need two distinct live masters");
+        await cli([
+          "--cluster",
+          "reshard",
+          `127.0.0.1:${livePort()}`,
+          "--cluster-from",
+          from.id,
+          "--cluster-to",
+          to.id,
+          "--cluster-slots",
+          String(slots),
+          "--cluster-yes",
+        ]);
+        await settled();
+        return { from: from.port, to: to.port };
+      },
+      async stop() {
+        await stopAll();
+      },
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
+
+async function cli(args: string[]): Promise<string> {
+  try {
+    const { stdout } = await run("redis-cli", args, { maxBuffer: 16 * 1024 * 1024 });
+    return stdout;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") throw new Error(REDIS_CLI_MISSING, { cause: err });
+    const { stdout, stderr } = err as { stdout?: string; stderr?: string };
+    throw new Error(`redis-cli ${args.slice(0, 2).join(" ")} failed:\n${stdout ?? ""}${stderr ?? ""}`, { cause: err });
+  }
+}
+
+/** One command on one node, on a connection of its own (a node may be down: no retries, no offline queue). */
+async function onNode<T>(port: number, call: (redis: Redis) => Promise<T>): Promise<T> {
+  const redis = new Redis({
+    port,
+    host: "127.0.0.1",
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 1000,
+  });
+  redis.on("error", () => undefined);
+  try {
+    await redis.connect();
+    return await call(redis);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** CLUSTER NODES, one line per node: id addr@bus flags master ping pong epoch link slot… */
+export function parseClusterNodes(text: string): ClusterNodeInfo[] {
+  return text
+    .trim()
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => {
+      const [id, addr, flags, master, , , , , ...slots] = line.split(" ");
+      const flagList = flags!.split(",");
+      const replica = flagList.includes("slave");
+      let count = 0;
+      for (const range of slots) {
+        if (range.startsWith("[")) continue; // a slot being migrated or imported
+        const [a, b] = range.split("-").map(Number);
+        count += b === undefined ? 1 : b - a! + 1;
+      }
+      return {
+        id: id!,
+        port: Number(addr!.split("@")[0]!.split(":").at(-1)),
+        role: replica ? ("replica" as const) : ("master" as const),
+        ...(replica ? { masterId: master! } : {}),
+        failed: flagList.includes("fail") || flagList.includes("fail?"),
+        slots: count,
+      };
+    });
+}
+
+function describeCluster(port: number): Promise<ClusterNodeInfo[]> {
+  return onNode(port, async (redis) => parseClusterNodes(String(await redis.call("CLUSTER", "NODES"))));
+}
+
+async function waitSettled(ports: number[]): Promise<void> {
+  await until(async () => {
+    for (const port of ports) {
+      const ok = await onNode(port, async (redis) => {
+        const info = String(await redis.call("CLUSTER", "INFO"));
+        if (!info.includes("cluster_state:ok") || !info.includes("cluster_slots_ok:16384")) return false;
+        const replication = await redis.info("replication");
+        if (replication.includes("role:slave") && !replication.includes("master_link_status:up")) return false;
+        // Every live node must agree on who is failed and who serves what.
+        const nodes = parseClusterNodes(String(await redis.call("CLUSTER", "NODES")));
+        return nodes.every((n) => ports.includes(n.port) === !n.failed);
+      }).catch(() => false);
+      if (!ok) return undefined;
+    }
+    return true;
+  }, "the local Redis Cluster to settle");
+}
+
+async function until<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
+  const deadline = Date.now() + SETTLE_TIMEOUT_MS;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${SETTLE_TIMEOUT_MS} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
