@@ -101,7 +101,7 @@ export function createApp({
   });
   const notifier = socketNotifier(io);
   notifyStale = (userIds) => notifier.unreadStale(userIds);
-  const outbox = createOutbox(db);
+  const outbox = createOutbox(db, log);
   const metrics = createMetrics({
     outbox: async () => {
       const [pending, parked] = await Promise.all([
@@ -271,6 +271,8 @@ export function createApp({
       await new Promise<void>((resolve) => void io.close(() => resolve()));
       // A sync or a send that was running finishes before the caller disconnects the database under it.
       await withTimeout(commandsSettled(io), 5_000).catch(() => undefined);
+      // Their outbox completions too (what is left undone is replayed by the next relay, harmlessly).
+      await withTimeout(outbox.flush(), 5_000).catch(() => undefined);
     },
   };
 }

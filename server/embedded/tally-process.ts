@@ -26,6 +26,8 @@ export interface TallyProcessOptions {
    * "prefix": every line goes to stderr as "[tally <name>] …" (Playwright); "quiet": kept for `log` only.
    */
   output?: "inherit" | "prefix" | "quiet";
+  /** Options for node itself, e.g. ["--cpu-prof", "--cpu-prof-dir=/tmp/prof"] (NODE_OPTIONS refuses --cpu-prof). */
+  nodeArgs?: string[];
   /** How long start() waits for /api/health to answer 200. */
   readyTimeoutMs?: number;
   /** How long stop() waits after SIGTERM before SIGKILL. */
@@ -96,11 +98,15 @@ export class TallyProcess {
       else childEnv[key] = value;
     }
     const output = options.output ?? "quiet";
-    const child = spawn(process.execPath, ["--import", "tsx", join(root, "server", "index.ts")], {
-      cwd: root,
-      env: childEnv,
-      stdio: output === "inherit" ? ["ignore", "inherit", "inherit"] : ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      [...(options.nodeArgs ?? []), "--import", "tsx", join(root, "server", "index.ts")],
+      {
+        cwd: root,
+        env: childEnv,
+        stdio: output === "inherit" ? ["ignore", "inherit", "inherit"] : ["ignore", "pipe", "pipe"],
+      },
+    );
     this.child = child;
     this.supervisor = supervise(child, {
       signal: "SIGTERM",

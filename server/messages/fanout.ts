@@ -63,15 +63,23 @@ export function createMessageFanout(deps: {
    * pipeline). The sender's call also moves their own cursor, so their unread never counts it.
    * A failure here loses nothing: the message is in the database and its outbox entry stays for the relay.
    */
-  async function deliver(message: MessageDTO, memberIds: number[], mentionedIds: readonly number[]): Promise<void> {
+  async function deliver(
+    message: MessageDTO,
+    memberIds: number[],
+    mentionedIds: readonly number[],
+    /** The send's outbox entry, completed in the background; null (a retried send): completed by content. */
+    outboxId: number | null,
+  ): Promise<void> {
     const start = process.hrtime.bigint();
     notifier.messageNew(memberIds, message);
     observe?.("push", since(start));
     try {
       await applyCounters({ ...message, createdAtMs: Date.parse(message.createdAt) }, memberIds, mentionedIds);
-      await outbox.complete([
-        { kind: "message", conversationId: message.conversationId, userId: message.senderId, seq: message.seq },
-      ]);
+      if (outboxId !== null) outbox.completeSoon([outboxId]);
+      else
+        await outbox.complete([
+          { kind: "message", conversationId: message.conversationId, userId: message.senderId, seq: message.seq },
+        ]);
     } catch (err) {
       log.error({ err, messageId: message.id }, "unread fan-out failed; the outbox relay will replay it");
     }

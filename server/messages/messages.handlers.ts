@@ -27,7 +27,7 @@ export function registerMessageHandlers(socket: TallySocket, deps: MessageDeps):
     const input = parse(sendInput, payload);
     await deps.limits.consume("send", { userId: user.id });
     const start = process.hrtime.bigint();
-    const { message, memberIds, mentionedIds } = await deps.messages.send(user, input);
+    const { message, memberIds, mentionedIds, outboxId } = await deps.messages.send(user, input);
     deps.observe?.("commit", since(start));
     if (deps.fault === "crash-after-commit") {
       // Test-only: die between the database commit and Redis, as a crashed process would.
@@ -35,7 +35,7 @@ export function registerMessageHandlers(socket: TallySocket, deps: MessageDeps):
       process.kill(process.pid, "SIGKILL");
     }
     // Also on a retried send: the first attempt may have stopped between the commit and the counters.
-    await deps.fanout.deliver(message, memberIds, mentionedIds);
+    await deps.fanout.deliver(message, memberIds, mentionedIds, outboxId);
     return { message };
   });
 }

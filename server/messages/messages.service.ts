@@ -65,6 +65,7 @@ export function createMessageService({ db }: { db: Db }) {
         createdAt: Date | string;
         kind: "direct" | "group";
         members: { id: number; name: string }[];
+        outboxId: number;
       }[]
     >`
       WITH conv AS (
@@ -82,12 +83,13 @@ export function createMessageService({ db }: { db: Db }) {
       ), outbox AS (
         INSERT INTO "OutboxEvent" ("kind", "conversationId", "userId", "seq")
         SELECT 'message'::"OutboxKind", ${conversationId}, ${sender.id}, "lastSeq" FROM conv
+        RETURNING "id"
       )
-      SELECT msg."id", msg."seq", msg."createdAt", conv."kind",
+      SELECT msg."id", msg."seq", msg."createdAt", conv."kind", outbox."id" AS "outboxId",
         (SELECT COALESCE(json_agg(json_build_object('id', u."id", 'name', u."name")), '[]'::json)
          FROM "Membership" mb JOIN "User" u ON u."id" = mb."userId"
          WHERE mb."conversationId" = ${conversationId}) AS "members"
-      FROM msg, conv`;
+      FROM msg, conv, outbox`;
   }
 
   /**
@@ -100,7 +102,7 @@ export function createMessageService({ db }: { db: Db }) {
   async function send(
     sender: UserDTO,
     input: SendInput,
-  ): Promise<{ message: MessageDTO; memberIds: number[]; mentionedIds: number[] }> {
+  ): Promise<{ message: MessageDTO; memberIds: number[]; mentionedIds: number[]; outboxId: number | null }> {
     const { conversationId, clientMsgId, content } = input;
     const tokens = parseMentions(content);
     const mayMention = tokens.all || tokens.names.length > 0;
@@ -129,7 +131,7 @@ export function createMessageService({ db }: { db: Db }) {
         createdAt: new Date(row.createdAt).toISOString(),
         clientMsgId,
       };
-      return { message, memberIds: row.members.map((m) => Number(m.id)), mentionedIds };
+      return { message, memberIds: row.members.map((m) => Number(m.id)), mentionedIds, outboxId: row.outboxId };
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
       const original = await findBySender(sender.id, clientMsgId);
@@ -140,7 +142,8 @@ export function createMessageService({ db }: { db: Db }) {
         memberIds(conversationId),
         mentionsOf(conversationId, message.seq),
       ]);
-      return { message, memberIds: members, mentionedIds: mentioned };
+      // The first attempt's entry id is not known here: deliver completes it by content.
+      return { message, memberIds: members, mentionedIds: mentioned, outboxId: null };
     }
   }
 

@@ -1,4 +1,5 @@
 import type { Db } from "../db/prisma.ts";
+import type { Logger } from "../log.ts";
 
 export type OutboxKind = "message" | "read" | "remove" | "state";
 
@@ -12,19 +13,55 @@ export interface OutboxEntry {
 
 /**
  * The outbox table: written in the same transaction as the change it describes, deleted once Redis has it.
- * Completion deletes by content rather than id, so a retried send completes its first attempt's entry too.
+ *
+ * Completion is cleanup, not part of the answer: a change whose counters are applied is acknowledged without
+ * waiting for its entry's DELETE. `completeSoon` queues the ids and deletes everything queued in one statement
+ * on the next turn of the event loop (under load, one statement per batch instead of one per change). An entry
+ * whose DELETE never ran (the process died, the database failed) is replayed by the relay after a pass interval,
+ * and the replay changes nothing: the scripts are idempotent.
  */
-export function createOutbox(db: Db) {
+export function createOutbox(db: Db, log?: Logger) {
+  let queued: number[] = [];
+  let scheduled = false;
+  let done: Promise<void> = Promise.resolve();
+
+  async function deleteIds(ids: number[]): Promise<void> {
+    await db.$executeRaw`DELETE FROM "OutboxEvent" WHERE "id" = ANY(${ids}::int[])`;
+  }
+
   return {
     /**
-     * Deletes the entries with these ids: for changes that returned their own entry's id, so that completing one
-     * never completes another change that wrote an entry with the same content (two reads to the same seq, one of
-     * which cleared a mark).
+     * Deletes the entries with these ids now: for changes that returned their own entry's id, so that completing
+     * one never completes another change that wrote an entry with the same content (two reads to the same seq,
+     * one of which cleared a mark).
      */
     async completeIds(ids: number[]): Promise<void> {
-      if (ids.length === 0) return;
-      await db.outboxEvent.deleteMany({ where: { id: { in: ids } } });
+      if (ids.length > 0) await deleteIds(ids);
     },
+    /** completeIds in the background, batched with every other id queued before the next statement goes out. */
+    completeSoon(ids: number[]): void {
+      queued.push(...ids);
+      if (scheduled || queued.length === 0) return;
+      scheduled = true;
+      done = done
+        .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
+        .then(() => {
+          scheduled = false;
+          const batch = queued;
+          queued = [];
+          return deleteIds(batch).catch((err: unknown) =>
+            log?.warn({ err, entries: batch.length }, "completing outbox entries failed; the relay replays them"),
+          );
+        });
+    },
+    /** Resolves once every completion queued so far has been tried (closing waits for it). */
+    flush(): Promise<void> {
+      return done;
+    },
+    /**
+     * Deletes by content: for a retried send, which does not know its first attempt's entry id. Deleting a twin
+     * of another change's entry is harmless here: a message's (kind, conversation, sender, seq) is unique.
+     */
     async complete(entries: OutboxEntry[]): Promise<void> {
       if (entries.length === 0) return;
       await db.outboxEvent.deleteMany({

@@ -6,7 +6,7 @@ import { createRedis } from "../redis/client.ts";
 import { createTestDatabase, type TestDatabase } from "../testing/db.ts";
 import { reconcile } from "../unread/reconcile.ts";
 import { createUnreadService } from "../unread/unread.service.ts";
-import type { OutboxEntry } from "./outbox.ts";
+import { createOutbox, type OutboxEntry } from "./outbox.ts";
 import { createRelay, type Replayers } from "./relay.ts";
 
 let database: TestDatabase;
@@ -80,5 +80,24 @@ describe("the outbox relay", () => {
     const [row] = await db.outboxEvent.findMany();
     expect(row).toMatchObject({ attempts: 1, deadAt: null, lastError: "poisoned entry" });
     expect(row!.claimedUntil!.getTime()).toBeGreaterThan(Date.now() + 3_000_000);
+  });
+});
+
+describe("completing outbox entries", () => {
+  it("deletes the ids queued by completeSoon in the background, and only those, by the time flush resolves", async () => {
+    await db.outboxEvent.deleteMany();
+    const rows = await Promise.all(
+      [1, 2, 3].map((seq) => db.outboxEvent.create({ data: { kind: "message", conversationId: 7, userId: 1, seq } })),
+    );
+    const outbox = createOutbox(db, quiet);
+    outbox.completeSoon([rows[0]!.id]);
+    outbox.completeSoon([rows[1]!.id]);
+    // Nothing waits for it: the rows are still there until the next turn of the event loop.
+    expect(await db.outboxEvent.count()).toBeGreaterThanOrEqual(1);
+    await outbox.flush();
+    expect((await db.outboxEvent.findMany({ select: { seq: true } })).map((r) => r.seq)).toEqual([3]);
+    outbox.completeSoon([rows[2]!.id]);
+    await outbox.flush();
+    expect(await db.outboxEvent.count()).toBe(0);
   });
 });

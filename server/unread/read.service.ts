@@ -75,7 +75,7 @@ export function createReadService(deps: { db: Db; unread: UnreadService; notifie
     const applied = await applyCursor(reader.id, conversationId, moved.lastReadSeq, moved.lastSeq, {
       markClearedVersion: moved.markClearedVersion,
     });
-    await outbox.completeIds([moved.outboxId]);
+    outbox.completeSoon([moved.outboxId]);
     return { unread: applied.update, changed: applied.changed };
   }
 

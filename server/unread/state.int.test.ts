@@ -95,7 +95,7 @@ describe("conversation:mute", () => {
         select: { muted: true, muteVersion: true },
       }),
     ).toEqual({ muted: false, muteVersion: 2 });
-    expect(await h.db.outboxEvent.count({ where: { userId: bob.user.id } })).toBe(0);
+    await expect.poll(() => h.db.outboxEvent.count({ where: { userId: bob.user.id } })).toBe(0);
   });
 
   it("a duplicated or replayed mute changes nothing: one version, one push", async () => {
@@ -114,7 +114,7 @@ describe("conversation:mute", () => {
     // The relay replaying the same change (an entry whose apply already ran, as after a crash before completion).
     await h.db.outboxEvent.create({ data: { kind: "state", conversationId: group.id, userId: bob.user.id, seq: 1 } });
     await h.instances[0]!.app.relay.runOnce();
-    expect(await h.db.outboxEvent.count({ where: { userId: bob.user.id } })).toBe(0);
+    await expect.poll(() => h.db.outboxEvent.count({ where: { userId: bob.user.id } })).toBe(0);
     const after = await list(bob.token);
     expect([after.version, after.epoch, after.totalUnread]).toEqual([first.version, first.epoch, 1]);
   });
@@ -140,7 +140,7 @@ describe("conversation:mute", () => {
     const version = (await list(bob.token)).version;
     await h.db.outboxEvent.create({ data: { kind: "state", conversationId: group.id, userId: bob.user.id, seq: 1 } });
     await h.instances[0]!.app.relay.runOnce();
-    expect(await h.db.outboxEvent.count({ where: { userId: bob.user.id } })).toBe(0);
+    await expect.poll(() => h.db.outboxEvent.count({ where: { userId: bob.user.id } })).toBe(0);
     const after = await list(bob.token);
     expect([after.version, after.totalUnread, after.conversations.map((c) => c.id)]).toEqual([version, 0, [direct.id]]);
   });

@@ -43,7 +43,7 @@ export function createStateService(deps: { db: Db; unread: UnreadService; notifi
     // A new mark whose apply changed nothing a client shows: Redis still showed the previous mark (the read that
     // cleared it has not been applied yet), so no push carries the new version; tabs naming the old one resync.
     if (kind === "mark" && outboxId !== null && !applied.changed) notifier.unreadStale([user.id]);
-    if (outboxId !== null) await outbox.completeIds([outboxId]);
+    if (outboxId !== null) outbox.completeSoon([outboxId]);
     return { unread: applied.update, changed: applied.changed };
   }
 

@@ -31,7 +31,10 @@ export async function startBenchServices(): Promise<BenchServices> {
 
 export type Instance = TallyProcess;
 
-/** A Tally instance as `npm start` runs it, without the UI (SERVE_UI=0), on a free port, printing to this terminal. */
+/**
+ * A Tally instance as `npm start` runs it, without the UI (SERVE_UI=0), on a free port, printing to this terminal.
+ * BENCH_CPU_PROF_DIR=<dir> profiles it (node --cpu-prof): a .cpuprofile per instance lands there when it stops.
+ */
 export async function startInstance(
   services: BenchServices,
   name: string,
@@ -44,6 +47,9 @@ export async function startInstance(
     redis: services.redisUrl,
     dataDir: path.join(services.tmpDir, `instance-${name}`),
     output: "inherit",
+    ...(process.env.BENCH_CPU_PROF_DIR
+      ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF_DIR)}`] }
+      : {}),
     env: {
       SERVE_UI: "0",
       NODE_ENV: "production",
