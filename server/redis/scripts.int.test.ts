@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { inject } from "vitest";
 import { rng, testSeed } from "../testing/random.ts";
-import { createRedis, type RedisClient } from "./client.ts";
+import { createRedis, isClusterTarget, type RedisClient } from "./client.ts";
 import { unreadScriptKeys, userKeys } from "./keys.ts";
 import type { ApplyPart } from "./scripts.ts";
 
@@ -33,7 +33,7 @@ const snapshotOf = (user: number) => redis.tallySnapshot(...keysOf(user));
 
 async function state(user: number) {
   const k = userKeys(user, prefix);
-  const [meta, unread, seen, read, gone] = await Promise.all([
+  const [{ term: _term, ...meta }, unread, seen, read, gone] = await Promise.all([
     redis.hgetall(k.meta),
     redis.hgetall(k.unread),
     redis.hgetall(k.seen),
@@ -291,6 +291,51 @@ function applyEvent(e: Event) {
   if (e.clear !== undefined) parts.push("clear", e.clear);
   return redis.tallyApply(...keysOf(e.user), e.conv, e.seen, e.read, 0, 0, "", ...(parts as ApplyPart[]));
 }
+
+describe("replication fencing (includes/fence.lua)", () => {
+  /** The replication id of the master serving the user's slot, read where the scripts run. */
+  const termOf = async (user: number) =>
+    String(
+      await redis.eval(
+        "return string.match(redis.call('INFO', 'replication'), 'master_replid:(%w+)')",
+        1,
+        userKeys(user, prefix).meta,
+      ),
+    );
+
+  it("stamps new state with its master's replication id on a cluster, and nothing on a single Redis", async () => {
+    await create(1, "e1", 10, 3, 1);
+    const stamp = await redis.hget(userKeys(1, prefix).meta, "term");
+    if (isClusterTarget(inject("redisTarget"))) expect(stamp).toBe(await termOf(1));
+    else expect(stamp).toBeNull();
+  });
+
+  it("treats state written under another term as missing: nothing answers from it, a rebuild replaces it at a new epoch", async () => {
+    // As a promoted replica finds it: the old master's stamp, and without the last events that master applied.
+    await create(1, "e1", 10, 5, 2, 11, 3, 0);
+    await redis.tallyRemove(...keysOf(1), 12);
+    await redis.hset(userKeys(1, prefix).meta, "term", "0123456789abcdef0123456789abcdef01234567");
+    const before = await redis.hgetall(userKeys(1, prefix).unread);
+    expect(await apply(1, 10, 9, 0)).toEqual([-1]);
+    expect(await snapshotOf(1)).toEqual([-1]);
+    expect(await redis.tallyInspect(...keysOf(1))).toEqual([-1]);
+    // remove.lua only leaves its gone mark, as on missing state.
+    expect(await remove(1, 11)).toEqual([-1]);
+    expect(await redis.hgetall(userKeys(1, prefix).unread)).toEqual(before);
+    expect((await state(1)).gone).toEqual({ "11": "1", "12": "1" });
+    // The rebuild writes the database's truth over it (a merge would keep a register the truth no longer has).
+    expect(await create(1, "e2", 10, 9, 9, 11, 3, 0, 13, 1, 0)).toEqual(["e2", 1, 1, "replaced"]);
+    expect(await state(1)).toMatchObject({
+      meta: { epoch: "e2", version: "1", total: "1" },
+      unread: { "13": "1" },
+      seen: { "10": "9", "13": "1" },
+      gone: { "11": "1", "12": "1" },
+    });
+    const stamp = await redis.hget(userKeys(1, prefix).meta, "term");
+    if (isClusterTarget(inject("redisTarget"))) expect(stamp).toBe(await termOf(1));
+    expect(await apply(1, 13, 2, 0)).toEqual([2, 2, 2, "e2", 1]);
+  });
+});
 
 describe("mute, mentions and mark as unread", () => {
   const full = (user: number, conv: number, seen: number, read: number, ...parts: ApplyPart[]) =>

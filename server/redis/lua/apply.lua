@@ -25,8 +25,9 @@
   Returns { unread, total, version, epoch, changed, mentions, totalMentions, muted, markVersion } where changed
   is 1 when the user's state changed (version then grew by exactly 1, or a repair or an expiry in other
   conversations started a new epoch at version 1) and 0 otherwise, and markVersion is the mark's version while
-  the conversation is marked unread, else 0; returns { -1 } and writes nothing when the user's state is missing:
-  the caller rebuilds it from the database.
+  the conversation is marked unread, else 0; returns { -1 } and writes nothing when the user's state is missing
+  (or fenced: written under another replication term, includes/fence.lua): the caller rebuilds it from the
+  database.
   Idempotent and order-insensitive: seen, read, aged and cleared only grow, mentions only join a set, mute and
   mark keep the highest version, and every value is a function of those registers (includes/unread.lua), so
   replaying an event or swapping two events ends in the same state. Events for a
@@ -40,6 +41,7 @@
 local rcall = redis.call
 --- @include "unread"
 --- @include "ttl"
+--- @include "fence"
 
 local function bad()
   return redis.error_reply('ERR tally apply: expected conversation id, seen seq >= 0, read seq >= 0, createdAt ms >= 0, ttl ms >= 0, now ms >= 0 or empty, then mention | mute version 0|1 | mark version seq | clear version')
@@ -85,8 +87,8 @@ while i <= #ARGV do
 end
 if mention and (seen_in < 1 or not numeric(conv)) then return bad() end
 
-local meta = rcall('HMGET', KEYS[1], 'total', 'version', 'epoch', 'mentions')
-if not meta[3] then
+local meta = rcall('HMGET', KEYS[1], 'total', 'version', 'epoch', 'mentions', 'term')
+if not meta[3] or fenced(meta[5]) then
   return { -1 }
 end
 local total = tonumber(meta[1]) or 0

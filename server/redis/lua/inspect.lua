@@ -7,19 +7,20 @@
   when that changed a value), unless a stored sum already disagrees with its parts (left for the caller to see).
   Returns { meta, unread, seen, read, gone, aged, now, expired, mcount, state }: HGETALL lists, the "now" it
   used in ms (the database's truth is computed for that instant) and 1 when expiry started a new epoch;
-  { -1 } when missing.
+  { -1 } when missing (or fenced: written under another replication term, includes/fence.lua).
 ]]
 local rcall = redis.call
 --- @include "unread"
 --- @include "ttl"
+--- @include "fence"
 
 local ttl = tonumber(ARGV[1] or '0')
 local now_in = ARGV[2] and tonumber(ARGV[2])
 if ttl == nil or ttl < 0 or (ARGV[2] and (now_in == nil or now_in < 0)) then
   return redis.error_reply('ERR tally inspect: expected ttl ms >= 0, now ms >= 0')
 end
-local meta = rcall('HMGET', KEYS[1], 'epoch', 'total', 'mentions')
-if not meta[1] then
+local meta = rcall('HMGET', KEYS[1], 'epoch', 'total', 'mentions', 'term')
+if not meta[1] or fenced(meta[4]) then
   return { -1 }
 end
 

@@ -15,8 +15,9 @@
   judged at (tests pass it; without it, the server's TIME), and triples conversation id, seq, createdAt ms of
   the user's unread messages (seq above lastReadSeq; of those already expired, the highest seq per conversation
   is enough). They are tracked as apply.lua tracks them, then expired at "now".
-  Missing state, or 'replace': written from the database's registers alone, the sums from the values, version 1,
-  epoch ARGV[1].
+  Missing state, fenced state (written under another replication term, includes/fence.lua) or 'replace': written
+  from the database's registers alone, the sums from the values, version 1, epoch ARGV[1]. On a cluster node the
+  meta is stamped with this master's replication term.
   'merge' into existing state: every register merges as apply.lua would merge it (a rebuild that read the
   database before a later event was applied must not undo it); if any value
   changed, or a stored sum differs from its parts, the sums are recomputed and the epoch replaced, so every
@@ -30,6 +31,7 @@ local rcall = redis.call
 --- @include "unread"
 --- @include "ttl"
 --- @include "gone"
+--- @include "fence"
 
 local epoch_new = ARGV[1]
 local mode = ARGV[2]
@@ -95,8 +97,11 @@ for j = first, #ARGV, 3 do
   end
 end
 
-local exists = rcall('HEXISTS', KEYS[1], 'epoch') == 1
-local fresh = not exists or mode == 'replace'
+local stamp = rcall('HMGET', KEYS[1], 'epoch', 'term')
+local exists = stamp[1] ~= false
+local term = cluster_term()
+-- Fenced state may lack what its old master acknowledged last: it is replaced, as if it were missing.
+local fresh = not exists or mode == 'replace' or fenced(stamp[2])
 if fresh then
   -- Not KEYS[5]: a "gone" mark is always true (remove.lua sets it only after the departure committed).
   rcall('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10])
@@ -160,6 +165,11 @@ else
 end
 
 local sum, sum_mentions = stored_sums()
+if term and stamp[2] ~= term then
+  rcall('HSET', KEYS[1], 'term', term)
+elseif not term and stamp[2] then
+  rcall('HDEL', KEYS[1], 'term')
+end
 if fresh then
   rcall('HSET', KEYS[1], 'total', sum, 'version', 1, 'epoch', epoch_new, 'mentions', sum_mentions)
   if exists then return { epoch_new, 1, sum, 'replaced', sum_mentions } end

@@ -9,12 +9,13 @@
   Returns { epoch, version, total, totalMentions, expired, conv1, unread1, mentions1, muted1, markVersion1, ... }
   for every conversation with anything to show (unread or mentions > 0, muted or marked unread; markVersion is
   the mark's version while it is marked, else 0) where expired is 1 when a new epoch was started; { -1 } when the
-  user's state is missing and must be rebuilt from the database; { -2 } when a stored sum differs from its parts
-  and must be repaired (rebuild.lua) first.
+  user's state is missing (or fenced, includes/fence.lua) and must be rebuilt from the database; { -2 } when a
+  stored sum differs from its parts and must be repaired (rebuild.lua) first.
 ]]
 local rcall = redis.call
 --- @include "unread"
 --- @include "ttl"
+--- @include "fence"
 
 local ttl = tonumber(ARGV[1] or '0')
 local now_in = ARGV[2] and tonumber(ARGV[2])
@@ -22,8 +23,8 @@ if ttl == nil or ttl < 0 or (ARGV[2] and (now_in == nil or now_in < 0)) then
   return redis.error_reply('ERR tally snapshot: expected ttl ms >= 0, now ms >= 0')
 end
 
-local meta = rcall('HMGET', KEYS[1], 'epoch', 'version', 'total', 'mentions')
-if not meta[1] then
+local meta = rcall('HMGET', KEYS[1], 'epoch', 'version', 'total', 'mentions', 'term')
+if not meta[1] or fenced(meta[5]) then
   return { -1 }
 end
 local epoch = meta[1]
