@@ -1,14 +1,19 @@
 /**
- * `npm run soak -- --minutes 10 [--seed N] [--fault-rate 0.03] [--ops-per-round 400] [--rounds N] [--concurrency 6]`:
- * the model-based consistency simulation (server/testing/sim) in rounds, with faults injected, until the time is up
- * (or the rounds are done). Each round runs on a fresh database with its own seed (the first, then one more each
- * round); a failing round prints its plan and the command that replays it. Starts its own PostgreSQL,
- * redis-server and Tally processes, all on free ports; prints what it did and what it found.
+ * `npm run soak -- --minutes 10 [--seed N] [--fault-rate 0.03] [--ops-per-round 400] [--rounds N] [--concurrency 6]
+ * [--cluster]`: the model-based consistency simulation (server/testing/sim) in rounds, with faults injected, until
+ * the time is up (or the rounds are done). Each round runs on a fresh database with its own seed (the first, then
+ * one more each round); a failing round prints its plan and the command that replays it. Starts its own PostgreSQL,
+ * redis-server and Tally processes, all on free ports; prints what it did and what it found. `--cluster` runs the
+ * cluster round instead: a local Redis Cluster (3 masters + 3 replicas) and HAProxy in front of the instances, with
+ * masters killed and slots resharded mid-traffic besides the other faults.
  */
+import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { startRedisCluster } from "../server/embedded/redis-cluster.ts";
 import { startThrowawayServices } from "../server/embedded/services.ts";
 import {
   createSimEnvironment,
+  noFaults,
   roundSummary as summary,
   runRound,
   type FaultKind,
@@ -16,7 +21,7 @@ import {
 
 const usage =
   "usage: npm run soak -- [--minutes <n>] [--seed <n>] [--fault-rate <0..1>] [--ops-per-round <n>] " +
-  "[--rounds <n>] [--concurrency <n>]";
+  "[--rounds <n>] [--concurrency <n>] [--cluster]";
 const { values } = parseArgs({
   options: {
     minutes: { type: "string", default: "10" },
@@ -25,6 +30,7 @@ const { values } = parseArgs({
     "ops-per-round": { type: "string", default: "400" },
     rounds: { type: "string" },
     concurrency: { type: "string", default: "6" },
+    cluster: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
 });
@@ -51,9 +57,15 @@ if (
 }
 
 const services = await startThrowawayServices({ name: "soak" });
-const pg = services.postgres;
-const redisServer = services.redis;
-const env = await createSimEnvironment({ adminUrl: pg.adminUrl, redisServer, instances: 2, withCrasher: true });
+const cluster = values.cluster
+  ? await startRedisCluster({ dir: join(services.tmpDir, "cluster"), nodeTimeoutMs: 1000 })
+  : undefined;
+const env = await createSimEnvironment({
+  adminUrl: services.postgres.adminUrl,
+  ...(cluster ? { cluster, balancer: true } : { redisServer: services.redis }),
+  instances: 2,
+  withCrasher: true,
+});
 
 const totals = {
   rounds: 0,
@@ -72,16 +84,11 @@ const totals = {
   drift: 0,
   violations: 0,
 };
-const faults: Record<FaultKind, number> = {
-  flushall: 0,
-  "redis-restart": 0,
-  "kill-instance": 0,
-  "crash-after-commit": 0,
-};
+const faults = noFaults();
 const failures: string[] = [];
 const deadline = Date.now() + minutes * 60_000;
 console.log(
-  `soak: ${minutes} min, first seed ${firstSeed}, fault rate ${faultRate}, ${opsPerRound} operations a round, ` +
+  `soak${cluster ? " (Redis Cluster, HAProxy)" : ""}: ${minutes} min, first seed ${firstSeed}, fault rate ${faultRate}, ${opsPerRound} operations a round, ` +
     `${concurrency} at once`,
 );
 try {
@@ -113,7 +120,7 @@ try {
     if (!ok) {
       const replay =
         `npm run soak -- --seed ${seed} --rounds 1 --ops-per-round ${opsPerRound} --fault-rate ${faultRate}` +
-        ` --concurrency ${concurrency}`;
+        ` --concurrency ${concurrency}${cluster ? " --cluster" : ""}`;
       failures.push(`seed ${seed}: ${r.problems.slice(0, 5).join(" | ")}\n    replay: ${replay}`);
       console.log(
         ["  plan:", ...r.plan.map((l) => `    ${l}`), "  problems:", ...r.problems.map((p) => `    ${p}`)].join("\n"),
@@ -122,6 +129,7 @@ try {
   }
 } finally {
   await env.close();
+  await cluster?.stop();
   await services.stop();
 }
 

@@ -4,14 +4,8 @@ import { startRedisServer, type RedisServer } from "./embedded/redis.ts";
 import { unreadScriptKeys } from "./redis/keys.ts";
 import { connectSocket, TEST_PASSWORD, type ClientSocket } from "./testing/harness.ts";
 import { testSeed } from "./testing/random.ts";
-import {
-  createSimEnvironment,
-  roundSummary,
-  runRound,
-  type RoundOptions,
-  type RoundReport,
-  type SimEnvironment,
-} from "./testing/sim/simulation.ts";
+import { expectClean, runChecked as runCheckedOn } from "./testing/sim/checked.ts";
+import { createSimEnvironment, type RoundOptions, type SimEnvironment } from "./testing/sim/simulation.ts";
 
 let redisServer: RedisServer;
 let env: SimEnvironment;
@@ -26,56 +20,8 @@ afterAll(async () => {
   await redisServer?.stop();
 }, 60_000);
 
-function clean(report: RoundReport): boolean {
-  return (
-    report.lostMessages === 0 &&
-    report.lostReads === 0 &&
-    report.lostStates === 0 &&
-    report.driftedUsers === 0 &&
-    report.clientViolations === 0 &&
-    report.problems.length === 0
-  );
-}
-
-/**
- * Runs a round; when it fails, replays shorter prefixes of the same seeded plan to find a shorter failing one, and
- * prints the seed and that plan (every operation with what became of it) so `TEST_SEED=<seed>` reproduces it.
- */
-async function runChecked(options: RoundOptions): Promise<RoundReport> {
-  const report = await runRound(env, options);
-  if (clean(report)) return report;
-  let smallest = report;
-  for (let ops = Math.floor(options.ops / 2); ops >= 25; ops = Math.floor(ops / 2)) {
-    const shorter = await runRound(env, { ...options, ops });
-    if (clean(shorter)) break;
-    smallest = shorter;
-  }
-  console.error(
-    [
-      `consistency round failed: replay with TEST_SEED=${options.seed}`,
-      `first run: ${roundSummary(report)}`,
-      `shortest failing plan found (${smallest.ops} operations):`,
-      ...smallest.plan,
-      "problems:",
-      ...smallest.problems.slice(0, 30),
-    ].join("\n"),
-  );
-  return report;
-}
-
-/** Nothing lost (messages, reads, mutes, marks), no drift, no tab that ever showed what it must not, no problem. */
-function expectClean(r: RoundReport): void {
-  expect({
-    lostMessages: r.lostMessages,
-    lostReads: r.lostReads,
-    lostStates: r.lostStates,
-    driftedUsers: r.driftedUsers,
-    clientViolations: r.clientViolations,
-    problems: r.problems.slice(0, 10),
-  }).toEqual({ lostMessages: 0, lostReads: 0, lostStates: 0, driftedUsers: 0, clientViolations: 0, problems: [] });
-}
-
 const seed = testSeed();
+const runChecked = (options: RoundOptions) => runCheckedOn(env, options);
 
 // First: it needs no fresh round of its own then.
 describe("crash between the database commit and Redis", () => {

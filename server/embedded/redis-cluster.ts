@@ -57,6 +57,8 @@ export interface LocalRedisCluster {
   reshard(opts: { slots: number; fromPort?: number; toPort?: number }): Promise<{ from: number; to: number }>;
   /** Resolves when every live node says cluster_state:ok, every slot is served and every replica is in sync. */
   settled(): Promise<void>;
+  /** FLUSHALL on every live master (its replicas follow). */
+  flushall(): Promise<void>;
   /** Stops every node. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -166,6 +168,10 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
         ]);
         await settled();
         return { from: from.port, to: to.port };
+      },
+      async flushall() {
+        const masters = (await describe()).filter((n) => n.role === "master" && !n.failed);
+        await Promise.all(masters.map((m) => onNode(m.port, (redis) => redis.flushall())));
       },
       async stop() {
         await stopAll();

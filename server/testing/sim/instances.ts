@@ -2,6 +2,7 @@ import path from "node:path";
 import { freePort } from "../../embedded/ports.ts";
 import { TallyProcess } from "../../embedded/tally-process.ts";
 import { LIFTED_LIMITS } from "../../limits/limits.ts";
+import type { RedisTarget } from "../../redis/client.ts";
 
 export type Instance = TallyProcess;
 
@@ -13,7 +14,7 @@ export type Instance = TallyProcess;
  */
 export async function startInstance(options: {
   databaseUrl: string;
-  redisUrl: string;
+  redis: RedisTarget;
   dataRoot: string;
   crashAfterCommit?: boolean;
 }): Promise<Instance> {
@@ -22,7 +23,7 @@ export async function startInstance(options: {
     name: `sim-${port}`,
     port,
     databaseUrl: options.databaseUrl,
-    redis: options.redisUrl,
+    redis: options.redis,
     dataDir: path.join(options.dataRoot, `instance-${port}`),
     readyTimeoutMs: 30_000,
     env: {

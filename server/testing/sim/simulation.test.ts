@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FAULTS, scenario } from "./simulation.ts";
+import { CLUSTER_FAULTS, FAULTS, scenario } from "./simulation.ts";
 
 const options = {
   seed: 42,
@@ -10,6 +10,7 @@ const options = {
   directs: 8,
   faultRate: 0.03,
   faults: FAULTS,
+  everyFault: false,
   instances: 2,
 };
 
@@ -28,6 +29,19 @@ describe("the simulation's plan", () => {
 
   it("grows by appending, so a shorter plan is a prefix of a longer one (a failure is shrunk that way)", () => {
     expect(scenario({ ...options, ops: 500 }).ops.slice(0, 120)).toEqual(scenario({ ...options, ops: 120 }).ops);
+  });
+
+  it("with everyFault, meets every kind of fault at least once and plans the same traffic around them", () => {
+    for (let seed = 1; seed <= 20; seed++) {
+      const base = { ...options, seed, ops: 150, faultRate: 0.01, faults: CLUSTER_FAULTS };
+      const plain = scenario(base).ops;
+      const every = scenario({ ...base, everyFault: true }).ops;
+      const faults = (ops: typeof plain) => ops.flatMap((op) => (op.kind === "fault" ? [op.fault] : []));
+      expect(new Set(faults(every))).toEqual(new Set(CLUSTER_FAULTS));
+      expect(every).toHaveLength(plain.length + CLUSTER_FAULTS.length);
+      const traffic = (ops: typeof plain) => ops.filter((op) => op.kind !== "fault");
+      expect(traffic(every)).toEqual(traffic(plain));
+    }
   });
 
   it("leaves and deletes, and only where the member may", () => {

@@ -1,7 +1,10 @@
 /**
  * Model-based simulation of Tally under concurrent traffic and injected faults, against real server processes, one
- * real redis-server and one real PostgreSQL. Used by server/consistency.int.test.ts (bounded) and by `npm run soak`
- * (for minutes).
+ * real redis-server (or a real Redis Cluster, with HAProxy in front of the instances) and one real PostgreSQL. Used
+ * by server/consistency.int.test.ts and server/consistency-cluster.int.test.ts (bounded) and by `npm run soak
+ * [-- --cluster]` (for minutes). On a cluster the faults are masters SIGKILLed (a replica promoted), slots resharded
+ * mid-traffic, FLUSHALL on every master, instances killed behind the balancer (their tabs reconnect through it) and
+ * crashes after commit.
  *
  * Every tab is the page's own client: `createChatStore` with the socket binding and API client the page uses
  * (browser-tab.ts), over a real socket.io-client connection. Users send (some messages mentioning other members, or
@@ -40,8 +43,11 @@ import { createApi, type Api } from "../../../components/lib/api.ts";
 import type { ConversationDTO } from "../../contracts/index.ts";
 import { mentionedUserIds } from "../../contracts/mentions.ts";
 import { createDb, type Db } from "../../db/prisma.ts";
+import { startBalancer, type Balancer } from "../../embedded/haproxy.ts";
+import { freePort } from "../../embedded/ports.ts";
+import type { LocalRedisCluster } from "../../embedded/redis-cluster.ts";
 import type { RedisServer } from "../../embedded/redis.ts";
-import { createRedis, type RedisClient } from "../../redis/client.ts";
+import { createRedis, type RedisClient, type RedisTarget } from "../../redis/client.ts";
 import { unreadScriptKeys, userKeys } from "../../redis/keys.ts";
 import { createUnreadService, type MembershipRegisters } from "../../unread/unread.service.ts";
 import { createTestDatabase, type TestDatabase } from "../db.ts";
@@ -50,15 +56,43 @@ import { BrowserTab, type TabUser } from "./browser-tab.ts";
 import { startInstance, type Instance } from "./instances.ts";
 import { Journal } from "./journal.ts";
 
-export type FaultKind = "flushall" | "redis-restart" | "kill-instance" | "crash-after-commit";
+const FAULT_KINDS = [
+  "flushall",
+  "redis-restart",
+  "kill-instance",
+  "crash-after-commit",
+  "kill-master",
+  "reshard",
+] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+/** A count of 0 for every kind of fault. */
+export const noFaults = () => Object.fromEntries(FAULT_KINDS.map((f) => [f, 0])) as Record<FaultKind, number>;
+/** The faults of a single redis-server. */
 export const FAULTS: FaultKind[] = ["flushall", "redis-restart", "kill-instance", "crash-after-commit"];
+/**
+ * The faults of a Redis Cluster: a master SIGKILLed mid-traffic (its replica promoted, the old master back as a
+ * replica), slots migrated mid-traffic (`redis-cli --cluster reshard`), FLUSHALL on every master, and the instance
+ * faults.
+ */
+export const CLUSTER_FAULTS: FaultKind[] = [
+  "flushall",
+  "kill-master",
+  "reshard",
+  "kill-instance",
+  "crash-after-commit",
+];
 
 const PASSWORD = "sim-password-1234";
 
 export interface SimEnvironment {
   redis: RedisClient;
-  redisServer: RedisServer;
+  /** The simulation's own redis-server, or null on a cluster. */
+  redisServer: RedisServer | null;
+  /** The simulation's own Redis Cluster, or null on a single redis-server. */
+  cluster: LocalRedisCluster | null;
   instances: Instance[];
+  /** HAProxy in front of the instances, when asked for: tabs then connect through it, never to an instance. */
+  balancer: Balancer | null;
   /**
    * Runs with TALLY_FAULT=crash-after-commit: each send through it commits, then kills it. Null until
    * `crasherUp()` first starts it; down again after each crash and at the end of each round.
@@ -81,20 +115,37 @@ export interface SimEnvironment {
 export async function createSimEnvironment(opts: {
   /** A superuser URL of the PostgreSQL cluster: each round gets a database of its own in it. */
   adminUrl: string;
-  redisServer: RedisServer;
+  /** One of the two: the simulation's own redis-server or Redis Cluster, which it flushes between rounds. */
+  redisServer?: RedisServer;
+  cluster?: LocalRedisCluster;
   instances?: number;
   withCrasher?: boolean;
+  /** Put HAProxy in front of the instances (the crashing one stays outside: a test reaches it on purpose). */
+  balancer?: boolean;
 }): Promise<SimEnvironment> {
+  const target: RedisTarget = opts.cluster
+    ? { clusterNodes: opts.cluster.nodes }
+    : { url: (opts.redisServer ?? missing("a redis-server or a Redis Cluster")).url };
   let database: TestDatabase = await createTestDatabase(opts.adminUrl);
   const dataRoot = await mkdtemp(path.join(os.tmpdir(), "tally-sim-"));
-  const base = { databaseUrl: database.url, redisUrl: opts.redisServer.url, dataRoot };
+  const base = { databaseUrl: database.url, redis: target, dataRoot };
   const instances = await Promise.all(Array.from({ length: opts.instances ?? 2 }, () => startInstance(base)));
+  const balancer = opts.balancer
+    ? await startBalancer({
+        port: await freePort(),
+        instances: instances.map((i, n) => ({ name: `i${n}`, port: i.port })),
+        dir: path.join(dataRoot, "haproxy"),
+      })
+    : null;
   const all = () => [...instances, ...(env.crasher ? [env.crasher] : [])];
-  const redis = createRedis(opts.redisServer.url);
+  const redis = createRedis(target);
+  const flushall = () => (opts.cluster ? opts.cluster.flushall() : redis.flushall().then(() => undefined));
   let used = false;
   const env: SimEnvironment = {
     redis,
-    redisServer: opts.redisServer,
+    redisServer: opts.redisServer ?? null,
+    cluster: opts.cluster ?? null,
+    balancer,
     instances,
     crasher: null,
     hasCrasher: opts.withCrasher ?? false,
@@ -118,13 +169,14 @@ export async function createSimEnvironment(opts: {
       await env.db.$disconnect();
       await database.drop();
       database = await createTestDatabase(opts.adminUrl);
-      // This redis-server was started for the simulation alone.
-      await redis.flushall();
+      // This redis-server (or cluster) was started for the simulation alone.
+      await flushall();
       await Promise.all(instances.map((i) => i.restart({ DATABASE_URL: database.url })));
       env.db = createDb(database.url, { max: 4 });
       env.databaseUrl = database.url;
     },
     async close() {
+      await balancer?.stop();
       await Promise.allSettled(all().map((i) => i.stop()));
       await Promise.allSettled([redis.quit(), env.db.$disconnect()]);
       await database.drop().catch(() => undefined);
@@ -132,6 +184,10 @@ export async function createSimEnvironment(opts: {
     },
   };
   return env;
+}
+
+function missing(what: string): never {
+  throw new Error(`createSimEnvironment: needs ${what}`);
 }
 
 export interface RoundOptions {
@@ -145,6 +201,11 @@ export interface RoundOptions {
   /** Probability that an operation is a fault (0: none). */
   faultRate?: number;
   faults?: FaultKind[];
+  /**
+   * Besides the random faults, one fault of every kind in `faults`, spread evenly through the plan, so a bounded
+   * round meets each whatever the seed.
+   */
+  everyFault?: boolean;
   log?: (line: string) => void;
 }
 
@@ -331,6 +392,20 @@ export function scenario(o: PlanOptions): Scenario {
       convs[conv]!.gone = true;
     } else ops.push({ kind: "blur", user, tab });
   }
+  if (o.everyFault) {
+    // Inserted, not replacing anything: a fault changes nothing the membership model tracks.
+    const kinds = o.faults;
+    for (let k = kinds.length - 1; k >= 0; k--) {
+      const at = Math.round(((k + 1) * ops.length) / (kinds.length + 1));
+      ops.splice(at, 0, {
+        kind: "fault",
+        fault: kinds[k]!,
+        instance: r.int(0, o.instances - 1),
+        user: r.int(0, o.users - 1),
+        conv: null,
+      });
+    }
+  }
   return { users, conversations: initial, ops };
 }
 
@@ -345,7 +420,9 @@ function describe(op: Op, names: string[]): string {
     case "fault":
       return op.fault === "crash-after-commit"
         ? `fault crash-after-commit: ${who} sends in c${op.conv ?? "-"} through the crashing instance`
-        : `fault ${op.fault}${op.fault === "kill-instance" ? ` i${op.instance}` : ""}`;
+        : `fault ${op.fault}${op.fault === "kill-instance" ? ` i${op.instance}` : ""}${
+            op.fault === "kill-master" || op.fault === "reshard" ? ` (pick ${op.user})` : ""
+          }`;
     case "blur":
       return `${who}/t${op.tab} blur`;
     case "reconnect":
@@ -394,7 +471,8 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
     directs: 8,
     concurrency: 6,
     faultRate: 0,
-    faults: FAULTS,
+    faults: env.cluster ? CLUSTER_FAULTS : FAULTS,
+    everyFault: false,
     ...options,
   };
   const log = options.log ?? (() => {});
@@ -415,7 +493,7 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
     deletes: 0,
     creates: 0,
     reconnects: 0,
-    faults: { flushall: 0, "redis-restart": 0, "kill-instance": 0, "crash-after-commit": 0 },
+    faults: noFaults(),
     acknowledgedMessages: 0,
     lostMessages: 0,
     lostReads: 0,
@@ -427,8 +505,11 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
     problems: [],
     plan: [],
   };
-  const instanceUrl = (i: number) => env.instances[i % env.instances.length]!.url;
+  // Behind the balancer a page knows only its address; HAProxy picks the instance, and another once that one dies.
+  const lb = env.balancer?.url;
+  const instanceUrl = (i: number) => lb ?? env.instances[i % env.instances.length]!.url;
   const liveUrl = (preferred?: string) => {
+    if (lb) return lb;
     const live = env.instances.filter((i) => i.alive);
     return live.find((i) => i.url === preferred)?.url ?? (live[0] ?? env.instances[0]!).url;
   };
@@ -493,13 +574,34 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
     report.faults[op.fault]++;
     if (op.fault === "flushall") {
       journal.dataLoss = true;
-      await env.redis.flushall();
+      if (env.cluster) await env.cluster.flushall();
+      else await env.redis.flushall();
       return "done";
     }
     if (op.fault === "redis-restart") {
+      if (!env.redisServer) return "skipped: no single redis-server";
       journal.dataLoss = true;
       await env.redisServer.restart();
       return "done";
+    }
+    if (op.fault === "kill-master" || op.fault === "reshard") {
+      if (!env.cluster) return "skipped: no Redis Cluster";
+      // State may go missing: a promoted replica's state is fenced, so is a migrated user's (includes/fence.lua).
+      journal.dataLoss = true;
+      const masters = (await env.cluster.describe())
+        .filter((n) => n.role === "master" && !n.failed && n.slots > 0)
+        .sort((a, b) => a.port - b.port);
+      const pick = (k: number) => masters[k % masters.length]!;
+      if (op.fault === "kill-master") {
+        const { killed, promoted } = await env.cluster.killMaster(pick(op.user).port);
+        await env.cluster.restartNode(killed);
+        return `master ${killed} killed, replica ${promoted} promoted, ${killed} back as a replica`;
+      }
+      const from = pick(op.user);
+      const to = pick(op.user + 1);
+      const slots = Math.min(256, from.slots);
+      await env.cluster.reshard({ slots, fromPort: from.port, toPort: to.port });
+      return `${slots} slots moved from ${from.port} to ${to.port}`;
     }
     if (op.fault === "kill-instance") {
       const victim = env.instances[op.instance % env.instances.length]!;
