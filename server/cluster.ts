@@ -9,33 +9,39 @@ import { startBalancer } from "./embedded/haproxy.ts";
 import { startServices } from "./embedded/services.ts";
 import { TallyProcess } from "./embedded/tally-process.ts";
 import { logger } from "./log.ts";
+import { describeRedisTarget } from "./redis/client.ts";
 
-const USAGE = "usage: npm run start:cluster -- [--instances N] [--no-balancer]";
+const USAGE = "usage: npm run start:cluster -- [--instances N] [--no-balancer] [--redis-cluster]";
 
-function options(): { instances: number; balancer: boolean } {
+function options(): { instances: number; balancer: boolean; redisCluster: boolean } {
   const { values } = parseArgs({
-    options: { instances: { type: "string", default: "2" }, "no-balancer": { type: "boolean", default: false } },
+    options: {
+      instances: { type: "string", default: "2" },
+      "no-balancer": { type: "boolean", default: false },
+      "redis-cluster": { type: "boolean", default: false },
+    },
   });
   const instances = Number(values.instances);
   if (!Number.isInteger(instances) || instances < 1 || instances > 16)
     throw new Error(`--instances must be a whole number from 1 to 16, not '${values.instances}'. ${USAGE}`);
-  return { instances, balancer: !values["no-balancer"] };
+  return { instances, balancer: !values["no-balancer"], redisCluster: values["redis-cluster"] };
 }
 
 /**
  * `npm run start:cluster -- --instances N`: N Tally instances sharing one Redis and one database behind HAProxy
  * (from the OS packages) on one public port, PORT (default 3000); the instances listen on PORT+1 … PORT+N.
- * `--no-balancer` leaves HAProxy out: the instances then listen on PORT … PORT+N-1. Embedded services start once,
- * here. Ctrl-C stops everything this started.
+ * `--no-balancer` leaves HAProxy out: the instances then listen on PORT … PORT+N-1. `--redis-cluster` starts a local
+ * Redis Cluster (3 masters + 3 replicas on free ports, in the data directory) for them instead of one redis-server.
+ * Embedded services start once, here. Ctrl-C stops everything this started.
  */
 async function main(): Promise<void> {
-  const { instances: count, balancer } = options();
+  const { instances: count, balancer, redisCluster } = options();
   const env = loadEnv();
   process.env.NEXT_TELEMETRY_DISABLED ??= "1";
   const cleanups: (() => Promise<void>)[] = [];
   const instances: TallyProcess[] = [];
 
-  const services = await startServices(env, { root, log: logger });
+  const services = await startServices(env, { root, log: logger, redisCluster });
   cleanups.push(services.stop);
   const { databaseUrl, redis } = services;
   const db = createDb(databaseUrl);
@@ -92,7 +98,10 @@ async function main(): Promise<void> {
         dir: join(services.dataDir, "haproxy"),
       });
       cleanups.push(lb.stop);
-      logger.info(`the cluster is ready: open ${lb.url} (HAProxy in front of ports ${ports.join(", ")})`);
+      logger.info(
+        `the cluster is ready: open ${lb.url} (HAProxy in front of ports ${ports.join(", ")}; Redis: ` +
+          `${describeRedisTarget(redis)})`,
+      );
     } else {
       logger.info(`the cluster is ready: open ${ports.map((port) => `http://localhost:${port}`).join(" or ")}`);
     }

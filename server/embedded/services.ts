@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { migrate } from "../db/migrate.ts";
 import type { Logger } from "../log.ts";
@@ -28,9 +28,19 @@ export async function startServices(
     REDIS_CLUSTER_NODES?: string[] | undefined;
     EMBEDDED_PG_GRANT_ACCESS: "0" | "1";
   },
-  options: { root: string; log: Logger },
+  options: {
+    root: string;
+    log: Logger;
+    /**
+     * With no Redis configured, start a local Redis Cluster (3 masters + 3 replicas on free ports, under
+     * `<dataDir>/redis-cluster`) instead of one redis-server (`npm run start:cluster -- --redis-cluster`).
+     */
+    redisCluster?: boolean;
+  },
 ): Promise<Services> {
   const { log } = options;
+  if (options.redisCluster && env.REDIS_URL)
+    throw new Error("--redis-cluster starts a local Redis Cluster: unset REDIS_URL (or set REDIS_CLUSTER_NODES)");
   const dataDir = resolve(options.root, env.DATA_DIR);
   mkdirSync(dataDir, { recursive: true });
   const opts = {
@@ -54,6 +64,16 @@ export async function startServices(
       databaseUrl = pg.url;
     }
     let redis = opts.redis;
+    if (!redis && options.redisCluster) {
+      // Nothing in it outlives a stop (no persistence), and old nodes.conf files would name ports taken by now.
+      const dir = join(opts.dataDir, "redis-cluster");
+      rmSync(dir, { recursive: true, force: true });
+      log.info({ dir }, "starting a local Redis Cluster: 3 masters and 3 replicas on free ports");
+      const { startRedisCluster } = await import("./redis-cluster.ts");
+      const cluster = await startRedisCluster({ dir });
+      stops.push(cluster.stop);
+      redis = { clusterNodes: cluster.nodes };
+    }
     if (!redis) {
       log.info("REDIS_URL and REDIS_CLUSTER_NODES are unset: starting a private redis-server");
       const { startRedisServer } = await import("./redis.ts");
