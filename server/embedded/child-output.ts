@@ -17,6 +17,19 @@ export function collectOutput(child: ChildProcess, name: string, keep = 40): { t
   return { text: () => lines.join("\n") };
 }
 
+/** What to kill if this process exits: one "exit" listener for every child, however many start and restart. */
+const killAtExit = new Set<() => void>();
+
+function atParentExit(kill: () => void): () => void {
+  if (!process.listeners("exit").includes(killAll)) process.on("exit", killAll);
+  killAtExit.add(kill);
+  return () => void killAtExit.delete(kill);
+}
+
+function killAll(): void {
+  for (const kill of killAtExit) kill();
+}
+
 /**
  * Ties a child process's life to this one: `stop()` sends `signal`, escalates to SIGKILL after `timeoutMs`, and
  * resolves once the child has exited (safe to call twice, and after the child died by itself); if this process
@@ -26,13 +39,17 @@ export function supervise(
   child: ChildProcess,
   opts: { signal: NodeJS.Signals; onParentExit: NodeJS.Signals; timeoutMs: number },
 ): { exited: Promise<void>; stop(): Promise<void> } {
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const onExit = (): void => void child.kill(opts.onParentExit);
-  process.once("exit", onExit);
+  const forget = atParentExit(() => void child.kill(opts.onParentExit));
+  const exited = new Promise<void>((resolve) =>
+    child.once("exit", () => {
+      forget();
+      resolve();
+    }),
+  );
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
-      process.removeListener("exit", onExit);
+      forget();
       if (child.pid === undefined) return;
       if (child.exitCode === null && child.signalCode === null) child.kill(opts.signal);
       const timer = setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs);
