@@ -37,17 +37,16 @@ export async function startBenchServices(): Promise<BenchServices> {
 export type Instance = TallyProcess;
 
 /**
- * BENCH_CPU_PROF_DIR=<dir> profiles the bench's Node processes (node --cpu-prof): <dir>/<file>.cpuprofile is written
- * when the process stops, replacing the one an earlier run left under that name.
+ * BENCH_CPU_PROF_DIR=<dir> profiles the bench's Node processes (node --cpu-prof), each into its own <dir>/<name>/:
+ * one .cpuprofile per thread (the main thread's, and that of tsx's module loader), written when the process stops.
+ * Not --cpu-prof-name: every thread would write to that one file, and the loader's would replace the main one's.
  */
-function profileArgs(file: string): { nodeArgs?: string[] } {
+function profileArgs(name: string): { nodeArgs?: string[] } {
   const dir = process.env.BENCH_CPU_PROF_DIR;
-  return dir
-    ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${path.resolve(dir)}`, `--cpu-prof-name=${file}.cpuprofile`] }
-    : {};
+  return dir ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${path.resolve(dir, name)}`] } : {};
 }
 
-/** A Node process of the bench on a free port, printing to this terminal; `file` names its data and profile. */
+/** A Node process of the bench on a free port, printing to this terminal; `file` names its data and profile directories. */
 async function startProcess(
   services: BenchServices,
   opts: { name: string; file: string; entry?: string; env: Record<string, string> },
@@ -66,7 +65,7 @@ async function startProcess(
 }
 
 /**
- * A Tally instance as `npm start` runs it, without the UI (SERVE_UI=0). Profiled as tally-<name>.cpuprofile when
+ * A Tally instance as `npm start` runs it, without the UI (SERVE_UI=0). Profiled into <BENCH_CPU_PROF_DIR>/tally-<name>/ when
  * BENCH_CPU_PROF_DIR is set.
  */
 export async function startInstance(
@@ -90,7 +89,7 @@ export async function startInstance(
 
 /**
  * One process of the floor relay (floor-relay.ts) on the bench's Redis, started and stopped as Tally's instances
- * are, so that it competes for the same cores. Profiled as floor-<name>.cpuprofile when BENCH_CPU_PROF_DIR is set.
+ * are, so that it competes for the same cores. Profiled into <BENCH_CPU_PROF_DIR>/floor-<name>/.
  */
 export async function startFloor(services: BenchServices, name: string): Promise<Instance> {
   return startProcess(services, {
