@@ -17,8 +17,8 @@ describe("cells", () => {
     expect([significant(null), significant(undefined), significant(Number.NaN)]).toEqual(["n/a", "n/a", "n/a"]);
   });
 
-  it("sets the systems side by side, a dash for one not run", () => {
-    expect(versus([4.3, null, 0.9], (v) => v)).toBe("4.3 / — / 0.9");
+  it("sets the systems side by side", () => {
+    expect(versus([4.3, 12, 0.9], (v) => v)).toBe("4.3 / 12 / 0.9");
     expect([percent(1), percent(0.6254), percent(0)]).toEqual(["100%", "62.5%", "0%"]);
   });
 });
@@ -73,13 +73,14 @@ describe("endToEndReport", () => {
     const text = endToEndReport(
       result([
         { mode: "open", offeredPerSec: 1000, results: [window(4.5, 1, tally), window(1.2, 1, floor)] },
-        { mode: "open", offeredPerSec: 1500, results: [null, window(1.5, 0.98, floor)] },
+        { mode: "open", offeredPerSec: 1500, results: [window(900, 0.5, tally), window(1.5, 0.98, floor)] },
       ]),
       target,
     ).join("\n");
     expect(text).toContain("| open loop | 1000      | 4.5 / 1.2");
     expect(text).toContain("| 100% / 100%     | 0.95 / 0.22");
-    expect(text).toContain("| open loop | 1500      | — / 1.5");
+    expect(text).toContain("| open loop | 1500      | 900 / 1.5");
+    expect(text).toContain("| 50% / 98%");
     expect(text).toMatch(/\| Tally +\| 100 +\| 0\.25 +\| 0\.25 +\| 0\.4 +\| 0\.05 +\| 0\.95 +\| 0\.3 +\|/);
     expect(text).toMatch(/\| floor +\| 100 +\| 0\.1 +\| 0\.1 +\| — +\| 0\.02 +\| 0\.22 +\| 0\.3 +\|/);
     expect(text).toContain("Tally 600, floor 1500 messages/s");
@@ -92,15 +93,21 @@ describe("endToEndReport", () => {
     const over = cpu([["instance A", 1.5]]);
     expect(
       endToEndReport(
-        result([{ mode: "one-in-flight", offeredPerSec: 1000, results: [window(3, 1, over), null] }]),
+        result([{ mode: "one-in-flight", offeredPerSec: 1000, results: [window(3, 1, over), window(1, 1, floor)] }]),
         target,
       ),
     ).toContainEqual(expect.stringContaining("one in flight 1.5 ms (MISSED)"));
     expect(
-      endToEndReport(result([{ mode: "open", offeredPerSec: 1000, results: [window(3, 1, null), null] }]), target),
+      endToEndReport(
+        result([{ mode: "open", offeredPerSec: 1000, results: [window(3, 1, null), window(1, 1, floor)] }]),
+        target,
+      ),
     ).toContainEqual(expect.stringContaining("open loop n/a ms (not measured)"));
     expect(
-      endToEndReport(result([{ mode: "open", offeredPerSec: 300, results: [window(3, 1, tally), null] }]), target),
+      endToEndReport(
+        result([{ mode: "open", offeredPerSec: 300, results: [window(3, 1, tally), window(1, 1, floor)] }]),
+        target,
+      ),
     ).toContainEqual(expect.stringMatching(/: not measured$/));
   });
 });

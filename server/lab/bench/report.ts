@@ -14,9 +14,9 @@ export function significant(value: number | null | undefined): string {
   return String(Math.abs(value) >= 100 ? Math.round(value) : Number(value.toPrecision(3)));
 }
 
-/** One cell comparing systems, "a / b"; "—" for a system that was not run. */
-export function versus<T>(values: (T | null)[], show: (value: T) => string | number): string {
-  return values.map((v) => (v === null ? "—" : String(show(v)))).join(" / ");
+/** One cell comparing systems, "a / b". */
+export function versus<T>(values: T[], show: (value: T) => string | number): string {
+  return values.map(show).join(" / ");
 }
 
 /** "62.5%" */
@@ -59,36 +59,30 @@ export function endToEndReport(e2e: EndToEndResult, opts: { cpuTargetMs: number;
   const processes: string[] = [];
   for (const r of e2e.rows)
     for (const w of r.results)
-      for (const p of w?.cpu?.processes ?? []) if (!processes.includes(p.name)) processes.push(p.name);
+      for (const p of w.cpu?.processes ?? []) if (!processes.includes(p.name)) processes.push(p.name);
   const cpu = table(
     ["mode", "offered/s", "system", "delivered", ...processes, "total", "load generator"],
     e2e.rows.flatMap((r) =>
-      r.results.flatMap((w, i) =>
-        w === null
-          ? []
-          : [
-              [
-                MODE_LABEL[r.mode],
-                r.offeredPerSec,
-                e2e.systems[i]!,
-                w.delivered,
-                ...processes.map((name) => {
-                  const p = w.cpu?.processes.find((q) => q.name === name);
-                  return p ? significant(p.msPerMessage) : "—";
-                }),
-                significant(w.cpu?.totalMsPerMessage),
-                significant(w.cpu?.generatorMsPerMessage),
-              ],
-            ],
-      ),
+      r.results.map((w, i) => [
+        MODE_LABEL[r.mode],
+        r.offeredPerSec,
+        e2e.systems[i]!,
+        w.delivered,
+        ...processes.map((name) => {
+          const p = w.cpu?.processes.find((q) => q.name === name);
+          return p ? significant(p.msPerMessage) : "—";
+        }),
+        significant(w.cpu?.totalMsPerMessage),
+        significant(w.cpu?.generatorMsPerMessage),
+      ]),
     ),
   );
 
-  const atTarget = e2e.rows.filter((r) => r.offeredPerSec === opts.cpuTargetRate && r.results[0]);
+  const atTarget = e2e.rows.filter((r) => r.offeredPerSec === opts.cpuTargetRate);
   const cpuVerdict = atTarget.length
     ? atTarget
         .map((r) => {
-          const total = r.results[0]!.cpu?.totalMsPerMessage ?? null;
+          const total = r.results[0]?.cpu?.totalMsPerMessage ?? null;
           const verdict = total === null ? "not measured" : total <= opts.cpuTargetMs ? "met" : "MISSED";
           return `${MODE_LABEL[r.mode]} ${significant(total)} ms (${verdict})`;
         })
