@@ -4,13 +4,13 @@
  * benchmark runs two of these beside Tally's instances (as child processes, on the same cores) and drives both with
  * the same load generator (floor.ts). A socket's handshake names its user (`auth.token`, a number) and joins that
  * user's room; `send` emits `arrived` to the recipient's room through the adapter, then acknowledges.
- * Environment as Tally's (PORT, HOST, REDIS_URL, LOG_LEVEL); /api/health answers 200 once the adapter subscribed.
+ * Environment as Tally's (PORT, HOST, REDIS_URL, LOG_LEVEL); /api/health answers 200 once the subscriber is ready.
  */
 import { createServer } from "node:http";
+import { createAdapter } from "@socket.io/redis-adapter";
 import { Server } from "socket.io";
 import { loadEnv } from "../../env.ts";
 import { logger } from "../../log.ts";
-import { redisAdapter } from "../../realtime/adapter.ts";
 import { createAdapterClients } from "../../redis/client.ts";
 import { userRoom } from "../../redis/keys.ts";
 import type { FloorClientEvents, FloorServerEvents } from "./floor.ts";
@@ -25,7 +25,9 @@ const httpServer = createServer((req, res) => {
 });
 const io = new Server<FloorClientEvents, FloorServerEvents>(httpServer, {
   serveClient: false,
-  adapter: redisAdapter(clients),
+  // Tally's adapter (createAdapter on these clients) under a channel prefix of its own: every instance of the
+  // classic adapter hears every broadcast under its prefix, and on Tally's the two systems would decode each other's.
+  adapter: createAdapter(clients.pub, clients.sub, { key: "floor" }),
 });
 io.on("connection", (socket) => {
   void socket.join(userRoom(Number(socket.handshake.auth.token)));
