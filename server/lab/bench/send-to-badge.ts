@@ -130,13 +130,13 @@ export interface EndToEndResult {
   seconds: number;
   targetP99Ms: number;
   rows: EndToEndRow[];
-  /** Per system: the highest open-loop rate held (every send delivered with p99 under the target), or 0. */
+  /** Per system: the highest open-loop rate held (LoadResult.held), or 0. */
   highestHeldPerSec: number[];
 }
 
 /**
  * Latency from a send on one instance to its arrival at the recipient on the other, for each system, mode and
- * offered rate, with the systems' windows back to back so that each row compares them minutes apart at most. Each
+ * offered rate, with the systems' windows back to back so that each row compares measurements seconds apart. Each
  * window also samples the CPU time of the system's processes and of this process (the load generator). Every
  * rate is offered to every system, also past the point where one fell over: a send unanswered for 10 s counts as
  * failed, and the next window waits until what it left behind has arrived (LoadGenerator.run).
