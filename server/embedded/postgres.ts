@@ -62,6 +62,8 @@ export interface EmbeddedPostgres {
   /** Connection URL of the "postgres" maintenance database, as superuser. */
   adminUrl: string;
   port: number;
+  /** The postmaster's process id; its backends and helpers are its children. */
+  pid: number;
   /** Fast shutdown (SIGINT); resolves once the server has exited. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -107,7 +109,13 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     await server.stop();
     throw err;
   }
-  return { url: connectionUrl(server.port, database), adminUrl, port: server.port, stop: server.stop };
+  return {
+    url: connectionUrl(server.port, database),
+    adminUrl,
+    port: server.port,
+    pid: server.pid,
+    stop: server.stop,
+  };
 }
 
 function connectionUrl(port: number, database: string): string {
@@ -330,6 +338,7 @@ class PortInUseError extends Error {}
 
 interface Started {
   port: number;
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -381,7 +390,7 @@ async function startServer(
     throw err;
   }
   logger.debug({ port, dataDir, ms: Date.now() - started }, "started PostgreSQL");
-  return { port, stop };
+  return { port, pid: child.pid!, stop };
 }
 
 // Ready means our own cluster answers on the port: another server may hold it, in which case ours exits with

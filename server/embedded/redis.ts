@@ -28,6 +28,8 @@ export interface RedisServerOptions {
 export interface RedisServer {
   url: string;
   port: number;
+  /** The running redis-server's process id (a new one after restart()), e.g. to sample its CPU time. */
+  readonly pid: number;
   /** Graceful shutdown; resolves once the process has exited. Safe to call twice, and after kill(). */
   stop(): Promise<void>;
   /** Simulates a crash: sends `signal` (default SIGKILL) and returns at once. */
@@ -52,6 +54,9 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
+    get pid() {
+      return current.pid;
+    },
     stop: () => current.stop(),
     kill: (signal = "SIGKILL") => current.kill(signal),
     restart: async () => {
@@ -65,6 +70,7 @@ class PortInUseError extends Error {}
 
 interface Running {
   port: number;
+  pid: number;
   stop(): Promise<void>;
   kill(signal: NodeJS.Signals): void;
 }
@@ -117,7 +123,7 @@ async function spawnOnce(port: number, dir: string | undefined, extra: string[])
     throw err;
   }
   logger.debug({ port, pid: child.pid }, "started redis-server");
-  return { port, stop, kill: (signal) => void child.kill(signal) };
+  return { port, pid: child.pid!, stop, kill: (signal) => void child.kill(signal) };
 }
 
 // Ready means *our* process answers: another Redis on the port (say the machine's own) would answer PING too.

@@ -26,6 +26,11 @@ export interface TallyProcessOptions {
    * "prefix": every line goes to stderr as "[tally <name>] …" (Playwright); "quiet": kept for `log` only.
    */
   output?: "inherit" | "prefix" | "quiet";
+  /**
+   * The module to run, relative to the repository root: server/index.ts unless given. Another entry must take the
+   * same environment (PORT, HOST) and answer /api/health, as the benchmark's floor relay does.
+   */
+  entry?: string;
   /** Options for node itself, e.g. ["--cpu-prof", "--cpu-prof-dir=/tmp/prof"] (NODE_OPTIONS refuses --cpu-prof). */
   nodeArgs?: string[];
   /** How long start() waits for /api/health to answer 200. */
@@ -65,6 +70,11 @@ export class TallyProcess {
     return this.child !== null && this.child.exitCode === null && this.child.signalCode === null;
   }
 
+  /** The running process's id, e.g. to sample its CPU time; undefined while none runs. */
+  get pid(): number | undefined {
+    return this.alive ? this.child?.pid : undefined;
+  }
+
   /** The last lines the process printed (empty with output "inherit"). */
   get log(): string {
     return this.lines.join("\n");
@@ -100,7 +110,7 @@ export class TallyProcess {
     const output = options.output ?? "quiet";
     const child = spawn(
       process.execPath,
-      [...(options.nodeArgs ?? []), "--import", "tsx", join(root, "server", "index.ts")],
+      [...(options.nodeArgs ?? []), "--import", "tsx", join(root, options.entry ?? join("server", "index.ts"))],
       {
         cwd: root,
         env: childEnv,

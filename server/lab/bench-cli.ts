@@ -1,7 +1,8 @@
 /**
- * `npm run bench`: the lab's strategy comparison, the Lua ceiling, end-to-end latency across two instances and
- * group fan-out, on throw-away services of its own. Prints tables; `--json <path>` also writes the numbers.
- * `--quick` runs a smaller version (a minute or so) for trying things out. docs/benchmarks.md explains it all.
+ * `npm run bench`: the lab's strategy comparison, the Lua ceiling, end-to-end latency and CPU per message across two
+ * instances (Tally's, and a bare Socket.IO relay's as the floor), and group fan-out, on throw-away services of its
+ * own. Prints tables; `--json <path>` also writes the numbers. `--quick` runs a smaller version (a couple of
+ * minutes) for trying things out; `--only e2e,fanout` runs some parts. docs/benchmarks.md explains it all.
  */
 import { writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -13,8 +14,12 @@ import { createRedis } from "../redis/client.ts";
 import { createUnreadService } from "../unread/unread.service.ts";
 import { measureCeiling, type CeilingResult } from "./bench/ceiling.ts";
 import { measureConnections } from "./bench/connections.ts";
-import { measureEndToEnd, measureFanout, type EndToEndResult, type FanoutResult } from "./bench/send-to-badge.ts";
-import { startBenchServices, startInstance, type Instance } from "./bench/services.ts";
+import type { CpuTarget } from "./bench/cpu.ts";
+import { openFloorTransport } from "./bench/floor.ts";
+import { LOAD_MODES } from "./bench/load.ts";
+import { endToEndReport, table } from "./bench/report.ts";
+import { measureEndToEnd, measureFanout, openTallyTransport, type FanoutResult } from "./bench/send-to-badge.ts";
+import { startBenchServices, startFloor, startInstance, type Instance } from "./bench/services.ts";
 import { measureSyncAbuse } from "./bench/sync-abuse.ts";
 import { openLabRedis } from "./lab-redis.ts";
 import { describeRun, newRunId, runLab } from "./lab.ts";
@@ -51,12 +56,8 @@ const scenarios: Scenario[] = [
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
-function table(headers: string[], rows: (string | number)[][]): string {
-  const cells = [headers, ...rows.map((r) => r.map(String))];
-  const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
-  const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
-  return [line(headers), `| ${widths.map((w) => "-".repeat(w)).join(" | ")} |`, ...cells.slice(1).map(line)].join("\n");
-}
+/** The issue's target for the end-to-end part: CPU per delivered message (instances + PostgreSQL + Redis). */
+const E2E_CPU_TARGET = { cpuTargetMs: 1.0, cpuTargetRate: 1000 };
 
 async function strategies(): Promise<{ scenario: string; workload: LabWorkload; results: LabStrategyResult[] }[]> {
   const out = [];
@@ -191,44 +192,47 @@ async function main(): Promise<void> {
         instances.push(await startInstance(services, "A"), await startInstance(services, "B"));
       }
       if (only.has("e2e")) {
-        log("end-to-end: message:send on one instance → the recipient's unread:changed on the other…");
-        const e2e: EndToEndResult = await measureEndToEnd({
-          a: instances[0]!,
-          b: instances[1]!,
-          rates: quick ? [50, 100, 500] : [25, 50, 100, 200, 300, 500, 750, 1000],
-          seconds: quick ? 2 : 4,
-          log,
-        });
-        report.endToEnd = e2e;
-        out.push(
-          `## End to end: message:send on one instance → the recipient's unread:changed on the other, ${e2e.pairs} conversations (senders split over both), open loop`,
-          "",
-          table(
-            [
-              "offered/s",
-              "sent",
-              "acked",
-              "delivered",
-              "p50 ms",
-              "p99 ms",
-              "max ms",
-              `held (p99 < ${e2e.targetP99Ms} ms)`,
+        log("starting two floor relays (Socket.IO and the Redis adapter, nothing else)…");
+        const floors = [await startFloor(services, "A"), await startFloor(services, "B")] as const;
+        instances.push(...floors);
+        const [a, b] = [instances[0]!, instances[1]!];
+        const conversations = 20;
+        const tally = await openTallyTransport(a, b, conversations);
+        const floor = await openFloorTransport(floors[0], floors[1], conversations);
+        const redisCpu: CpuTarget = { name: "Redis", pid: services.redisPid };
+        const instanceCpu = (name: string, i: Instance): CpuTarget => ({ name: `instance ${name}`, pid: () => i.pid });
+        log("end-to-end: a send on one instance → its arrival at the recipient on the other, Tally and the floor…");
+        try {
+          const e2e = await measureEndToEnd({
+            systems: [
+              {
+                name: "Tally",
+                transport: tally,
+                cpu: [
+                  instanceCpu("A", a),
+                  instanceCpu("B", b),
+                  { name: "PostgreSQL", pid: () => services.postgresPid },
+                  redisCpu,
+                ],
+              },
+              {
+                name: "floor",
+                transport: floor,
+                cpu: [instanceCpu("A", floors[0]), instanceCpu("B", floors[1]), redisCpu],
+              },
             ],
-            e2e.rates.map((r) => [
-              r.offeredPerSec,
-              r.sent,
-              r.acked,
-              r.delivered,
-              r.p50Ms,
-              r.p99Ms,
-              r.maxMs,
-              r.held ? "yes" : "no",
-            ]),
-          ),
-          "",
-          `Highest rate held with p99 < ${e2e.targetP99Ms} ms: ${e2e.highestHeldPerSec} messages/s`,
-          "",
-        );
+            modes: LOAD_MODES,
+            rates: quick ? [100, 300, 1000] : [100, 300, 600, 1000, 1500],
+            seconds: quick ? 2 : 4,
+            log,
+          });
+          report.endToEnd = { ...e2e, cpuTarget: E2E_CPU_TARGET };
+          out.push(...endToEndReport(e2e, E2E_CPU_TARGET));
+        } finally {
+          tally.close();
+          floor.close();
+          await Promise.allSettled(floors.map((f) => f.stop()));
+        }
       }
       if (only.has("fanout")) {
         // An instance stopped from outside (seen on a shared machine) is replaced rather than failing the run.

@@ -8,34 +8,12 @@ import type {
 } from "../../contracts/index.ts";
 import { createSessionService } from "../../sessions/sessions.service.ts";
 import type { Db } from "../../db/prisma.ts";
-import { sleep } from "../lock.ts";
 import { percentile, round } from "../measure.ts";
+import { cpuBetween, sampleCpu, type CpuTarget, type WindowCpu } from "./cpu.ts";
+import { LoadGenerator, type LoadMode, type LoadResult, type LoadTransport } from "./load.ts";
 import type { Instance } from "./services.ts";
 
 type ClientSocket = Socket<ServerToClientEvents, ClientToServerEvents>;
-
-export interface RateResult {
-  offeredPerSec: number;
-  seconds: number;
-  sent: number;
-  acked: number;
-  failed: number;
-  /** Sends whose recipient saw the matching unread:changed. */
-  delivered: number;
-  p50Ms: number;
-  p99Ms: number;
-  maxMs: number;
-  /** Every send acknowledged and delivered, with p99 under the target. */
-  held: boolean;
-}
-
-export interface EndToEndResult {
-  pairs: number;
-  targetP99Ms: number;
-  rates: RateResult[];
-  /** The highest offered rate held with p99 under the target, or 0. */
-  highestHeldPerSec: number;
-}
 
 export const BENCH_PASSWORD = "bench-password-1234";
 
@@ -50,8 +28,12 @@ export async function post<T>(url: string, body: unknown, token?: string): Promi
   return json;
 }
 
-export function connect(url: string, token: string): Promise<ClientSocket> {
-  const socket: ClientSocket = io(url, {
+/** A WebSocket-only client that never reconnects; Tally's events unless told (the floor relay's). */
+export function connect<S extends object = ServerToClientEvents, C extends object = ClientToServerEvents>(
+  url: string,
+  token: string,
+): Promise<Socket<S, C>> {
+  const socket: Socket<S, C> = io(url, {
     auth: { token },
     transports: ["websocket"],
     forceNew: true,
@@ -63,42 +45,25 @@ export function connect(url: string, token: string): Promise<ClientSocket> {
   });
 }
 
-interface Pair {
-  conversationId: number;
-  sender: ClientSocket;
-  recipient: ClientSocket;
-  /** seq → when the recipient's badge reached it. */
-  arrived: Map<number, number>;
-}
-
 /**
- * Latency from `message:send` on one instance to the recipient's `unread:changed` on the other, at fixed offered
- * rates (open loop: sends go out on schedule whether or not earlier ones were answered), spread over `pairs`
- * direct conversations. The recipient never reads, so its unread count in a conversation equals the seq of the
- * newest message it has been told about: the push that first reaches count n is message n's.
+ * Tally as the load generator's transport: conversation k is a direct conversation whose sender is on one instance
+ * and whose recipient is on the other (alternating), so every push crosses instances through the Redis adapter.
+ * Message n is the one the server numbered n. The recipient never reads, so its unread count is the newest
+ * message it has heard of: a push that takes the count from c to c' tells it of every message in c+1…c' (one
+ * that overtook the push of its predecessor delivers both).
  */
-export async function measureEndToEnd(opts: {
-  a: Instance;
-  b: Instance;
-  rates: number[];
-  seconds: number;
-  pairs?: number;
-  targetP99Ms?: number;
-  log?: (line: string) => void;
-}): Promise<EndToEndResult> {
-  const pairsCount = opts.pairs ?? 20;
-  const target = opts.targetP99Ms ?? 50;
+export async function openTallyTransport(a: Instance, b: Instance, conversations: number): Promise<LoadTransport> {
   const run = randomUUID().slice(0, 8);
-  const pairs: Pair[] = [];
-  for (let i = 0; i < pairsCount; i++) {
-    // Half the senders on A with their recipients on B, half the other way round: every push crosses instances.
-    const [from, to] = i % 2 === 0 ? [opts.a, opts.b] : [opts.b, opts.a];
+  let listener = (_k: number, _n: number): void => undefined;
+  const pairs: { conversationId: number; sender: ClientSocket; recipient: ClientSocket }[] = [];
+  for (let k = 0; k < conversations; k++) {
+    const [from, to] = k % 2 === 0 ? [a, b] : [b, a];
     const s = await post<SessionResponse>(`${from.url}/api/users`, {
-      name: `e2e_${run}_s${i}`,
+      name: `e2e_${run}_s${k}`,
       password: BENCH_PASSWORD,
     });
     const r = await post<SessionResponse>(`${to.url}/api/users`, {
-      name: `e2e_${run}_r${i}`,
+      name: `e2e_${run}_r${k}`,
       password: BENCH_PASSWORD,
     });
     const { conversation } = await post<{ conversation: ConversationDTO }>(
@@ -106,96 +71,124 @@ export async function measureEndToEnd(opts: {
       { memberNames: [r.user.name] },
       s.token,
     );
-    const pair: Pair = {
-      conversationId: conversation.id,
-      sender: await connect(from.url, s.token),
-      recipient: await connect(to.url, r.token),
-      arrived: new Map(),
-    };
-    pair.recipient.on("unread:changed", (u) => {
-      if (u.conversationId === pair.conversationId && !pair.arrived.has(u.unreadCount)) {
-        pair.arrived.set(u.unreadCount, performance.now());
-      }
+    const recipient = await connect(to.url, r.token);
+    let heard = 0;
+    recipient.on("unread:changed", (u) => {
+      if (u.conversationId !== conversation.id) return;
+      while (heard < u.unreadCount) listener(k, ++heard);
     });
-    pairs.push(pair);
+    pairs.push({ conversationId: conversation.id, sender: await connect(from.url, s.token), recipient });
   }
+  return {
+    conversations,
+    async send(k) {
+      const pair = pairs[k]!;
+      const res = await pair.sender.timeout(10_000).emitWithAck("message:send", {
+        conversationId: pair.conversationId,
+        clientMsgId: randomUUID(),
+        content: "bench",
+      });
+      if (!res.ok) throw new Error(res.error.message);
+      return res.message.seq;
+    },
+    onArrival: (l) => void (listener = l),
+    close: () => disconnectPairs(pairs),
+  };
+}
 
-  const rates: RateResult[] = [];
-  let failures = 0;
-  try {
-    for (const rate of [0, ...opts.rates]) {
-      // Rate 0 is a short warm-up (JIT, connection pools, prepared statements); it is not reported.
-      const seconds = rate === 0 ? 1 : opts.seconds;
-      const offered = rate === 0 ? 100 : rate;
-      const total = Math.round(offered * seconds);
-      const sends: { pair: Pair; at: number; seq?: number; failed?: boolean }[] = [];
-      const acks: Promise<void>[] = [];
-      const started = performance.now();
-      while (sends.length < total) {
-        const due = Math.min(total, Math.floor(((performance.now() - started) * offered) / 1000) + 1);
-        while (sends.length < due) {
-          const pair = pairs[sends.length % pairs.length]!;
-          const send: (typeof sends)[number] = { pair, at: performance.now() };
-          sends.push(send);
-          acks.push(
-            pair.sender
-              .timeout(10_000)
-              .emitWithAck("message:send", {
-                conversationId: pair.conversationId,
-                clientMsgId: randomUUID(),
-                content: "bench",
-              })
-              .then(
-                (res) => {
-                  if (res.ok) send.seq = res.message.seq;
-                  else send.failed = true;
-                },
-                () => void (send.failed = true),
-              ),
-          );
-        }
-        await sleep(2);
+/** Closes the sockets of a transport's conversations. */
+export function disconnectPairs(pairs: { sender: { disconnect(): void }; recipient: { disconnect(): void } }[]): void {
+  for (const p of pairs) {
+    p.sender.disconnect();
+    p.recipient.disconnect();
+  }
+}
+
+/** What the end-to-end part compares: Tally, or the floor relay, with the process trees that serve it. */
+export interface EndToEndSystem {
+  name: string;
+  transport: LoadTransport;
+  /** Their CPU time per delivered message is this system's total. */
+  cpu: CpuTarget[];
+}
+
+/** One window of one system: its load, and the CPU each of its processes spent over it (null without /proc). */
+export interface EndToEndWindow extends LoadResult {
+  cpu: WindowCpu | null;
+}
+
+export interface EndToEndRow {
+  mode: LoadMode;
+  offeredPerSec: number;
+  /** One per system, in the order given. */
+  results: EndToEndWindow[];
+}
+
+export interface EndToEndResult {
+  systems: string[];
+  conversations: number;
+  seconds: number;
+  targetP99Ms: number;
+  rows: EndToEndRow[];
+  /** Per system: the highest open-loop rate held (LoadResult.held), or 0. */
+  highestHeldPerSec: number[];
+}
+
+/**
+ * Latency from a send on one instance to its arrival at the recipient on the other, for each system, mode and
+ * offered rate, with the systems' windows back to back so that each row compares measurements seconds apart. Each
+ * window also samples the CPU time of the system's processes and of this process (the load generator). Every
+ * rate is offered to every system, also past the point where one fell over: a send unanswered for 10 s counts as
+ * failed, and the next window waits until what it left behind has arrived (LoadGenerator.run).
+ */
+export async function measureEndToEnd(opts: {
+  systems: EndToEndSystem[];
+  modes: readonly LoadMode[];
+  rates: number[];
+  seconds: number;
+  targetP99Ms?: number;
+  log?: (line: string) => void;
+}): Promise<EndToEndResult> {
+  const targetP99Ms = opts.targetP99Ms ?? 50;
+  const drainMs = 5_000;
+  const generators = opts.systems.map((s) => new LoadGenerator(s.transport));
+  // A short warm-up of each (JIT, connection pools, prepared statements, the adapter's subscription); not reported.
+  for (const g of generators) await g.run({ mode: "open", perSec: 100, seconds: 1, drainMs, targetP99Ms });
+
+  const rows: EndToEndRow[] = [];
+  for (const mode of opts.modes) {
+    for (const rate of opts.rates) {
+      const row: EndToEndRow = { mode, offeredPerSec: rate, results: [] };
+      for (const [i, system] of opts.systems.entries()) {
+        const before = sampleCpu(system.cpu);
+        const load = await generators[i]!.run({ mode, perSec: rate, seconds: opts.seconds, drainMs, targetP99Ms });
+        const after = sampleCpu(system.cpu);
+        const cpu = cpuBetween(
+          before,
+          after,
+          system.cpu.map((t) => t.name),
+          load.delivered,
+        );
+        row.results.push({ ...load, cpu: cpu.processes.every((p) => p.ms === null) ? null : cpu });
+        opts.log?.(
+          `  ${system.name} ${mode} ${rate}/s: p50 ${load.p50Ms} ms, p99 ${load.p99Ms} ms, delivered ${load.delivered}/${load.offered}` +
+            (cpu.totalMsPerMessage === null ? "" : `, ${cpu.totalMsPerMessage.toFixed(3)} ms CPU per message`),
+        );
       }
-      await Promise.all(acks);
-      await sleep(300);
-      if (rate === 0) continue;
-      const latencies = sends
-        .filter((s) => s.seq !== undefined && s.pair.arrived.has(s.seq))
-        .map((s) => s.pair.arrived.get(s.seq!)! - s.at)
-        .sort((x, y) => x - y);
-      const acked = sends.filter((s) => s.seq !== undefined).length;
-      const failed = sends.length - acked;
-      const p99 = percentile(latencies, 99);
-      const result: RateResult = {
-        offeredPerSec: rate,
-        seconds,
-        sent: sends.length,
-        acked,
-        failed,
-        delivered: latencies.length,
-        p50Ms: round(percentile(latencies, 50), 1),
-        p99Ms: round(p99, 1),
-        maxMs: round(latencies.at(-1) ?? 0, 1),
-        // A superseded push (seq n+1 counted before n arrived) leaves n without a sample; allow 1%.
-        held: failed === 0 && latencies.length >= 0.99 * sends.length && p99 < target,
-      };
-      rates.push(result);
-      opts.log?.(
-        `  e2e ${rate}/s: p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, delivered ${result.delivered}/${result.sent}`,
-      );
-      // Past saturation every further rate only queues more: stop after two rates that fell over.
-      const collapsed = result.delivered < 0.99 * result.sent || result.p50Ms > 500;
-      failures = collapsed ? failures + 1 : 0;
-      if (failures >= 2) break;
-    }
-  } finally {
-    for (const p of pairs) {
-      p.sender.disconnect();
-      p.recipient.disconnect();
+      rows.push(row);
     }
   }
-  const held = rates.filter((r) => r.held).map((r) => r.offeredPerSec);
-  return { pairs: pairsCount, targetP99Ms: target, rates, highestHeldPerSec: held.length ? Math.max(...held) : 0 };
+  const highestHeldPerSec = opts.systems.map((_, i) =>
+    Math.max(0, ...rows.filter((r) => r.mode === "open" && r.results[i]?.held).map((r) => r.offeredPerSec)),
+  );
+  return {
+    systems: opts.systems.map((s) => s.name),
+    conversations: Math.min(...opts.systems.map((s) => s.transport.conversations)),
+    seconds: opts.seconds,
+    targetP99Ms,
+    rows,
+    highestHeldPerSec,
+  };
 }
 
 export interface FanoutResult {

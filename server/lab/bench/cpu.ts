@@ -1,0 +1,169 @@
+import { execFileSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+
+/*
+ * CPU time of processes, read from /proc/<pid>/stat (Linux). Not pidusage: it reports one process at a time, and
+ * PostgreSQL is a tree (the postmaster and a backend per connection, plus its helpers) whose exited children's
+ * time only shows in the parent's cutime/cstime, which pidusage leaves out. Reading the file is a few lines.
+ */
+
+/** One line of /proc/<pid>/stat, in clock ticks. */
+export interface ProcStat {
+  pid: number;
+  ppid: number;
+  /** utime + stime: the process's own threads. */
+  ownTicks: number;
+  /** cutime + cstime: its children that exited and were reaped (each with its own reaped children). */
+  reapedTicks: number;
+}
+
+/**
+ * Parses the text of /proc/<pid>/stat. The command name (field 2) is in parentheses and may hold spaces and
+ * parentheses itself, so fields are counted from the last ")".
+ */
+export function parseProcStat(text: string): ProcStat {
+  const open = text.indexOf("(");
+  const close = text.lastIndexOf(")");
+  if (open < 0 || close < open) throw new Error(`not a /proc/<pid>/stat line: ${text.slice(0, 80)}`);
+  // After ")": field 3 (state) is rest[0], so field f is rest[f - 3].
+  const rest = text
+    .slice(close + 2)
+    .trim()
+    .split(" ");
+  const field = (f: number): number => {
+    const value = Number(rest[f - 3]);
+    if (!Number.isFinite(value)) throw new Error(`field ${f} missing in /proc/<pid>/stat: ${text.slice(0, 80)}`);
+    return value;
+  };
+  return {
+    pid: Number(text.slice(0, open).trim()),
+    ppid: field(4),
+    ownTicks: field(14) + field(15),
+    reapedTicks: field(16) + field(17),
+  };
+}
+
+/**
+ * CPU ticks of `root` and every live descendant, plus what their exited children left in cutime/cstime: a backend
+ * that exits moves its time from the live sum into its parent's reaped ticks, so the total only ever grows.
+ * Undefined when `root` is not among `processes`.
+ */
+export function treeTicks(processes: Iterable<ProcStat>, root: number): number | undefined {
+  const byParent = new Map<number, ProcStat[]>();
+  let rootStat: ProcStat | undefined;
+  for (const p of processes) {
+    if (p.pid === root) rootStat = p;
+    const siblings = byParent.get(p.ppid);
+    if (siblings) siblings.push(p);
+    else byParent.set(p.ppid, [p]);
+  }
+  if (!rootStat) return undefined;
+  let ticks = 0;
+  const seen = new Set<number>();
+  const stack = [rootStat];
+  for (let p = stack.pop(); p; p = stack.pop()) {
+    if (seen.has(p.pid)) continue;
+    seen.add(p.pid);
+    ticks += p.ownTicks + p.reapedTicks;
+    stack.push(...(byParent.get(p.pid) ?? []));
+  }
+  return ticks;
+}
+
+/** Every process /proc lists now; null without /proc (macOS). Processes that exit while it reads are skipped. */
+export function readProcesses(): ProcStat[] | null {
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return null;
+  }
+  const out: ProcStat[] = [];
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      out.push(parseProcStat(readFileSync(`/proc/${entry}/stat`, "utf8")));
+    } catch {
+      // Gone between the listing and the read.
+    }
+  }
+  return out;
+}
+
+let ticksPerSecond: number | undefined;
+
+/** The kernel's clock tick (getconf CLK_TCK), in which /proc counts CPU time; 100 where getconf is missing. */
+export function clockTicksPerSecond(): number {
+  if (ticksPerSecond === undefined) {
+    try {
+      ticksPerSecond = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+    } catch {
+      ticksPerSecond = 100;
+    }
+  }
+  return ticksPerSecond;
+}
+
+/** A process tree to sample: its root's id is read at each sample, as an instance may have been restarted. */
+export interface CpuTarget {
+  name: string;
+  pid: () => number | undefined;
+}
+
+/** CPU milliseconds so far of each target's tree (null: not running, or no /proc) and of this process. */
+export interface CpuSample {
+  trees: Map<string, number | null>;
+  selfMs: number;
+}
+
+/** One instant's CPU time of `targets` and of this process (the load generator); read at window edges. */
+export function sampleCpu(targets: CpuTarget[]): CpuSample {
+  const processes = readProcesses();
+  const msPerTick = 1000 / clockTicksPerSecond();
+  const trees = new Map<string, number | null>();
+  for (const t of targets) {
+    const pid = t.pid();
+    const ticks = processes && pid !== undefined ? treeTicks(processes, pid) : undefined;
+    trees.set(t.name, ticks === undefined ? null : ticks * msPerTick);
+  }
+  const { user, system } = process.cpuUsage();
+  return { trees, selfMs: (user + system) / 1000 };
+}
+
+/** CPU spent by one process tree over a window. */
+export interface ProcessCpu {
+  name: string;
+  /** Milliseconds, or null when it could not be read at both edges. */
+  ms: number | null;
+  msPerMessage: number | null;
+}
+
+export interface WindowCpu {
+  processes: ProcessCpu[];
+  /** Σ of `processes` (null when any is unknown): what serving the messages cost. */
+  totalMs: number | null;
+  totalMsPerMessage: number | null;
+  /** This process: the load generator and its client sockets, not part of the total. */
+  generatorMs: number;
+  generatorMsPerMessage: number | null;
+}
+
+/** The CPU each target spent between two samples, also per delivered message (null for none delivered). */
+export function cpuBetween(before: CpuSample, after: CpuSample, names: string[], delivered: number): WindowCpu {
+  const per = (ms: number | null) => (ms === null || delivered === 0 ? null : ms / delivered);
+  const processes = names.map((name) => {
+    const a = before.trees.get(name);
+    const b = after.trees.get(name);
+    const ms = a === undefined || a === null || b === undefined || b === null ? null : b - a;
+    return { name, ms, msPerMessage: per(ms) };
+  });
+  const totalMs = processes.some((p) => p.ms === null) ? null : processes.reduce((sum, p) => sum + p.ms!, 0);
+  const generatorMs = after.selfMs - before.selfMs;
+  return {
+    processes,
+    totalMs,
+    totalMsPerMessage: per(totalMs),
+    generatorMs,
+    generatorMsPerMessage: per(generatorMs),
+  };
+}

@@ -1,0 +1,50 @@
+import type { Socket } from "socket.io-client";
+import type { LoadTransport } from "./load.ts";
+import { connect, disconnectPairs } from "./send-to-badge.ts";
+import type { Instance } from "./services.ts";
+
+/** A message through the floor relay: message `n` of conversation `k`, for user `to`. */
+export interface FloorMessage {
+  to: number;
+  k: number;
+  n: number;
+  content: string;
+}
+
+export interface FloorClientEvents {
+  send: (message: FloorMessage, ack: () => void) => void;
+}
+
+export interface FloorServerEvents {
+  arrived: (arrival: { k: number; n: number }) => void;
+}
+
+/**
+ * The floor relay (floor-relay.ts) as the load generator's transport, in Tally's topology: conversation k's sender
+ * on one relay and its recipient on the other, alternating, so every message crosses the adapter. The sender
+ * numbers its messages itself; nothing on the relay counts.
+ */
+export async function openFloorTransport(a: Instance, b: Instance, conversations: number): Promise<LoadTransport> {
+  let listener = (_k: number, _n: number): void => undefined;
+  type FloorSocket = Socket<FloorServerEvents, FloorClientEvents>;
+  const pairs: { sender: FloorSocket; recipient: FloorSocket; recipientId: number; last: number }[] = [];
+  for (let k = 0; k < conversations; k++) {
+    const [from, to] = k % 2 === 0 ? [a, b] : [b, a];
+    const recipientId = 2 * k + 2;
+    const sender = await connect<FloorServerEvents, FloorClientEvents>(from.url, String(2 * k + 1));
+    const recipient = await connect<FloorServerEvents, FloorClientEvents>(to.url, String(recipientId));
+    recipient.on("arrived", ({ k: of, n }) => listener(of, n));
+    pairs.push({ sender, recipient, recipientId, last: 0 });
+  }
+  return {
+    conversations,
+    async send(k) {
+      const pair = pairs[k]!;
+      const n = ++pair.last;
+      await pair.sender.timeout(10_000).emitWithAck("send", { to: pair.recipientId, k, n, content: "bench" });
+      return n;
+    },
+    onArrival: (l) => void (listener = l),
+    close: () => disconnectPairs(pairs),
+  };
+}

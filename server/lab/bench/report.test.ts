@@ -1,0 +1,113 @@
+import { describe, expect, it } from "vitest";
+import type { WindowCpu } from "./cpu.ts";
+import { endToEndReport, percent, significant, table, versus } from "./report.ts";
+import type { EndToEndResult, EndToEndWindow } from "./send-to-badge.ts";
+
+describe("table", () => {
+  it("pads every column to its widest cell", () => {
+    expect(table(["a", "long header"], [["wide cell", 1]])).toBe(
+      ["| a         | long header |", "| --------- | ----------- |", "| wide cell | 1           |"].join("\n"),
+    );
+  });
+});
+
+describe("cells", () => {
+  it("keeps three significant digits, whole numbers from 100, n/a for the unknown", () => {
+    expect([0.045678, 1.2345, 12.345, 123.4, 0].map(significant)).toEqual(["0.0457", "1.23", "12.3", "123", "0"]);
+    expect([significant(null), significant(undefined), significant(Number.NaN)]).toEqual(["n/a", "n/a", "n/a"]);
+  });
+
+  it("sets the systems side by side", () => {
+    expect(versus([4.3, 12, 0.9], (v) => v)).toBe("4.3 / 12 / 0.9");
+    expect([percent(1), percent(0.6254), percent(0)]).toEqual(["100%", "62.5%", "0%"]);
+  });
+});
+
+describe("endToEndReport", () => {
+  const cpu = (per: [string, number][]): WindowCpu => ({
+    processes: per.map(([name, msPerMessage]) => ({ name, ms: msPerMessage * 100, msPerMessage })),
+    totalMs: per.reduce((s, [, v]) => s + v * 100, 0),
+    totalMsPerMessage: per.reduce((s, [, v]) => s + v, 0),
+    generatorMs: 30,
+    generatorMsPerMessage: 0.3,
+  });
+  const window = (p50Ms: number, carried: number, c: WindowCpu | null): EndToEndWindow => ({
+    mode: "open",
+    offeredPerSec: 1000,
+    seconds: 4,
+    elapsedMs: 4300,
+    offered: 100,
+    sent: 100,
+    acked: 100,
+    failed: 0,
+    delivered: carried * 100,
+    carried,
+    p50Ms,
+    p99Ms: p50Ms * 2,
+    maxMs: p50Ms * 3,
+    held: p50Ms < 10,
+    cpu: c,
+  });
+  const tally = cpu([
+    ["instance A", 0.25],
+    ["instance B", 0.25],
+    ["PostgreSQL", 0.4],
+    ["Redis", 0.05],
+  ]);
+  const floor = cpu([
+    ["instance A", 0.1],
+    ["instance B", 0.1],
+    ["Redis", 0.02],
+  ]);
+  const result = (rows: EndToEndResult["rows"]): EndToEndResult => ({
+    systems: ["Tally", "floor"],
+    conversations: 20,
+    seconds: 4,
+    targetP99Ms: 50,
+    rows,
+    highestHeldPerSec: [600, 1500],
+  });
+  const target = { cpuTargetMs: 1, cpuTargetRate: 1000 };
+
+  it("compares the systems row by row and lists each process's CPU per message", () => {
+    const text = endToEndReport(
+      result([
+        { mode: "open", offeredPerSec: 1000, results: [window(4.5, 1, tally), window(1.2, 1, floor)] },
+        { mode: "open", offeredPerSec: 1500, results: [window(900, 0.5, tally), window(1.5, 0.98, floor)] },
+      ]),
+      target,
+    ).join("\n");
+    expect(text).toContain("| open loop | 1000      | 4.5 / 1.2");
+    expect(text).toContain("| 100% / 100%     | 0.95 / 0.22");
+    expect(text).toContain("| open loop | 1500      | 900 / 1.5");
+    expect(text).toContain("| 50% / 98%");
+    expect(text).toMatch(/\| Tally +\| 100 +\| 0\.25 +\| 0\.25 +\| 0\.4 +\| 0\.05 +\| 0\.95 +\| 0\.3 +\|/);
+    expect(text).toMatch(/\| floor +\| 100 +\| 0\.1 +\| 0\.1 +\| — +\| 0\.02 +\| 0\.22 +\| 0\.3 +\|/);
+    expect(text).toContain("Tally 600, floor 1500 messages/s");
+    expect(text).toContain(
+      "at 1000 messages/s (target ≤ 1 ms, instances + PostgreSQL + Redis): open loop 0.95 ms (met)",
+    );
+  });
+
+  it("says MISSED over the target, and not measured without the rate or without /proc", () => {
+    const over = cpu([["instance A", 1.5]]);
+    expect(
+      endToEndReport(
+        result([{ mode: "one-in-flight", offeredPerSec: 1000, results: [window(3, 1, over), window(1, 1, floor)] }]),
+        target,
+      ),
+    ).toContainEqual(expect.stringContaining("one in flight 1.5 ms (MISSED)"));
+    expect(
+      endToEndReport(
+        result([{ mode: "open", offeredPerSec: 1000, results: [window(3, 1, null), window(1, 1, floor)] }]),
+        target,
+      ),
+    ).toContainEqual(expect.stringContaining("open loop n/a ms (not measured)"));
+    expect(
+      endToEndReport(
+        result([{ mode: "open", offeredPerSec: 300, results: [window(3, 1, tally), window(1, 1, floor)] }]),
+        target,
+      ),
+    ).toContainEqual(expect.stringMatching(/: not measured$/));
+  });
+});

@@ -1,0 +1,104 @@
+import type { EndToEndResult, EndToEndWindow } from "./send-to-badge.ts";
+
+/** A Markdown table, columns padded to their widest cell. */
+export function table(headers: string[], rows: (string | number)[][]): string {
+  const cells = [headers, ...rows.map((r) => r.map(String))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
+  const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
+  return [line(headers), `| ${widths.map((w) => "-".repeat(w)).join(" | ")} |`, ...cells.slice(1).map(line)].join("\n");
+}
+
+/** Three significant digits (whole numbers from 100 up); "n/a" for an unknown value. */
+export function significant(value: number | null | undefined): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return "n/a";
+  return String(Math.abs(value) >= 100 ? Math.round(value) : Number(value.toPrecision(3)));
+}
+
+/** One cell comparing systems, "a / b". */
+export function versus<T>(values: T[], show: (value: T) => string | number): string {
+  return values.map(show).join(" / ");
+}
+
+/** "62.5%" */
+export function percent(share: number): string {
+  return `${Math.round(share * 1000) / 10}%`;
+}
+
+const MODE_LABEL = { open: "open loop", "one-in-flight": "one in flight" } as const;
+
+/**
+ * The end-to-end part as printed: latency and carried load of each system side by side, then the CPU each
+ * process spent per delivered message, then the targets (printed, never asserted). The first system is Tally.
+ */
+export function endToEndReport(e2e: EndToEndResult, opts: { cpuTargetMs: number; cpuTargetRate: number }): string[] {
+  const names = e2e.systems.join(" / ");
+  const cell = versus<EndToEndWindow>;
+  const latency = table(
+    [
+      "mode",
+      "offered/s",
+      `p50 ms (${names})`,
+      "p99 ms",
+      "max ms",
+      "carried/offered",
+      "CPU ms/msg, total",
+      `held (p99 < ${e2e.targetP99Ms} ms)`,
+    ],
+    e2e.rows.map((r) => [
+      MODE_LABEL[r.mode],
+      r.offeredPerSec,
+      cell(r.results, (w) => w.p50Ms),
+      cell(r.results, (w) => w.p99Ms),
+      cell(r.results, (w) => w.maxMs),
+      cell(r.results, (w) => percent(w.carried)),
+      cell(r.results, (w) => significant(w.cpu?.totalMsPerMessage)),
+      cell(r.results, (w) => (w.held ? "yes" : "no")),
+    ]),
+  );
+
+  const processes: string[] = [];
+  for (const r of e2e.rows)
+    for (const w of r.results)
+      for (const p of w.cpu?.processes ?? []) if (!processes.includes(p.name)) processes.push(p.name);
+  const cpu = table(
+    ["mode", "offered/s", "system", "delivered", ...processes, "total", "load generator"],
+    e2e.rows.flatMap((r) =>
+      r.results.map((w, i) => [
+        MODE_LABEL[r.mode],
+        r.offeredPerSec,
+        e2e.systems[i]!,
+        w.delivered,
+        ...processes.map((name) => {
+          const p = w.cpu?.processes.find((q) => q.name === name);
+          return p ? significant(p.msPerMessage) : "—";
+        }),
+        significant(w.cpu?.totalMsPerMessage),
+        significant(w.cpu?.generatorMsPerMessage),
+      ]),
+    ),
+  );
+
+  const atTarget = e2e.rows.filter((r) => r.offeredPerSec === opts.cpuTargetRate);
+  const cpuVerdict = atTarget.length
+    ? atTarget
+        .map((r) => {
+          const total = r.results[0]?.cpu?.totalMsPerMessage ?? null;
+          const verdict = total === null ? "not measured" : total <= opts.cpuTargetMs ? "met" : "MISSED";
+          return `${MODE_LABEL[r.mode]} ${significant(total)} ms (${verdict})`;
+        })
+        .join(", ")
+    : "not measured";
+  return [
+    `## End to end, ${names}: a send on one instance → its arrival at the recipient on the other, ${e2e.conversations} conversations (senders split over both), ${e2e.seconds} s per rate`,
+    "",
+    latency,
+    "",
+    "### CPU ms per delivered message, by process (total: the system's own processes, the load generator apart)",
+    "",
+    cpu,
+    "",
+    `Highest open-loop rate held with p99 < ${e2e.targetP99Ms} ms: ${e2e.systems.map((s, i) => `${s} ${e2e.highestHeldPerSec[i]}`).join(", ")} messages/s`,
+    `${e2e.systems[0]} CPU per delivered message at ${opts.cpuTargetRate} messages/s (target ≤ ${opts.cpuTargetMs} ms, instances + PostgreSQL + Redis): ${cpuVerdict}`,
+    "",
+  ];
+}
