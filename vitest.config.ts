@@ -14,6 +14,7 @@ const CLUSTER_SUITE = [
   "server/messages/mentions.int.test.ts",
   "server/security.int.test.ts",
   "server/redis/cluster.int.test.ts",
+  "server/lab/runs.int.test.ts",
 ];
 
 export default defineConfig({

@@ -51,8 +51,11 @@ export interface LabRunInfo {
   runId: string;
   strategies: LabStrategyName[];
   workload: LabWorkload;
-  /** "private": a redis-server started for this run; "shared": the app's Redis under the run's key prefix. */
-  redis: "private" | "shared";
+  /**
+   * "private": a redis-server started for this run; "shared": the app's Redis under the run's key prefix;
+   * "cluster": a Redis Cluster the lab was given (not offered by the web lab), under the run's key prefix.
+   */
+  redis: "private" | "shared" | "cluster";
   /** Things the presenter should know (a fault that was switched off, and why). */
   notices: string[];
 }

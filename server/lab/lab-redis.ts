@@ -1,18 +1,20 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import type { Redis } from "ioredis";
-import { isCluster, type RedisClient } from "../redis/client.ts";
+import { groupBySlot, isCluster, type RedisClient } from "../redis/client.ts";
 import { REDIS_SERVER_MISSING, startRedisServer, type RedisServer } from "../embedded/redis.ts";
 import { createLabConnection, LAB_REDIS_OPTIONS, readyLabConnection } from "./scripts.ts";
 
-/** The Redis a lab run works on: its own redis-server when possible, else the app's Redis under a prefix. */
+/**
+ * The Redis a lab run works on: its own redis-server when possible, else the app's Redis under a prefix; or a
+ * Redis Cluster it is given (a connection then routes each command by its key's slot).
+ */
 export interface LabRedis {
-  kind: "private" | "shared";
+  kind: "private" | "shared" | "cluster";
   /** Why a fault is unavailable, say; shown to the presenter. */
   notices: string[];
   /** A new, ready connection with the production and lab scripts defined; closed by close(). */
-  connect(): Promise<Redis>;
+  connect(): Promise<RedisClient>;
   /** Stops the private redis-server and starts an empty one on the same port; absent when shared. */
   restart?: () => Promise<void>;
   /** Deletes the keys under `prefix`, and only those (SCAN + UNLINK). */
@@ -26,18 +28,32 @@ export const RESTART_UNAVAILABLE =
 
 /**
  * Starts a private, throw-away redis-server for a lab run (nothing persisted, a free port); when the binary is
- * missing and `shared` is given, falls back to that Redis. Chat data is never touched either way: the run's
- * keys carry the prefix `lab:<run>:<strategy>:` and only those are deleted.
+ * missing and `shared` is given, falls back to that Redis. Given `cluster` (its nodes, REDIS_CLUSTER_NODES'
+ * form), runs on that Redis Cluster instead and starts nothing. Chat data is never touched either way: the
+ * run's keys carry the prefix `lab:<run>:<strategy>:` and only those are deleted.
  */
-export async function openLabRedis(opts: { shared?: RedisClient; forceShared?: boolean } = {}): Promise<LabRedis> {
-  const connections = new Set<Redis>();
-  const track = async (pending: Promise<Redis>): Promise<Redis> => {
+export async function openLabRedis(
+  opts: { shared?: RedisClient; forceShared?: boolean; cluster?: { clusterNodes: string[] } } = {},
+): Promise<LabRedis> {
+  const connections = new Set<RedisClient>();
+  const track = async (pending: Promise<RedisClient>): Promise<RedisClient> => {
     const conn = await pending;
     connections.add(conn);
     conn.once("end", () => connections.delete(conn));
     return conn;
   };
   const closeConnections = () => Promise.allSettled([...connections].map((c) => c.quit().catch(() => c.disconnect())));
+
+  const cluster = opts.cluster;
+  if (cluster) {
+    return {
+      kind: "cluster",
+      notices: [],
+      connect: () => track(createLabConnection(cluster)),
+      deleteKeys: async (prefix) => deleteKeys(await createLabConnection(cluster), prefix, true),
+      close: async () => void (await closeConnections()),
+    };
+  }
 
   let server: RedisServer | undefined;
   let dir: string | undefined;
@@ -82,20 +98,33 @@ export async function openLabRedis(opts: { shared?: RedisClient; forceShared?: b
   };
 }
 
-/** SCAN MATCH `<prefix>*` and UNLINK what it finds; the prefix is escaped, so it matches literally. */
-export async function deleteKeys(conn: Redis, prefix: string, quit = false): Promise<number> {
+/**
+ * SCAN MATCH `<prefix>*` and UNLINK what it finds; the prefix is escaped, so it matches literally. On a cluster
+ * the keys are unlinked one slot at a time (a command's keys share a slot).
+ */
+export async function deleteKeys(conn: RedisClient, prefix: string, quit = false): Promise<number> {
   if (!/^lab:/.test(prefix)) throw new Error(`refusing to delete keys outside the lab's space: ${prefix}`);
-  const pattern = `${prefix.replace(/[*?[\]\\]/g, "\\$&")}*`;
   let deleted = 0;
   try {
-    let cursor = "0";
-    do {
-      const [next, keys] = await conn.scan(cursor, "MATCH", pattern, "COUNT", 1000);
-      cursor = next;
-      if (keys.length > 0) deleted += await conn.unlink(...keys);
-    } while (cursor !== "0");
+    for await (const keys of scanKeys(conn, prefix)) {
+      for (const group of isCluster(conn) ? groupBySlot(keys, (key) => key) : [keys])
+        deleted += await conn.unlink(...group);
+    }
   } finally {
     if (quit) await conn.quit().catch(() => conn.disconnect());
   }
   return deleted;
+}
+
+/** The keys under `prefix` (matched literally), a SCAN page at a time; on a cluster, every master's. */
+export async function* scanKeys(conn: RedisClient, prefix: string): AsyncGenerator<string[]> {
+  const pattern = `${prefix.replace(/[*?[\]\\]/g, "\\$&")}*`;
+  for (const node of isCluster(conn) ? conn.nodes("master") : [conn]) {
+    let cursor = "0";
+    do {
+      const [next, keys] = await node.scan(cursor, "MATCH", pattern, "COUNT", 1000);
+      cursor = next;
+      if (keys.length > 0) yield keys;
+    } while (cursor !== "0");
+  }
 }

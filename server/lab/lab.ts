@@ -9,7 +9,8 @@ export function newRunId(): string {
 }
 
 export const RESTART_NEEDS_PRIVATE =
-  'The "Redis restart" fault is off: this run uses the app\'s Redis, which the lab never restarts.';
+  'The "Redis restart" fault is off: this run uses a Redis the lab did not start (the app\'s, or a cluster), ' +
+  "which it never restarts.";
 
 /** The run as it will happen: the restart fault needs the lab's own redis-server. */
 export function describeRun(

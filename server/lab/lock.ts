@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis/client.ts";
 
 export interface AcquireOptions {
   ttlMs: number;
@@ -26,7 +26,7 @@ export function newToken(): string {
  * Takes a lock with `SET key token NX PX ttl`, retrying with bounded, jittered exponential backoff. The lease
  * (PX) frees the lock by itself when its holder dies. Returns null when every try found the lock taken.
  */
-export async function acquireLock(redis: Redis, key: string, opts: AcquireOptions): Promise<Acquired | null> {
+export async function acquireLock(redis: RedisClient, key: string, opts: AcquireOptions): Promise<Acquired | null> {
   const token = newToken();
   const base = opts.baseDelayMs ?? 1;
   const max = opts.maxDelayMs ?? 16;
@@ -40,12 +40,12 @@ export async function acquireLock(redis: Redis, key: string, opts: AcquireOption
 }
 
 /** Compare-and-delete: only the owner (the token's holder) releases; true when it did. */
-export async function releaseLock(redis: Redis, key: string, token: string): Promise<boolean> {
+export async function releaseLock(redis: RedisClient, key: string, token: string): Promise<boolean> {
   return (await redis.labReleaseLock(key, token)) === 1;
 }
 
 /** Compare-and-extend: only the owner renews its lease; true when it did. */
-export async function renewLock(redis: Redis, key: string, token: string, ttlMs: number): Promise<boolean> {
+export async function renewLock(redis: RedisClient, key: string, token: string, ttlMs: number): Promise<boolean> {
   return (await redis.labRenewLock(key, token, ttlMs)) === 1;
 }
 
@@ -72,7 +72,7 @@ export const every: Every = (ms, tick) => {
  * `schedule` is the timer (tests tick it by hand).
  */
 export function startWatchdog(
-  redis: Redis,
+  redis: RedisClient,
   key: string,
   token: string,
   ttlMs: number,

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis/client.ts";
 import { MAX_ATTEMPTS } from "../contracts/lab-defaults.ts";
 import type { LabSample, LabStrategyName, LabStrategyResult, LabWorkload } from "../contracts/lab.ts";
 import type { LabRedis } from "./lab-redis.ts";
@@ -69,7 +69,7 @@ export async function runStrategy(opts: RunStrategyOptions): Promise<StrategyRun
   let restarted = false;
   let restarting: Promise<void> | undefined;
 
-  async function runOp(worker: { conn: Redis }, op: LabOp): Promise<void> {
+  async function runOp(worker: { conn: RedisClient }, op: LabOp): Promise<void> {
     const started = performance.now();
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const faults = workload.faultsFor(op, attempt);

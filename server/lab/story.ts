@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis/client.ts";
 import type { LabStory, LabStoryScenario, LabStoryStep, LabStrategyName } from "../contracts/lab.ts";
 import { labPrefix } from "../redis/keys.ts";
 import type { LabRedis } from "./lab-redis.ts";
@@ -58,7 +58,7 @@ interface Cast {
   strategy: Strategy;
   truth: Truth;
   steps: LabStoryStep[];
-  monitor: Redis;
+  monitor: RedisClient;
   record(actor: LabStoryStep["actor"], action: string): Promise<void>;
   /** A step that changed nothing in Redis (a pause, a wait): shows the last state again. */
   note(actor: LabStoryStep["actor"], action: string): void;
@@ -103,7 +103,7 @@ export async function replayStory(
     watch: { maxRetries: 10 },
   });
   const monitor = await labRedis.connect();
-  const conns: Redis[] = [monitor];
+  const conns: RedisClient[] = [monitor];
   const connect = async () => {
     const conn = await labRedis.connect();
     conns.push(conn);
@@ -174,7 +174,7 @@ const READER: Racer = {
 const MUTER: Racer = { actor: "user", kind: "mute", action: "Mutes the conversation (messages 1 and 2 unread)" };
 
 /** The user reads (up to 2) or mutes the conversation while message 3 is between its two writes. */
-async function againstSend(cast: Cast, connect: () => Promise<Redis>, racer: Racer): Promise<void> {
+async function againstSend(cast: Cast, connect: () => Promise<RedisClient>, racer: Racer): Promise<void> {
   const other = nextOp(cast.truth, 2, racer.kind);
   const sender = nextOp(cast.truth, 3, "send");
   const [senderConn, otherConn] = await Promise.all([connect(), connect()]);
@@ -206,7 +206,7 @@ async function againstSend(cast: Cast, connect: () => Promise<Redis>, racer: Rac
 }
 
 /** The worker applying message 3 dies between its two writes; the outbox redelivers the message. */
-async function crash(cast: Cast, connect: () => Promise<Redis>): Promise<void> {
+async function crash(cast: Cast, connect: () => Promise<RedisClient>): Promise<void> {
   const op = nextOp(cast.truth, 2, "send");
   const first = await connect();
   cast.note("worker", "Message 3 is committed; worker A starts its unread update");

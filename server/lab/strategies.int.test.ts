@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inject } from "vitest";
-import { userKeys, userLockKey } from "../redis/keys.ts";
+import { userLockKey } from "../redis/keys.ts";
 import { createRedis, type RedisClient } from "../redis/client.ts";
 import { deleteKeys, openLabRedis, type LabRedis } from "./lab-redis.ts";
 import { acquireLock, releaseLock, startWatchdog, type Every } from "./lock.ts";
@@ -10,8 +10,6 @@ import { resolveWorkload } from "./params.ts";
 import { runStrategy } from "./runner.ts";
 import { createLabConnection } from "./scripts.ts";
 import { replayStory } from "./story.ts";
-import { createStrategy } from "./strategies/index.ts";
-import { Truth, type LabOp } from "./workload.ts";
 
 let redis: Redis;
 let app: RedisClient;
@@ -131,56 +129,6 @@ describe("the lock", () => {
   });
 });
 
-describe("the WATCH strategy", () => {
-  it("retries when a watched key is written between its reads and EXEC, and applies on fresh values", async () => {
-    const p = prefix();
-    const strategy = createStrategy("watch", {
-      prefix: p,
-      truth: new Truth(1, 1),
-      lock: { ttlMs: 100, watchdog: false, maxAttempts: 1 },
-      watch: { maxRetries: 3 },
-    });
-    const k = userKeys(1, p);
-    const other = await createLabConnection(inject("redisUrl"));
-    let gaps = 0;
-    const stats = { retries: 0, lockWaits: 0 };
-    const op: LabOp = { index: 0, kind: "send", userId: 1, conversationId: 1, seq: 1 };
-    await strategy.apply(
-      redis,
-      op,
-      {
-        gap: async () => {
-          // Another client adds 5 messages while this one is between its reads and EXEC.
-          if (gaps++ === 0) await other.multi().hincrby(k.unread, "1", 5).hincrby(k.meta, "total", 5).exec();
-        },
-      },
-      stats,
-    );
-    other.disconnect();
-    expect(stats.retries).toBe(1);
-    expect(gaps).toBe(2);
-    expect(await redis.hget(k.unread, "1")).toBe("6");
-    expect(await redis.hget(k.meta, "total")).toBe("6");
-  });
-
-  it("gives up after its retry bound", async () => {
-    const p = prefix();
-    const strategy = createStrategy("watch", {
-      prefix: p,
-      truth: new Truth(1, 1),
-      lock: { ttlMs: 100, watchdog: false, maxAttempts: 1 },
-      watch: { maxRetries: 2 },
-    });
-    const k = userKeys(1, p);
-    const stats = { retries: 0, lockWaits: 0 };
-    const op: LabOp = { index: 0, kind: "send", userId: 1, conversationId: 1, seq: 1 };
-    await expect(
-      strategy.apply(redis, op, { gap: async () => void (await app.hincrby(k.meta, "noise", 1)) }, stats),
-    ).rejects.toThrow(/conflicted 3 times/);
-    expect(stats.retries).toBe(3);
-  });
-});
-
 const small = (overrides: Parameters<typeof resolveWorkload>[0] = {}) =>
   resolveWorkload({ users: 8, conversationsPerUser: 3, workers: 8, operations: 1500, seed: 7, ...overrides });
 
@@ -206,28 +154,6 @@ describe("runs", () => {
       prefix: prefix(),
     });
     expect(result.completed).toBe(1500);
-    expect(result.drift).toEqual({ users: 0, amount: 0 });
-  });
-
-  it("detects the drift naive leaves when a delay between the steps lets a read race a send", async () => {
-    const { result } = await runStrategy({
-      name: "naive",
-      workload: small({ faults: { stepDelayMs: 3, stepDelayRate: 1 }, operations: 600 }),
-      labRedis: shared,
-      prefix: prefix(),
-    });
-    expect(result.drift.users).toBeGreaterThan(0);
-  });
-
-  it.each(["lock", "watch"] as const)("keeps total = sum with %s under concurrency and delays", async (name) => {
-    const { result } = await runStrategy({
-      name,
-      // A lease no stall of a busy machine outlasts: the lock is under test here, not its expiry.
-      workload: small({ faults: { stepDelayMs: 2, stepDelayRate: 0.2 }, operations: 600, lock: { ttlMs: LEASE } }),
-      labRedis: shared,
-      prefix: prefix(),
-    });
-    expect(result.completed).toBe(600);
     expect(result.drift).toEqual({ users: 0, amount: 0 });
   });
 

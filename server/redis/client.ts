@@ -47,7 +47,8 @@ export function describeRedisTarget(target: RedisTarget | string): string {
   return isClusterTarget(t) ? `cluster ${t.clusterNodes.join(",")}` : t.url;
 }
 
-function seedNodes(nodes: string[]): { host: string; port: number }[] {
+/** `host:port` strings as ioredis' Cluster takes its startup nodes. */
+export function seedNodes(nodes: string[]): { host: string; port: number }[] {
   return nodes.map((node) => {
     const at = node.lastIndexOf(":");
     return { host: node.slice(0, at), port: Number(node.slice(at + 1)) };
@@ -138,13 +139,43 @@ export function keySlot(key: string): number {
  */
 export function groupByNode<T>(redis: RedisClient, items: T[], keyOf: (item: T) => string): T[][] {
   if (!isCluster(redis) || items.length < 2) return [items];
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
+  return groupBy(items, (item) => {
     const slot = keySlot(keyOf(item));
-    const node = redis.slots[slot]?.[0] ?? `slot ${slot}`;
-    const group = groups.get(node);
+    return redis.slots[slot]?.[0] ?? `slot ${slot}`;
+  });
+}
+
+/** Splits `items` into one group per hash slot: what one multi-key command may carry on a cluster. */
+export function groupBySlot<T>(items: T[], keyOf: (item: T) => string): T[][] {
+  return groupBy(items, (item) => keySlot(keyOf(item)));
+}
+
+function groupBy<T, K>(items: T[], groupOf: (item: T) => K): T[][] {
+  const groups = new Map<K, T[]>();
+  for (const item of items) {
+    const key = groupOf(item);
+    const group = groups.get(key);
     if (group) group.push(item);
-    else groups.set(node, [item]);
+    else groups.set(key, [item]);
   }
   return [...groups.values()];
+}
+
+/**
+ * The cluster client's own connection to the master serving `key`'s slot (per its slot table), for commands
+ * that must share one connection, as WATCH … EXEC must: the cluster routes each command by itself and keeps no
+ * such affinity. Without clusterNodeRetryStrategy (neither Tally nor the lab sets one) a node connection never
+ * reconnects: ioredis ends a lost one and opens a new one, so state such as a WATCH is never lost silently, the
+ * next command on it fails. Undefined while the slot's master is unknown.
+ */
+export function masterConnection(redis: Cluster, key: string): Redis | undefined {
+  const node = redis.slots[keySlot(key)]?.[0];
+  return redis.nodes("master").find((n) => `${n.options.host}:${n.options.port}` === node);
+}
+
+/** A MOVED or ASK reply (also inside an aborted transaction): the key's slot is served, or moving, elsewhere. */
+export function isRedirection(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const previous = (err as Error & { previousErrors?: unknown[] }).previousErrors ?? [];
+  return /^(MOVED|ASK) /.test(err.message) || previous.some(isRedirection);
 }

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import { groupByNode, type RedisClient } from "../../redis/client.ts";
 import { unreadScriptKeys, userKeys } from "../../redis/keys.ts";
 import { readCounters, toState, type Strategy, type StrategyContext, type UserState } from "./types.ts";
 
@@ -14,15 +14,22 @@ function labEpoch(): string {
  * from the database.
  */
 export function luaStrategy(ctx: StrategyContext): Strategy {
-  const rebuild = (conn: Redis, userId: number) =>
+  const rebuild = (conn: RedisClient, userId: number) =>
     conn.tallyRebuild(...unreadScriptKeys(userId, ctx.prefix), labEpoch(), "merge", ...ctx.truth.memberships(userId));
 
   return {
     name: "lua",
+    // One pipeline per node on a cluster. A rebuild that fails here is redone by the first apply that finds the
+    // user's state missing.
     async prepare(conn, userIds) {
-      const pipeline = conn.pipeline();
-      for (const id of userIds) pipeline.tallyRebuild(...unreadScriptKeys(id, ctx.prefix), labEpoch(), "merge");
-      await pipeline.exec();
+      const groups = groupByNode(conn, userIds, (id) => userKeys(id, ctx.prefix).meta);
+      await Promise.all(
+        groups.map((ids) => {
+          const pipeline = conn.pipeline();
+          for (const id of ids) pipeline.tallyRebuild(...unreadScriptKeys(id, ctx.prefix), labEpoch(), "merge");
+          return pipeline.exec();
+        }),
+      );
     },
     async apply(conn, op, hooks) {
       await hooks.gap();

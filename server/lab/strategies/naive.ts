@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../redis/client.ts";
 import { userKeys } from "../../redis/keys.ts";
 import type { LabOp } from "../workload.ts";
 import { MUTED, readCounters, type OpHooks, type Strategy, type StrategyContext } from "./types.ts";
@@ -15,7 +15,7 @@ import { MUTED, readCounters, type OpHooks, type Strategy, type StrategyContext 
  * a read racing a send would heal itself; with it, the race leaves "badge 1, list 0" behind.
  * mute: HSET state muted and HGET the conversation's count, then take that count out of the total (clamped).
  */
-export async function counterSteps(conn: Redis, prefix: string, op: LabOp, hooks: OpHooks): Promise<void> {
+export async function counterSteps(conn: RedisClient, prefix: string, op: LabOp, hooks: OpHooks): Promise<void> {
   const k = userKeys(op.userId, prefix);
   const conv = String(op.conversationId);
   if (op.kind === "send") {
@@ -49,7 +49,7 @@ export async function counterSteps(conn: Redis, prefix: string, op: LabOp, hooks
 }
 
 /** The second step of a read or a mute: the total minus what left it, clamped at zero. */
-async function lowerTotal(conn: Redis, meta: string, by: number, hooks: OpHooks): Promise<void> {
+async function lowerTotal(conn: RedisClient, meta: string, by: number, hooks: OpHooks): Promise<void> {
   const total = await conn.hincrby(meta, "total", -by);
   if (total < 0) {
     await conn.hset(meta, "total", 0);
@@ -60,7 +60,7 @@ async function lowerTotal(conn: Redis, meta: string, by: number, hooks: OpHooks)
 }
 
 /** A pipeline's replies, throwing the first error (the commands still ran one by one, not atomically). */
-async function exec(pipeline: ReturnType<Redis["pipeline"]>): Promise<unknown[]> {
+async function exec(pipeline: ReturnType<RedisClient["pipeline"]>): Promise<unknown[]> {
   const replies = (await pipeline.exec()) ?? [];
   for (const [err] of replies) if (err) throw err;
   return replies.map(([, value]) => value);

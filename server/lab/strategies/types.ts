@@ -1,5 +1,5 @@
-import type { Redis } from "ioredis";
 import type { LabStrategyName } from "../../contracts/lab.ts";
+import type { RedisClient } from "../../redis/client.ts";
 import type { LabOp, Truth } from "../workload.ts";
 
 /** One user's counters as a strategy stores them. */
@@ -42,11 +42,14 @@ export interface StrategyContext {
 export interface Strategy {
   name: LabStrategyName;
   /** Creates what must exist before the first operation (the Lua strategy's per-user state). */
-  prepare(conn: Redis, userIds: number[]): Promise<void>;
-  /** Applies one operation on `conn`, a connection no other worker uses at the same time. */
-  apply(conn: Redis, op: LabOp, hooks: OpHooks, stats: OpStats): Promise<void>;
+  prepare(conn: RedisClient, userIds: number[]): Promise<void>;
+  /**
+   * Applies one operation on `conn`, a connection (to one server, or a cluster client with its own node
+   * connections) no other worker uses at the same time.
+   */
+  apply(conn: RedisClient, op: LabOp, hooks: OpHooks, stats: OpStats): Promise<void>;
   /** Reads users' counters, each user in one atomic step. */
-  read(conn: Redis, userIds: number[]): Promise<UserState[]>;
+  read(conn: RedisClient, userIds: number[]): Promise<UserState[]>;
 }
 
 /** The injected "second step fails" fault: the worker lives on (and releases what it holds). */
@@ -71,7 +74,7 @@ export class GaveUp extends Error {}
  * "muted"), each user in one MULTI.
  */
 export async function readCounters(
-  conn: Redis,
+  conn: RedisClient,
   keysOf: (userId: number) => { meta: string; unread: string; state: string },
   userIds: number[],
 ): Promise<UserState[]> {
