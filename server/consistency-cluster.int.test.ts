@@ -39,68 +39,100 @@ afterAll(async () => {
 
 const seed = testSeed();
 
+type Session = { token: string; user: { id: number; name: string } };
+type Answer<T> = ({ ok: true } & T) | { ok: false; error: { code: string } };
+
+async function post<T>(route: string, body: unknown, token?: string): Promise<T> {
+  const res = await fetch(`${env.balancer!.url}${route}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(body),
+  });
+  return (await res.json()) as T;
+}
+
+/** Two new users with a direct conversation, through the balancer. */
+async function pair(name: string) {
+  const ann = await post<Session>("/api/users", { name: `${name}-ann`, password: TEST_PASSWORD });
+  const bob = await post<Session>("/api/users", { name: `${name}-bob`, password: TEST_PASSWORD });
+  const { conversation } = await post<{ conversation: { id: number } }>(
+    "/api/conversations",
+    { memberNames: [ann.user.name] },
+    bob.token,
+  );
+  return { ann, bob, conversation };
+}
+
+const sockets: ClientSocket[] = [];
+afterAll(() => sockets.forEach((s) => s.disconnect()));
+const open = (who: Session) => connectSocket<ClientSocket>(env.balancer!.url, who.token, sockets);
+
+/** One command; the 30 s timeout turns a hang into a failure. */
+const send = async (socket: ClientSocket, conversation: { id: number }, clientMsgId: string) =>
+  (await socket
+    .timeout(30_000)
+    .emitWithAck("message:send", { conversationId: conversation.id, clientMsgId, content: clientMsgId })) as Answer<{
+    message: MessageDTO;
+  }>;
+const sync = async (socket: ClientSocket) =>
+  (await socket.timeout(30_000).emitWithAck("sync")) as Answer<{ snapshot: Snapshot }>;
+
+function snapshotOf(answer: Answer<{ snapshot: Snapshot }>): Snapshot {
+  if (!answer.ok) throw new Error(`sync answered ${answer.error.code}`);
+  return answer.snapshot;
+}
+
+/** The port of the master serving the user's slot, as the app's cluster client sees it. */
+function masterPortOf(userId: number): number {
+  const redis = env.redis;
+  if (!isCluster(redis)) throw new Error("expected a cluster client");
+  return Number(redis.slots[keySlot(userKeys(userId).meta)]![0]!.split(":").at(-1));
+}
+
 describe("on a Redis Cluster behind HAProxy", () => {
   it("rebuilds a user's state from the database at a new epoch once the replica of their master is promoted", async () => {
     await env.freshRound();
-    const url = env.balancer!.url;
-    const post = async <T>(route: string, body: unknown, token?: string) => {
-      const res = await fetch(`${url}${route}`, {
-        method: "POST",
-        headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-        body: JSON.stringify(body),
-      });
-      return (await res.json()) as T;
-    };
-    type Session = { token: string; user: { id: number; name: string } };
-    const ann = await post<Session>("/api/users", { name: "failover-ann", password: TEST_PASSWORD });
-    const bob = await post<Session>("/api/users", { name: "failover-bob", password: TEST_PASSWORD });
-    const { conversation } = await post<{ conversation: { id: number } }>(
-      "/api/conversations",
-      { memberNames: [ann.user.name] },
-      bob.token,
-    );
-    const sockets: ClientSocket[] = [];
-    const bobSocket = await connectSocket<ClientSocket>(url, bob.token, sockets);
-    for (const n of [1, 2]) {
-      const sent = (await bobSocket.timeout(10_000).emitWithAck("message:send", {
-        conversationId: conversation.id,
-        clientMsgId: `fo-${n}`,
-        content: `m${n}`,
-      })) as {
-        ok: boolean;
-        message?: MessageDTO;
-      };
-      expect(sent.ok).toBe(true);
-    }
-    const sync = async () => {
-      const socket = await connectSocket<ClientSocket>(url, ann.token, sockets);
-      const res = (await socket.timeout(30_000).emitWithAck("sync")) as { ok: boolean; snapshot: Snapshot };
-      socket.disconnect();
-      expect(res.ok).toBe(true);
-      return res.snapshot;
-    };
-    const before = await sync();
+    const { ann, bob, conversation } = await pair("failover");
+    const bobSocket = await open(bob);
+    for (const n of [1, 2]) expect((await send(bobSocket, conversation, `fo-${n}`)).ok).toBe(true);
+    const before = snapshotOf(await sync(await open(ann)));
     expect(before.totalUnread).toBe(2);
 
     // The master serving ann's slot dies; its replica takes over with whatever it had replicated.
-    const redis = env.redis;
-    if (!isCluster(redis)) throw new Error("expected a cluster client");
-    const master = redis.slots[keySlot(userKeys(ann.user.id).meta)]![0]!;
-    const { killed } = await cluster.killMaster(Number(master.split(":").at(-1)));
+    const { killed } = await cluster.killMaster(masterPortOf(ann.user.id));
     await cluster.restartNode(killed);
 
     // Not continued from the replica's copy: rebuilt from the database, so every tab takes a snapshot.
-    const after = await sync();
+    const after = snapshotOf(await sync(await open(ann)));
     expect(after.epoch).not.toBe(before.epoch);
     expect({ total: after.totalUnread, version: after.version }).toEqual({ total: 2, version: 1 });
-    const term = await redis.eval(
+    const term = await env.redis.eval(
       "return string.match(redis.call('INFO', 'replication'), 'master_replid:(%w+)')",
       1,
       userKeys(ann.user.id).meta,
     );
-    expect(await redis.hget(userKeys(ann.user.id).meta, "term")).toBe(term);
-    for (const s of sockets) s.disconnect();
+    expect(await env.redis.hget(userKeys(ann.user.id).meta, "term")).toBe(term);
   }, 120_000);
+
+  it("answers, never hangs, while a shard has no node left: a send once committed, a sync unavailable; the send counts once the shard is back", async () => {
+    await env.freshRound();
+    const { ann, bob, conversation } = await pair("outage");
+    const [annSocket, bobSocket] = [await open(ann), await open(bob)];
+    expect(snapshotOf(await sync(annSocket)).totalUnread).toBe(0);
+
+    const killed = await cluster.killShard(masterPortOf(ann.user.id));
+    // Answers come (the sockets' timeout would reject a hang). The send is acknowledged once committed although its
+    // counters could not be applied (its outbox entry stays for the relay); what needs Redis answers unavailable,
+    // and a new socket's handshake is refused the same way.
+    expect(await send(bobSocket, conversation, "outage-1")).toMatchObject({ ok: true });
+    expect(await env.db.message.count({ where: { conversationId: conversation.id } })).toBe(1);
+    expect(await sync(annSocket)).toMatchObject({ ok: false, error: { code: "unavailable" } });
+    await expect(open(ann)).rejects.toThrow("unavailable");
+
+    for (const port of killed) await cluster.restartNode(port);
+    await expect.poll(() => env.db.outboxEvent.count(), { timeout: 30_000 }).toBe(0);
+    expect(snapshotOf(await sync(annSocket)).totalUnread).toBe(1);
+  }, 180_000);
 
   it("loses no message, read, mute or mark and drifts nowhere with masters killed, slots resharded, instances killed behind the balancer, FLUSHALL and crashes after commit", async () => {
     const report = await runChecked(env, { seed, ops: 250, faultRate: 0.02, everyFault: true });

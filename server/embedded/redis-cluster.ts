@@ -51,6 +51,11 @@ export interface LocalRedisCluster {
   describe(): Promise<ClusterNodeInfo[]>;
   /** SIGKILLs a master (the one on `port`, else the first serving slots) and resolves once a replica has taken over. */
   killMaster(port?: number): Promise<{ killed: number; promoted: number }>;
+  /**
+   * SIGKILLs a master and its replicas at once, so its slots have no node left (the cluster answers CLUSTERDOWN
+   * once it notices); `restartNode` brings each back, empty.
+   */
+  killShard(masterPort: number): Promise<number[]>;
   /** Starts a killed or stopped node again on its port; it rejoins (as a replica of whoever took its slots). */
   restartNode(port: number): Promise<void>;
   /** Moves `slots` slots from one master to another with `redis-cli --cluster reshard`, keys and all. */
@@ -136,6 +141,17 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
         }, `a replica of ${victim.port} to take over`);
         await settled();
         return { killed: victim.port, promoted };
+      },
+      async killShard(masterPort) {
+        const nodes = await describe();
+        const master = nodes.find((n) => n.port === masterPort && n.role === "master");
+        if (!master) throw new Error(`no master on port ${masterPort}`);
+        const ports = [master.port, ...nodes.filter((n) => n.masterId === master.id).map((n) => n.port)];
+        for (const port of ports) {
+          servers.get(port)!.kill("SIGKILL");
+          alive.delete(port);
+        }
+        return ports;
       },
       async restartNode(port) {
         const server = servers.get(port);
