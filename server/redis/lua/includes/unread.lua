@@ -23,10 +23,9 @@ local function numeric(conv)
   return tostring(tonumber(conv)) == conv
 end
 
--- { muteVersion, muted, markVersion, markAt, cleared, marked } of conv (all 0 when it has none).
-local function get_state(conv)
+-- { muteVersion, muted, markVersion, markAt, cleared, marked } from a stored state string (all 0 for nil).
+local function parse_state(raw)
   local st = { 0, 0, 0, 0, 0, 0 }
-  local raw = rcall('HGET', KEYS[10], conv)
   if raw then
     local i = 0
     for n in string.gmatch(raw, '[^:]+') do
@@ -35,6 +34,11 @@ local function get_state(conv)
     end
   end
   return st
+end
+
+-- The state of conv (all 0 when it has none).
+local function get_state(conv)
+  return parse_state(rcall('HGET', KEYS[10], conv))
 end
 
 local function put_state(conv, st)
@@ -122,28 +126,46 @@ local function recompute_unread(conv, st)
   return before, { unread, mentions, st[2], marked, effective }
 end
 
--- The user's two sums from the stored values: sum of effective values, sum of mention counts.
-local function stored_sums()
-  local muted = {}
-  local flat = rcall('HGETALL', KEYS[10])
-  for i = 1, #flat, 2 do
-    local _, _, m = string.find(flat[i + 1], '^%d+:(%d)')
-    if m == '1' then muted[flat[i]] = true end
+-- Every stored value of the user, three calls however many conversations: unread and mentions map conv -> count,
+-- state maps conv -> parsed state; order lists each conversation once, in the order the hashes return them
+-- (unread, then mcount, then state).
+local function stored_values()
+  local v = { unread = {}, mentions = {}, state = {}, order = {} }
+  local function list(conv)
+    if v.unread[conv] == nil and v.mentions[conv] == nil and v.state[conv] == nil then v.order[#v.order + 1] = conv end
   end
-  local mcount = {}
-  local mentions = 0
+  local flat = rcall('HGETALL', KEYS[2])
+  for i = 1, #flat, 2 do
+    list(flat[i])
+    v.unread[flat[i]] = tonumber(flat[i + 1]) or 0
+  end
   flat = rcall('HGETALL', KEYS[9])
   for i = 1, #flat, 2 do
-    local n = tonumber(flat[i + 1]) or 0
-    mcount[flat[i]] = n
-    mentions = mentions + n
+    list(flat[i])
+    v.mentions[flat[i]] = tonumber(flat[i + 1]) or 0
   end
-  local total = 0
-  flat = rcall('HGETALL', KEYS[2])
+  flat = rcall('HGETALL', KEYS[10])
   for i = 1, #flat, 2 do
-    if not muted[flat[i]] then total = total + (tonumber(flat[i + 1]) or 0) end
+    list(flat[i])
+    v.state[flat[i]] = parse_state(flat[i + 1])
   end
-  for conv, _ in pairs(muted) do total = total + (mcount[conv] or 0) end
+  return v
+end
+
+-- The user's two sums from the stored values (stored_values(), read now when not given): the sum of effective
+-- values and the sum of mention counts. O(conversations).
+local function stored_sums(v)
+  v = v or stored_values()
+  local total, mentions = 0, 0
+  for conv, n in pairs(v.mentions) do
+    mentions = mentions + n
+    local st = v.state[conv]
+    if st and st[2] == 1 then total = total + n end
+  end
+  for conv, n in pairs(v.unread) do
+    local st = v.state[conv]
+    if not (st and st[2] == 1) then total = total + n end
+  end
   return total, mentions
 end
 
