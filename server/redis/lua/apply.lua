@@ -1,6 +1,6 @@
 --[[
   Apply one event about one conversation to one user's unread state.
-  KEYS[1] {u:<id>}:meta    hash: total, version, epoch, repairs
+  KEYS[1] {u:<id>}:meta    hash: total, mentions, version, epoch (and repairs, which rebuild.lua counts)
   KEYS[2] {u:<id>}:unread  hash: conversation id -> unread count (absent = 0)
   KEYS[3] {u:<id>}:seen    hash: conversation id -> highest message seq seen (max-register)
   KEYS[4] {u:<id>}:read    hash: conversation id -> the user's read cursor (max-register)
@@ -23,19 +23,23 @@
           'mark', version, atSeq     its mark register (the higher version wins)
           'clear', version           the highest mark a read cleared (max)
   Returns { unread, total, version, epoch, changed, mentions, totalMentions, muted, markVersion } where changed
-  is 1 when the user's state changed (version then grew by exactly 1, or a repair or an expiry in other
-  conversations started a new epoch at version 1) and 0 otherwise, and markVersion is the mark's version while
-  the conversation is marked unread, else 0; returns { -1 } and writes nothing when the user's state is missing:
-  the caller rebuilds it from the database.
+  is 1 when the user's state changed (version then grew by exactly 1, or an expiry in other conversations started
+  a new epoch at version 1) and 0 otherwise, and markVersion is the mark's version while the conversation is
+  marked unread, else 0; returns { -1 } and writes nothing when the user's state is missing: the caller rebuilds
+  it from the database.
   Idempotent and order-insensitive: seen, read, aged and cleared only grow, mentions only join a set, mute and
   mark keep the highest version, and every value is a function of those registers (includes/unread.lua), so
   replaying an event or swapping two events ends in the same state. Events for a
-  conversation the user left are ignored. If a stored sum has drifted from its parts (total from the effective
-  values, mentions from the mention counts; it cannot through these scripts, a manual write or a bug can), both
-  are recomputed, `repairs` counts it, and a new epoch makes every client resync. With expiry on, messages created before now - ARGV[5] stop
-  counting; a push describes one conversation, so when expiry changes another one the call starts a new epoch.
-  Replaying an event at a later "now" may expire more, as any call at that instant would; at the same "now" it
-  changes nothing.
+  conversation the user left are ignored.
+  Its work does not grow with the user's conversations: it reads and writes the event's conversation and the
+  two sums, which it moves by that conversation's change and never recomputes (with expiry on, add what expires
+  and the timestamps a read covers, includes/ttl.lua). So a stored sum that drifted from its parts (it cannot
+  through these scripts; a manual write or a bug can) stays off by exactly its drift, neither grown nor hidden,
+  until a sync finds it (snapshot.lua answers { -2 }) or reconciliation does, and rebuild.lua repairs it,
+  counting it in `repairs`, with a new epoch that makes every client resync. With expiry on, messages created
+  before now - ARGV[5] stop counting; a push describes one conversation, so when expiry changes another one the
+  call starts a new epoch. Replaying an event at a later "now" may expire more, as any call at that instant
+  would; at the same "now" it changes nothing.
 ]]
 local rcall = redis.call
 --- @include "unread"
@@ -104,16 +108,6 @@ if rcall('HEXISTS', KEYS[5], conv) == 1 then
   return { 0, total, version, epoch, 0, 0, total_mentions, 0, 0 }
 end
 
-local sum, sum_mentions = stored_sums()
-local new_epoch = sum ~= total or sum_mentions ~= total_mentions
-if new_epoch then
-  epoch = next_epoch(epoch)
-  total = sum
-  total_mentions = sum_mentions
-  version = 0
-  rcall('HINCRBY', KEYS[1], 'repairs', 1)
-end
-
 local seen_old = tonumber(rcall('HGET', KEYS[3], conv)) or 0
 local read_old = tonumber(rcall('HGET', KEYS[4], conv)) or 0
 
@@ -138,6 +132,7 @@ local before, after = recompute_unread(conv, st)
 local delta = after[5] - before[5]
 local delta_mentions = after[2] - before[2]
 
+local new_epoch = false
 if ttl > 0 then
   local changed, d, dm = expire_before(cutoff)
   delta = delta + d

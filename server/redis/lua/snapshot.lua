@@ -31,7 +31,7 @@ local epoch = meta[1]
 local version = tonumber(meta[2]) or 0
 local total = tonumber(meta[3]) or 0
 local total_mentions = tonumber(meta[4]) or 0
--- The sums are checked against the very values the snapshot hands out.
+-- The sums are checked against the very values the snapshot hands out (apply.lua never sums: see its header).
 local values = stored_values()
 local sum, sum_mentions = stored_sums(values)
 if sum ~= total or sum_mentions ~= total_mentions then

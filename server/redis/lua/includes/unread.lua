@@ -153,7 +153,7 @@ local function stored_values()
 end
 
 -- The user's two sums from the stored values (stored_values(), read now when not given): the sum of effective
--- values and the sum of mention counts. O(conversations).
+-- values and the sum of mention counts. O(conversations), so apply.lua never calls it (see its header).
 local function stored_sums(v)
   v = v or stored_values()
   local total, mentions = 0, 0
