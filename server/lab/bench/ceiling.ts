@@ -17,6 +17,10 @@ export interface CeilingResult {
   keyspace: number;
   /** redis-benchmark EVALSHA apply.lua, calls per second; null when redis-benchmark is not installed. */
   redisBenchmarkPerSec: number | null;
+  /** redis-benchmark EVALSHA of a trivial script (two HINCRBYs on keys of one hash tag), calls per second. */
+  trivialPerSec: number | null;
+  /** redisBenchmarkPerSec / trivialPerSec: apply.lua's raw rate against the cheapest script that writes. */
+  applyVsTrivial: number | null;
   /** The same calls through Tally's unread service (applyMany, one pipeline per call), per second. */
   tallyPerSec: number;
   /** tallyPerSec / redisBenchmarkPerSec. */
@@ -25,13 +29,15 @@ export interface CeilingResult {
 }
 
 const PREFIX = "lab:bench:ceiling:";
+const TRIVIAL_LUA = "redis.call('HINCRBY', KEYS[1], ARGV[1], 1)\nredis.call('HINCRBY', KEYS[2], ARGV[1], 1)\nreturn 1";
 const USER = 1;
 
 /**
  * The raw rate of apply.lua on this machine (redis-benchmark: `clients` connections, `pipeline` calls in flight
  * on each) against Tally's own path to it: the unread service's applyMany with `pipeline` events per call and
  * `clients` calls in flight, on the one command connection an instance has. Same script, same user, same
- * arguments drawn from the same range.
+ * arguments drawn from the same range. And, with the same load, the raw rate of a trivial script (two HINCRBYs
+ * on keys of one hash tag): how much of what any script costs Redis apply.lua adds.
  */
 export async function measureCeiling(opts: {
   redis: RedisClient;
@@ -51,48 +57,15 @@ export async function measureCeiling(opts: {
   await opts.redis.tallyRebuild(...keys, "bench", "merge");
   const sha = (await opts.redis.script("LOAD", scripts.tallyApply.lua)) as string;
 
-  let redisBenchmarkPerSec: number | null = null;
-  let note: string | undefined;
-  try {
-    const { stdout } = await execFileAsync(
-      "redis-benchmark",
-      [
-        "-h",
-        opts.host,
-        "-p",
-        String(opts.port),
-        "-c",
-        String(clients),
-        "-P",
-        String(pipeline),
-        "-n",
-        String(requests),
-        "-r",
-        String(keyspace),
-        "--csv",
-        "EVALSHA",
-        sha,
-        String(keys.length),
-        ...keys,
-        "__rand_int__",
-        "__rand_int__",
-        "0",
-      ],
-      { maxBuffer: 1 << 20 },
-    );
-    const row = stdout
-      .trim()
-      .split("\n")
-      .find((line) => line.startsWith('"EVALSHA'));
-    const value = row ? Number(JSON.parse(`[${row}]`)[1]) : NaN;
-    if (Number.isFinite(value)) redisBenchmarkPerSec = Math.round(value);
-    else note = `could not read redis-benchmark's output: ${stdout.slice(0, 200)}`;
-  } catch (err) {
-    note =
-      err instanceof Error && "code" in err && err.code === "ENOENT"
-        ? "redis-benchmark is not installed (Debian: apt-get install redis-tools)"
-        : `redis-benchmark failed: ${err instanceof Error ? err.message : String(err)}`;
-  }
+  const load = { host: opts.host, port: opts.port, clients, pipeline, requests, keyspace };
+  const raw = await redisBenchmark(load, sha, keys, ["__rand_int__", "__rand_int__", "0"]);
+  // The cheapest script that still writes two keys of one user: what running any script costs Redis.
+  const trivialKeys = [`${PREFIX}{u:${USER}}:trivial-a`, `${PREFIX}{u:${USER}}:trivial-b`];
+  const trivialSha = (await opts.redis.script("LOAD", TRIVIAL_LUA)) as string;
+  const trivial = await redisBenchmark(load, trivialSha, trivialKeys, ["__rand_int__"]);
+  const redisBenchmarkPerSec = raw.perSec;
+  const trivialPerSec = trivial.perSec;
+  const note = raw.note ?? trivial.note;
 
   const unread = createUnreadService({ redis: opts.redis, db: opts.db, prefix: PREFIX });
   const random = rng(42);
@@ -115,15 +88,68 @@ export async function measureCeiling(opts: {
     }),
   );
   const tallyPerSec = Math.round((batches * pipeline * 1000) / (performance.now() - started));
-  await opts.redis.del(...keys);
+  await opts.redis.del(...keys, ...trivialKeys);
+  const share = (a: number | null, b: number | null) => (a && b ? Math.round((a / b) * 100) / 100 : null);
   return {
     clients,
     pipeline,
     requests,
     keyspace,
     redisBenchmarkPerSec,
+    trivialPerSec,
+    applyVsTrivial: share(redisBenchmarkPerSec, trivialPerSec),
     tallyPerSec,
-    ratio: redisBenchmarkPerSec ? Math.round((tallyPerSec / redisBenchmarkPerSec) * 100) / 100 : null,
+    ratio: share(tallyPerSec, redisBenchmarkPerSec),
     ...(note ? { note } : {}),
   };
+}
+
+/** redis-benchmark EVALSHA `sha` with `keys` and `args` (`__rand_int__` drawn from the keyspace), calls/s. */
+async function redisBenchmark(
+  load: { host: string; port: number; clients: number; pipeline: number; requests: number; keyspace: number },
+  sha: string,
+  keys: string[],
+  args: string[],
+): Promise<{ perSec: number | null; note?: string }> {
+  try {
+    const { stdout } = await execFileAsync(
+      "redis-benchmark",
+      [
+        "-h",
+        load.host,
+        "-p",
+        String(load.port),
+        "-c",
+        String(load.clients),
+        "-P",
+        String(load.pipeline),
+        "-n",
+        String(load.requests),
+        "-r",
+        String(load.keyspace),
+        "--csv",
+        "EVALSHA",
+        sha,
+        String(keys.length),
+        ...keys,
+        ...args,
+      ],
+      { maxBuffer: 1 << 20 },
+    );
+    const row = stdout
+      .trim()
+      .split("\n")
+      .find((line) => line.startsWith('"EVALSHA'));
+    const value = row ? Number(JSON.parse(`[${row}]`)[1]) : NaN;
+    if (Number.isFinite(value)) return { perSec: Math.round(value) };
+    return { perSec: null, note: `could not read redis-benchmark's output: ${stdout.slice(0, 200)}` };
+  } catch (err) {
+    return {
+      perSec: null,
+      note:
+        err instanceof Error && "code" in err && err.code === "ENOENT"
+          ? "redis-benchmark is not installed (Debian: apt-get install redis-tools)"
+          : `redis-benchmark failed: ${err instanceof Error ? err.message : String(err)}`,
+    };
+  }
 }
