@@ -98,12 +98,6 @@ local version = tonumber(meta[2]) or 0
 local epoch = meta[3]
 local total_mentions = tonumber(meta[4]) or 0
 
-local function reply(v, changed)
-  local mark = 0
-  if v[4] == 1 then mark = get_state(conv)[3] end
-  return { v[1], total, version, epoch, changed, v[2], total_mentions, v[3], mark }
-end
-
 if rcall('HEXISTS', KEYS[5], conv) == 1 then
   return { 0, total, version, epoch, 0, 0, total_mentions, 0, 0 }
 end
@@ -127,17 +121,18 @@ if ttl > 0 then
 end
 if mention then add_mention(conv, seen_in) end
 local st = get_state(conv)
+local before = view(conv, st)
 merge_state(st, mute_v, muted, mark_v, mark_at, cleared)
-local before, after = recompute_unread(conv, st)
+local _, after = recompute_unread(conv, st, { before = before, seen = seen, read = read })
 local delta = after[5] - before[5]
 local delta_mentions = after[2] - before[2]
 
 local new_epoch = false
 if ttl > 0 then
-  local changed, d, dm = expire_before(cutoff)
+  local expired, d, dm = expire_before(cutoff)
   delta = delta + d
   delta_mentions = delta_mentions + dm
-  for _, c in ipairs(changed) do
+  for _, c in ipairs(expired) do
     if c == conv then
       after = view(conv)
     elseif not new_epoch then
@@ -148,11 +143,15 @@ if ttl > 0 then
   end
 end
 
-if same_view(before, after) and not new_epoch then
-  return reply(after, 0)
+local changed = 0
+if not same_view(before, after) or new_epoch then
+  changed = 1
+  total = total + delta
+  total_mentions = total_mentions + delta_mentions
+  version = version + 1
+  rcall('HSET', KEYS[1], 'total', total, 'version', version, 'epoch', epoch, 'mentions', total_mentions)
 end
-total = total + delta
-total_mentions = total_mentions + delta_mentions
-version = version + 1
-rcall('HSET', KEYS[1], 'total', total, 'version', version, 'epoch', epoch, 'mentions', total_mentions)
-return reply(after, 1)
+-- Expiry never moves a mark (it depends on read, not aged): st still holds its version.
+local mark = 0
+if after[4] == 1 then mark = st[3] end
+return { after[1], total, version, epoch, changed, after[2], total_mentions, after[3], mark }

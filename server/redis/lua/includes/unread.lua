@@ -23,9 +23,10 @@ local function numeric(conv)
   return tostring(tonumber(conv)) == conv
 end
 
--- { muteVersion, muted, markVersion, markAt, cleared, marked } from a stored state string (all 0 for nil).
+-- { muteVersion, muted, markVersion, markAt, cleared, marked } from a stored state string (all 0 for none: nil, or
+-- the false HGET answers for a missing field); the string stays as st.raw, so put_state writes only what changed.
 local function parse_state(raw)
-  local st = { 0, 0, 0, 0, 0, 0 }
+  local st = { 0, 0, 0, 0, 0, 0, raw = raw or nil }
   if raw then
     local i = 0
     for n in string.gmatch(raw, '[^:]+') do
@@ -42,11 +43,11 @@ local function get_state(conv)
 end
 
 local function put_state(conv, st)
-  if st[1] == 0 and st[3] == 0 and st[5] == 0 and st[6] == 0 then
-    rcall('HDEL', KEYS[10], conv)
-  else
-    rcall('HSET', KEYS[10], conv, table.concat(st, ':'))
-  end
+  local raw = nil
+  if st[1] ~= 0 or st[3] ~= 0 or st[5] ~= 0 or st[6] ~= 0 then raw = table.concat(st, ':') end
+  if raw == st.raw then return end
+  if raw then rcall('HSET', KEYS[10], conv, raw) else rcall('HDEL', KEYS[10], conv) end
+  st.raw = raw
 end
 
 -- Merges the registers (a nil argument leaves its register alone). Returns whether anything changed.
@@ -64,9 +65,10 @@ local function merge_state(st, mute_v, muted, mark_v, mark_at, cleared)
   return changed
 end
 
--- What a client sees of conv, as stored: { unread, mentions, muted, marked, effective }.
-local function view(conv)
-  local st = get_state(conv)
+-- What a client sees of conv, as stored: { unread, mentions, muted, marked, effective } (`st`: its state, if the
+-- caller has read it already).
+local function view(conv, st)
+  st = st or get_state(conv)
   local unread = tonumber(rcall('HGET', KEYS[2], conv)) or 0
   local mentions = tonumber(rcall('HGET', KEYS[9], conv)) or 0
   local effective = unread
@@ -85,13 +87,15 @@ local function add_mention(conv, seq)
   if seq > math.max(read, aged) then rcall('ZADD', KEYS[8], 0, mention_member(conv, seq)) end
 end
 
--- Derives conv's values from its registers and stores them (`st`, if given, is its state, merged already; an aged
--- mark the read cursor has caught up with says nothing more and goes). Returns the view before and after.
-local function recompute_unread(conv, st)
-  local before = view(conv)
+-- Derives conv's values from its registers and stores them (an aged mark the read cursor has caught up with says
+-- nothing more and goes). Returns the view before and after. What the caller has read already it may pass: `st`,
+-- its state, merged already; `known`, { before = its view before the merge, seen = , read = } (apply.lua).
+local function recompute_unread(conv, st, known)
+  known = known or {}
+  local before = known.before or view(conv)
   st = st or get_state(conv)
-  local seen = tonumber(rcall('HGET', KEYS[3], conv)) or 0
-  local read = tonumber(rcall('HGET', KEYS[4], conv)) or 0
+  local seen = known.seen or tonumber(rcall('HGET', KEYS[3], conv)) or 0
+  local read = known.read or tonumber(rcall('HGET', KEYS[4], conv)) or 0
   local aged = tonumber(rcall('HGET', KEYS[7], conv)) or 0
   if aged > 0 and aged <= read then
     rcall('HDEL', KEYS[7], conv)
