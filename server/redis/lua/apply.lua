@@ -98,12 +98,13 @@ local version = tonumber(meta[2]) or 0
 local epoch = meta[3]
 local total_mentions = tonumber(meta[4]) or 0
 
-if rcall('HEXISTS', KEYS[5], conv) == 1 then
-  return { 0, total, version, epoch, 0, 0, total_mentions, 0, 0 }
-end
-
 local seen_old = tonumber(rcall('HGET', KEYS[3], conv)) or 0
 local read_old = tonumber(rcall('HGET', KEYS[4], conv)) or 0
+-- A conversation marked gone has no registers (includes/gone.lua drops them, and nothing writes them after the
+-- mark), so only one without any can be gone.
+if seen_old == 0 and read_old == 0 and rcall('HEXISTS', KEYS[5], conv) == 1 then
+  return { 0, total, version, epoch, 0, 0, total_mentions, 0, 0 }
+end
 
 local seen = math.max(seen_old, seen_in)
 local read = math.max(read_old, read_in)
