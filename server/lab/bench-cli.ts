@@ -1,8 +1,9 @@
 /**
- * `npm run bench`: the lab's strategy comparison, the Lua ceiling, end-to-end latency and CPU per message across two
- * instances (Tally's, and a bare Socket.IO relay's as the floor), and group fan-out, on throw-away services of its
- * own. Prints tables; `--json <path>` also writes the numbers. `--quick` runs a smaller version (a couple of
- * minutes) for trying things out; `--only e2e,fanout` runs some parts. docs/benchmarks.md explains it all.
+ * `npm run bench`: the lab's strategy comparison, the Lua ceiling, a user in 5000 conversations (big-user), end-to-end
+ * latency and CPU per message across two instances (Tally's, and a bare Socket.IO relay's as the floor), group
+ * fan-out and sync abuse, on throw-away services of its own. Prints tables; `--json <path>` also writes the numbers.
+ * `--quick` runs a smaller version (a couple of minutes) for trying things out; `--only e2e,fanout` runs some parts.
+ * docs/benchmarks.md explains it all.
  */
 import { writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -12,6 +13,7 @@ import { createDb } from "../db/prisma.ts";
 import { loadEnv } from "../env.ts";
 import { createRedis } from "../redis/client.ts";
 import { createUnreadService } from "../unread/unread.service.ts";
+import { measureBigUser, type BigUserResult } from "./bench/big-user.ts";
 import { measureCeiling, type CeilingResult } from "./bench/ceiling.ts";
 import { measureConnections } from "./bench/connections.ts";
 import type { CpuTarget } from "./bench/cpu.ts";
@@ -35,7 +37,7 @@ const { values: args } = parseArgs({
   },
 });
 const quick = args.quick ?? false;
-const only = new Set((args.only ?? "strategies,ceiling,e2e,fanout,sync-abuse").split(","));
+const only = new Set((args.only ?? "strategies,ceiling,big-user,e2e,fanout,sync-abuse").split(","));
 
 interface Scenario {
   name: string;
@@ -58,6 +60,9 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
 
 /** The issue's target for the end-to-end part: CPU per delivered message (instances + PostgreSQL + Redis). */
 const E2E_CPU_TARGET = { cpuTargetMs: 1.0, cpuTargetRate: 1000 };
+
+/** A ratio as a percentage against the 50% both ceiling ratios aim at. */
+const percent = (ratio: number | null) => (ratio === null ? "n/a" : `${Math.round(ratio * 100)}% (target ≥ 50%)`);
 
 async function strategies(): Promise<{ scenario: string; workload: LabWorkload; results: LabStrategyResult[] }[]> {
   const out = [];
@@ -153,10 +158,11 @@ async function main(): Promise<void> {
     );
   }
 
-  const needServices =
-    only.has("ceiling") || only.has("e2e") || only.has("fanout") || only.has("sync-abuse") || only.has("connections");
+  const needServices = ["ceiling", "big-user", "e2e", "fanout", "sync-abuse", "connections"].some((part) =>
+    only.has(part),
+  );
   if (needServices) {
-    log("starting PostgreSQL and redis-server for the ceiling, end-to-end and fan-out measurements…");
+    log("starting PostgreSQL and redis-server for the ceiling, big-user, end-to-end and fan-out measurements…");
     const services = await startBenchServices();
     const db = createDb(services.databaseUrl);
     const redis = createRedis(services.redisUrl);
@@ -180,10 +186,65 @@ async function main(): Promise<void> {
             [
               ["redis-benchmark EVALSHA (raw)", ceiling.redisBenchmarkPerSec ?? "n/a"],
               ["Tally unread.applyMany (ioredis, one connection)", ceiling.tallyPerSec],
-              ["ratio", ceiling.ratio === null ? "n/a" : `${Math.round(ceiling.ratio * 100)}% (target ≥ 50%)`],
+              ["ratio", percent(ceiling.ratio)],
+              [
+                `redis-benchmark EVALSHA apply.lua, best of ${ceiling.rounds} alternated with ↓`,
+                ceiling.applyBestPerSec ?? "n/a",
+              ],
+              [
+                `redis-benchmark EVALSHA of a trivial script (two HINCRBYs, one hash tag), best of ${ceiling.rounds}`,
+                ceiling.trivialPerSec ?? "n/a",
+              ],
+              ["apply.lua raw / trivial raw", percent(ceiling.applyVsTrivial)],
             ],
           ),
           ...(ceiling.note ? ["", `Note: ${ceiling.note}`] : []),
+          "",
+        );
+      }
+      if (only.has("big-user")) {
+        const conversations = 5000;
+        log(`big user: one user in ${conversations} conversations, apply.lua, snapshot.lua and sync timed…`);
+        const big: BigUserResult = await measureBigUser({
+          redis,
+          db,
+          conversations,
+          applies: quick ? 2000 : 5000,
+          snapshots: 50,
+          syncs: quick ? 5 : 20,
+        });
+        report.bigUser = big;
+        const { apply, snapshot, sync } = big;
+        const times = (name: string, t: typeof apply) => [
+          name,
+          t.calls,
+          t.serverP50Us,
+          t.serverP99Us,
+          t.serverMaxUs,
+          t.usecPerCall,
+          t.roundTripP50Ms,
+          t.roundTripP99Ms,
+        ];
+        out.push(
+          `## Big user: one user in ${big.conversations} conversations (${big.listed} with anything to show), rebuilt from PostgreSQL in ${big.rebuildMs} ms`,
+          "",
+          table(
+            [
+              "call",
+              "calls",
+              "server p50 µs",
+              "server p99 µs",
+              "server max µs",
+              "usec_per_call",
+              "round trip p50 ms",
+              "round trip p99 ms",
+            ],
+            [times("apply.lua (one at a time)", apply), times("snapshot.lua (a sync's Redis call)", snapshot)],
+          ),
+          "",
+          `Server time is Redis' own: what each call added to INFO commandstats' evalsha usec (usec_per_call: their mean). A whole sync in process (snapshot.lua, then the list and last messages from PostgreSQL), ${sync.calls} calls: p50 ${sync.p50Ms} ms, p99 ${sync.p99Ms} ms.`,
+          "",
+          `Targets: apply.lua p99 < 500 µs server time: ${apply.serverP99Us < 500 ? "met" : "MISSED"}; sync < 20 ms server time (snapshot.lua p99): ${snapshot.serverP99Us < 20_000 ? "met" : "MISSED"}.`,
           "",
         );
       }

@@ -58,7 +58,9 @@ try {
   console.log(`without Redis state:  ${report.usersWithoutState} (rebuilt on first touch)`);
   console.log(`drifted:              ${report.drifted}`);
   console.log(`repaired:             ${report.repaired}`);
-  console.log(`script self-repairs:  ${report.scriptRepairs} (totals the scripts recomputed, all time)`);
+  console.log(
+    `sum repairs:          ${report.scriptRepairs} (stored sums rebuild.lua found off their parts, all time)`,
+  );
   for (const example of report.examples) console.log(`  user ${example.userId}: ${example.problems.join("; ")}`);
   console.log(`parked outbox entries: ${report.parkedOutbox} (failed too often; see lastError, then delete them)`);
   for (const e of report.parkedExamples)

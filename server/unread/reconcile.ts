@@ -7,7 +7,10 @@ export interface ReconcileReport {
   usersWithoutState: number;
   drifted: number;
   repaired: number;
-  /** Repairs the scripts made themselves (a stored total that disagreed with the sum), over all users. */
+  /**
+   * Stored sums rebuild.lua found off their parts and recomputed (at a sync, or in an earlier reconciliation), all
+   * time, over all users (meta `repairs`).
+   */
   scriptRepairs: number;
   /** The first few drifted users, for the report. */
   examples: { userId: number; problems: string[] }[];

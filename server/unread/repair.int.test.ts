@@ -141,6 +141,39 @@ describe("leaving a group and deleting a conversation", () => {
   });
 });
 
+describe("a stored sum that drifted", () => {
+  it("reaches pushes as it is until a sync repairs it: counted, in a new epoch, and the user's other tabs resync", async () => {
+    const [ann, ben] = [await user("ann"), await user("ben")];
+    const direct = await create(ann.token, [ben.user.name]);
+    const annSocket = await h.connect(ann.token, 0);
+    await send(annSocket, direct.id);
+    const before = await list(ben.token);
+    expect(before.totalUnread).toBe(1);
+    const meta = userKeys(ben.user.id).meta;
+    await h.redis.hincrby(meta, "total", 5); // drift from outside the scripts
+    const [tab, other] = [await h.connect(ben.token, 0), await h.connect(ben.token, 1)];
+
+    // apply.lua never sums: the next push carries the drift as it found it, in the same epoch.
+    const pushed = nextEvent(other, "unread:changed");
+    await send(annSocket, direct.id);
+    expect(await pushed).toMatchObject({ unreadCount: 2, totalUnread: 7, epoch: before.epoch });
+
+    const stale = nextEvent(other, "unread:stale");
+    const synced = await tab.emitWithAck("sync");
+    if (!synced.ok) throw new Error(synced.error.message);
+    expect(synced.snapshot).toMatchObject({ totalUnread: 2, version: 1 });
+    expect(synced.snapshot.epoch).not.toBe(before.epoch);
+    await stale;
+    expect(await h.redis.hmget(meta, "total", "repairs")).toEqual(["2", "1"]);
+    // Repaired for good: the next push continues the new epoch from the right total.
+    const next = nextEvent(other, "unread:changed");
+    await send(annSocket, direct.id);
+    expect(await next).toMatchObject({ totalUnread: 3, version: 2, epoch: synced.snapshot.epoch });
+    const unread = createUnreadService({ redis: h.redis, db: h.db });
+    expect(await reconcile({ db: h.db, unread }, { settleMs: 20 })).toMatchObject({ drifted: 0 });
+  });
+});
+
 describe("reconciliation", () => {
   it("finds and repairs drift of every kind, and leaves healthy users alone", async () => {
     const [ann, ben, cat, dan] = [await user("ann"), await user("ben"), await user("cat"), await user("dan")];

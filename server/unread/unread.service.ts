@@ -90,8 +90,8 @@ export interface UnreadServiceDeps {
    */
   clock?: () => number;
   /**
-   * Expiry at read time (a snapshot or an inspection) started a new epoch: the user's open tabs should resync.
-   * An apply needs no call: its push carries the new epoch.
+   * Expiry at read time (a snapshot or an inspection), or a snapshot's repair of drifted sums, started a new
+   * epoch: the user's open tabs should resync. An apply needs no call: its push carries the new epoch.
    */
   onResync?: (userId: number) => void;
 }
@@ -309,8 +309,11 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
       clock ? redis.tallySnapshotExpiring(...keys, ttlMs, clock()) : redis.tallySnapshotExpiring(...keys, ttlMs);
     let reply = await read();
     if (reply.length === 1) {
-      // Missing (-1) or a stored total that drifted from the sum (-2): both are fixed from the database.
+      // Missing (-1) or a stored sum that drifted from its parts (-2): both are fixed from the database. A repaired
+      // drift may have reached the user's other tabs in pushes (apply.lua keeps a drift as it finds it): they resync.
+      const drifted = reply[0] === -2;
       await rebuild(userId);
+      if (drifted) onResync?.(userId);
       reply = await read();
     }
     if (reply.length === 1) throw new Error(`unread state of user ${userId} could not be rebuilt (${reply[0]})`);

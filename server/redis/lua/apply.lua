@@ -1,6 +1,6 @@
 --[[
   Apply one event about one conversation to one user's unread state.
-  KEYS[1] {u:<id>}:meta    hash: total, version, epoch, repairs
+  KEYS[1] {u:<id>}:meta    hash: total, mentions, version, epoch (and repairs, which rebuild.lua counts)
   KEYS[2] {u:<id>}:unread  hash: conversation id -> unread count (absent = 0)
   KEYS[3] {u:<id>}:seen    hash: conversation id -> highest message seq seen (max-register)
   KEYS[4] {u:<id>}:read    hash: conversation id -> the user's read cursor (max-register)
@@ -23,20 +23,23 @@
           'mark', version, atSeq     its mark register (the higher version wins)
           'clear', version           the highest mark a read cleared (max)
   Returns { unread, total, version, epoch, changed, mentions, totalMentions, muted, markVersion } where changed
-  is 1 when the user's state changed (version then grew by exactly 1, or a repair or an expiry in other
-  conversations started a new epoch at version 1) and 0 otherwise, and markVersion is the mark's version while
-  the conversation is marked unread, else 0; returns { -1 } and writes nothing when the user's state is missing
-  (or fenced: written under another replication term, includes/fence.lua): the caller rebuilds it from the
-  database.
+  is 1 when the user's state changed (version then grew by exactly 1, or an expiry in other conversations started
+  a new epoch at version 1) and 0 otherwise, and markVersion is the mark's version while the conversation is
+  marked unread, else 0; returns { -1 } and writes nothing when the user's state is missing (or fenced: written
+  under another replication term, includes/fence.lua): the caller rebuilds it from the database.
   Idempotent and order-insensitive: seen, read, aged and cleared only grow, mentions only join a set, mute and
   mark keep the highest version, and every value is a function of those registers (includes/unread.lua), so
   replaying an event or swapping two events ends in the same state. Events for a
-  conversation the user left are ignored. If a stored sum has drifted from its parts (total from the effective
-  values, mentions from the mention counts; it cannot through these scripts, a manual write or a bug can), both
-  are recomputed, `repairs` counts it, and a new epoch makes every client resync. With expiry on, messages created before now - ARGV[5] stop
-  counting; a push describes one conversation, so when expiry changes another one the call starts a new epoch.
-  Replaying an event at a later "now" may expire more, as any call at that instant would; at the same "now" it
-  changes nothing.
+  conversation the user left are ignored.
+  Its work does not grow with the user's conversations: it reads and writes the event's conversation and the
+  two sums, which it moves by that conversation's change and never recomputes (with expiry on, add what expires
+  and the timestamps a read covers, includes/ttl.lua). So a stored sum that drifted from its parts (it cannot
+  through these scripts; a manual write or a bug can) stays off by exactly its drift, neither grown nor hidden,
+  until a sync finds it (snapshot.lua answers { -2 }) or reconciliation does, and rebuild.lua repairs it,
+  counting it in `repairs`, with a new epoch that makes every client resync. With expiry on, messages created
+  before now - ARGV[5] stop counting; a push describes one conversation, so when expiry changes another one the
+  call starts a new epoch. Replaying an event at a later "now" may expire more, as any call at that instant
+  would; at the same "now" it changes nothing.
 ]]
 local rcall = redis.call
 --- @include "unread"
@@ -96,28 +99,13 @@ local version = tonumber(meta[2]) or 0
 local epoch = meta[3]
 local total_mentions = tonumber(meta[4]) or 0
 
-local function reply(v, changed)
-  local mark = 0
-  if v[4] == 1 then mark = get_state(conv)[3] end
-  return { v[1], total, version, epoch, changed, v[2], total_mentions, v[3], mark }
-end
-
-if rcall('HEXISTS', KEYS[5], conv) == 1 then
-  return { 0, total, version, epoch, 0, 0, total_mentions, 0, 0 }
-end
-
-local sum, sum_mentions = stored_sums()
-local new_epoch = sum ~= total or sum_mentions ~= total_mentions
-if new_epoch then
-  epoch = next_epoch(epoch)
-  total = sum
-  total_mentions = sum_mentions
-  version = 0
-  rcall('HINCRBY', KEYS[1], 'repairs', 1)
-end
-
 local seen_old = tonumber(rcall('HGET', KEYS[3], conv)) or 0
 local read_old = tonumber(rcall('HGET', KEYS[4], conv)) or 0
+-- A conversation marked gone has no registers (includes/gone.lua drops them, and nothing writes them after the
+-- mark), so only one without any can be gone.
+if seen_old == 0 and read_old == 0 and rcall('HEXISTS', KEYS[5], conv) == 1 then
+  return { 0, total, version, epoch, 0, 0, total_mentions, 0, 0 }
+end
 
 local seen = math.max(seen_old, seen_in)
 local read = math.max(read_old, read_in)
@@ -135,16 +123,18 @@ if ttl > 0 then
 end
 if mention then add_mention(conv, seen_in) end
 local st = get_state(conv)
+local before = view(conv, st)
 merge_state(st, mute_v, muted, mark_v, mark_at, cleared)
-local before, after = recompute_unread(conv, st)
+local _, after = recompute_unread(conv, st, { before = before, seen = seen, read = read })
 local delta = after[5] - before[5]
 local delta_mentions = after[2] - before[2]
 
+local new_epoch = false
 if ttl > 0 then
-  local changed, d, dm = expire_before(cutoff)
+  local expired, d, dm = expire_before(cutoff)
   delta = delta + d
   delta_mentions = delta_mentions + dm
-  for _, c in ipairs(changed) do
+  for _, c in ipairs(expired) do
     if c == conv then
       after = view(conv)
     elseif not new_epoch then
@@ -155,11 +145,15 @@ if ttl > 0 then
   end
 end
 
-if same_view(before, after) and not new_epoch then
-  return reply(after, 0)
+local changed = 0
+if not same_view(before, after) or new_epoch then
+  changed = 1
+  total = total + delta
+  total_mentions = total_mentions + delta_mentions
+  version = version + 1
+  rcall('HSET', KEYS[1], 'total', total, 'version', version, 'epoch', epoch, 'mentions', total_mentions)
 end
-total = total + delta
-total_mentions = total_mentions + delta_mentions
-version = version + 1
-rcall('HSET', KEYS[1], 'total', total, 'version', version, 'epoch', epoch, 'mentions', total_mentions)
-return reply(after, 1)
+-- Expiry never moves a mark (it depends on read, not aged): st still holds its version.
+local mark = 0
+if after[4] == 1 then mark = st[3] end
+return { after[1], total, version, epoch, changed, after[2], total_mentions, after[3], mark }

@@ -22,6 +22,9 @@
   database before a later event was applied must not undo it); if any value
   changed, or a stored sum differs from its parts, the sums are recomputed and the epoch replaced, so every
   client resyncs instead of patching one conversation. Otherwise nothing is written.
+  Existing state whose stored sums differ from their parts (before anything is merged, in either mode) is drift
+  from outside the scripts: the sums written are the parts' sums, and meta's `repairs` counts it. apply.lua never
+  sums, so this is where such drift is repaired (after snapshot.lua refused it, or reconciliation found it).
   'replace' is for reconciliation only, when Redis holds more than the database (a register above the truth,
   a conversation the user is no longer in, an expired mark the database does not explain), which merging cannot undo.
   Returns { epoch, version, total, status, totalMentions } with status 'created', 'merged', 'replaced' or
@@ -102,6 +105,13 @@ local exists = stamp[1] ~= false
 local term = cluster_term()
 -- Fenced state may lack what its old master acknowledged last: it is replaced, as if it were missing.
 local fresh = not exists or mode == 'replace' or fenced(stamp[2])
+if exists then
+  local stored = rcall('HMGET', KEYS[1], 'total', 'mentions')
+  local sum, sum_mentions = stored_sums()
+  if (tonumber(stored[1]) or 0) ~= sum or (tonumber(stored[2]) or 0) ~= sum_mentions then
+    rcall('HINCRBY', KEYS[1], 'repairs', 1)
+  end
+end
 if fresh then
   -- Not KEYS[5]: a "gone" mark is always true (remove.lua sets it only after the departure committed).
   rcall('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10])

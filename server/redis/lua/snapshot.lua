@@ -10,7 +10,8 @@
   for every conversation with anything to show (unread or mentions > 0, muted or marked unread; markVersion is
   the mark's version while it is marked, else 0) where expired is 1 when a new epoch was started; { -1 } when the
   user's state is missing (or fenced, includes/fence.lua) and must be rebuilt from the database; { -2 } when a
-  stored sum differs from its parts and must be repaired (rebuild.lua) first.
+  stored sum differs from its parts and must be repaired (rebuild.lua) first. It reads every conversation's values
+  once (three HGETALLs) and both checks the sums and lists from them: the full check costs no more than the listing.
 ]]
 local rcall = redis.call
 --- @include "unread"
@@ -31,7 +32,9 @@ local epoch = meta[1]
 local version = tonumber(meta[2]) or 0
 local total = tonumber(meta[3]) or 0
 local total_mentions = tonumber(meta[4]) or 0
-local sum, sum_mentions = stored_sums()
+-- The sums are checked against the very values the snapshot hands out (apply.lua never sums: see its header).
+local values = stored_values()
+local sum, sum_mentions = stored_sums(values)
 if sum ~= total or sum_mentions ~= total_mentions then
   return { -2 }
 end
@@ -46,34 +49,23 @@ if ttl > 0 then
     total = total + delta
     total_mentions = total_mentions + dm
     rcall('HSET', KEYS[1], 'total', total, 'version', version, 'epoch', epoch, 'mentions', total_mentions)
+    values = stored_values()
   end
 end
 
 local out = { epoch, version, total, total_mentions, expired }
-local listed = {}
-local order = {}
-local function list(conv)
-  if not listed[conv] then
-    listed[conv] = true
-    order[#order + 1] = conv
+for _, conv in ipairs(values.order) do
+  local unread = values.unread[conv] or 0
+  local mentions = values.mentions[conv] or 0
+  local st = values.state[conv] or parse_state(nil)
+  if unread > 0 or mentions > 0 or st[2] == 1 or st[6] == 1 then
+    local mark = 0
+    if st[6] == 1 then mark = st[3] end
+    out[#out + 1] = conv
+    out[#out + 1] = unread
+    out[#out + 1] = mentions
+    out[#out + 1] = st[2]
+    out[#out + 1] = mark
   end
-end
-local flat = rcall('HKEYS', KEYS[2])
-for _, conv in ipairs(flat) do list(conv) end
-for _, conv in ipairs(rcall('HKEYS', KEYS[9])) do list(conv) end
-flat = rcall('HGETALL', KEYS[10])
-for i = 1, #flat, 2 do
-  local st = get_state(flat[i])
-  if st[2] == 1 or st[6] == 1 then list(flat[i]) end
-end
-for _, conv in ipairs(order) do
-  local v = view(conv)
-  local mark = 0
-  if v[4] == 1 then mark = get_state(conv)[3] end
-  out[#out + 1] = conv
-  out[#out + 1] = v[1]
-  out[#out + 1] = v[2]
-  out[#out + 1] = v[3]
-  out[#out + 1] = mark
 end
 return out

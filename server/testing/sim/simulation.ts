@@ -1082,8 +1082,9 @@ function states(flat: string[]): Map<string, number[]> {
  * database: per conversation unread, mentions, muted and marked, both totals (meta total = Σ effective, meta
  * mentions = Σ mentions, by the stored values and by the truth) and registers never above the database. Runs
  * before any client has synced, so no snapshot rebuilt or repaired it. Missing state is what a user has after
- * FLUSHALL or a Redis restart until something touches them; anything else must be exactly the truth, and the
- * scripts must never have had to repair a total.
+ * FLUSHALL or a Redis restart until something touches them; anything else must be exactly the truth, and no stored
+ * sum may ever have disagreed with its parts: apply.lua keeps such a drift as it finds it, so it either shows here
+ * (total ≠ Σ) or a sync's rebuild repaired it and counted it in `repairs`.
  */
 async function checkRedis(
   redis: RedisClient,
@@ -1141,7 +1142,7 @@ async function checkRedis(
     if (mentions !== sumMentions || mentions !== want.totalMentions)
       problems.push(`mentions total ${mentions}, Σ mentions ${sumMentions}, truth ${want.totalMentions}`);
     const repairs = meta!.get("repairs") ?? 0;
-    if (repairs > 0) problems.push(`the scripts repaired a total ${repairs} times`);
+    if (repairs > 0) problems.push(`rebuild.lua repaired a stored sum ${repairs} times`);
     if (problems.length > 0) {
       report.driftedUserIds.push(userId);
       report.problems.push(`redis user ${userId}: ${problems.slice(0, 4).join("; ")}`);

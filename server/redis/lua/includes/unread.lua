@@ -23,10 +23,10 @@ local function numeric(conv)
   return tostring(tonumber(conv)) == conv
 end
 
--- { muteVersion, muted, markVersion, markAt, cleared, marked } of conv (all 0 when it has none).
-local function get_state(conv)
-  local st = { 0, 0, 0, 0, 0, 0 }
-  local raw = rcall('HGET', KEYS[10], conv)
+-- { muteVersion, muted, markVersion, markAt, cleared, marked } from a stored state string (all 0 for none: nil, or
+-- the false HGET answers for a missing field); the string stays as st.raw, so put_state writes only what changed.
+local function parse_state(raw)
+  local st = { 0, 0, 0, 0, 0, 0, raw = raw or nil }
   if raw then
     local i = 0
     for n in string.gmatch(raw, '[^:]+') do
@@ -37,12 +37,17 @@ local function get_state(conv)
   return st
 end
 
+-- The state of conv (all 0 when it has none).
+local function get_state(conv)
+  return parse_state(rcall('HGET', KEYS[10], conv))
+end
+
 local function put_state(conv, st)
-  if st[1] == 0 and st[3] == 0 and st[5] == 0 and st[6] == 0 then
-    rcall('HDEL', KEYS[10], conv)
-  else
-    rcall('HSET', KEYS[10], conv, table.concat(st, ':'))
-  end
+  local raw = nil
+  if st[1] ~= 0 or st[3] ~= 0 or st[5] ~= 0 or st[6] ~= 0 then raw = table.concat(st, ':') end
+  if raw == st.raw then return end
+  if raw then rcall('HSET', KEYS[10], conv, raw) else rcall('HDEL', KEYS[10], conv) end
+  st.raw = raw
 end
 
 -- Merges the registers (a nil argument leaves its register alone). Returns whether anything changed.
@@ -60,9 +65,10 @@ local function merge_state(st, mute_v, muted, mark_v, mark_at, cleared)
   return changed
 end
 
--- What a client sees of conv, as stored: { unread, mentions, muted, marked, effective }.
-local function view(conv)
-  local st = get_state(conv)
+-- What a client sees of conv, as stored: { unread, mentions, muted, marked, effective } (`st`: its state, if the
+-- caller has read it already).
+local function view(conv, st)
+  st = st or get_state(conv)
   local unread = tonumber(rcall('HGET', KEYS[2], conv)) or 0
   local mentions = tonumber(rcall('HGET', KEYS[9], conv)) or 0
   local effective = unread
@@ -81,13 +87,15 @@ local function add_mention(conv, seq)
   if seq > math.max(read, aged) then rcall('ZADD', KEYS[8], 0, mention_member(conv, seq)) end
 end
 
--- Derives conv's values from its registers and stores them (`st`, if given, is its state, merged already; an aged
--- mark the read cursor has caught up with says nothing more and goes). Returns the view before and after.
-local function recompute_unread(conv, st)
-  local before = view(conv)
+-- Derives conv's values from its registers and stores them (an aged mark the read cursor has caught up with says
+-- nothing more and goes). Returns the view before and after. What the caller has read already it may pass: `st`,
+-- its state, merged already; `known`, { before = its view before the merge, seen = , read = } (apply.lua).
+local function recompute_unread(conv, st, known)
+  known = known or {}
+  local before = known.before or view(conv)
   st = st or get_state(conv)
-  local seen = tonumber(rcall('HGET', KEYS[3], conv)) or 0
-  local read = tonumber(rcall('HGET', KEYS[4], conv)) or 0
+  local seen = known.seen or tonumber(rcall('HGET', KEYS[3], conv)) or 0
+  local read = known.read or tonumber(rcall('HGET', KEYS[4], conv)) or 0
   local aged = tonumber(rcall('HGET', KEYS[7], conv)) or 0
   if aged > 0 and aged <= read then
     rcall('HDEL', KEYS[7], conv)
@@ -122,28 +130,46 @@ local function recompute_unread(conv, st)
   return before, { unread, mentions, st[2], marked, effective }
 end
 
--- The user's two sums from the stored values: sum of effective values, sum of mention counts.
-local function stored_sums()
-  local muted = {}
-  local flat = rcall('HGETALL', KEYS[10])
-  for i = 1, #flat, 2 do
-    local _, _, m = string.find(flat[i + 1], '^%d+:(%d)')
-    if m == '1' then muted[flat[i]] = true end
+-- Every stored value of the user, three calls however many conversations: unread and mentions map conv -> count,
+-- state maps conv -> parsed state; order lists each conversation once, in the order the hashes return them
+-- (unread, then mcount, then state).
+local function stored_values()
+  local v = { unread = {}, mentions = {}, state = {}, order = {} }
+  local function list(conv)
+    if v.unread[conv] == nil and v.mentions[conv] == nil and v.state[conv] == nil then v.order[#v.order + 1] = conv end
   end
-  local mcount = {}
-  local mentions = 0
+  local flat = rcall('HGETALL', KEYS[2])
+  for i = 1, #flat, 2 do
+    list(flat[i])
+    v.unread[flat[i]] = tonumber(flat[i + 1]) or 0
+  end
   flat = rcall('HGETALL', KEYS[9])
   for i = 1, #flat, 2 do
-    local n = tonumber(flat[i + 1]) or 0
-    mcount[flat[i]] = n
-    mentions = mentions + n
+    list(flat[i])
+    v.mentions[flat[i]] = tonumber(flat[i + 1]) or 0
   end
-  local total = 0
-  flat = rcall('HGETALL', KEYS[2])
+  flat = rcall('HGETALL', KEYS[10])
   for i = 1, #flat, 2 do
-    if not muted[flat[i]] then total = total + (tonumber(flat[i + 1]) or 0) end
+    list(flat[i])
+    v.state[flat[i]] = parse_state(flat[i + 1])
   end
-  for conv, _ in pairs(muted) do total = total + (mcount[conv] or 0) end
+  return v
+end
+
+-- The user's two sums from the stored values (stored_values(), read now when not given): the sum of effective
+-- values and the sum of mention counts. O(conversations), so apply.lua never calls it (see its header).
+local function stored_sums(v)
+  v = v or stored_values()
+  local total, mentions = 0, 0
+  for conv, n in pairs(v.mentions) do
+    mentions = mentions + n
+    local st = v.state[conv]
+    if st and st[2] == 1 then total = total + n end
+  end
+  for conv, n in pairs(v.unread) do
+    local st = v.state[conv]
+    if not (st and st[2] == 1) then total = total + n end
+  end
   return total, mentions
 end
 

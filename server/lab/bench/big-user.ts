@@ -1,0 +1,186 @@
+import type { Db } from "../../db/prisma.ts";
+import { unreadScriptKeys } from "../../redis/keys.ts";
+import type { RedisClient } from "../../redis/client.ts";
+import { scripts, type ApplyPart } from "../../redis/scripts.ts";
+import { createSnapshotService } from "../../unread/snapshot.service.ts";
+import { createUnreadService } from "../../unread/unread.service.ts";
+import { percentile, round } from "../measure.ts";
+import { rng } from "../rng.ts";
+
+/** Latencies of one kind of call: Redis' own execution time and the caller's round trip. */
+export interface CallTimes {
+  calls: number;
+  /** The script's execution inside Redis, µs: how much each call added to INFO commandstats' evalsha usec. */
+  serverP50Us: number;
+  serverP99Us: number;
+  serverMaxUs: number;
+  /** INFO commandstats' usec_per_call for evalsha over the same calls. */
+  usecPerCall: number;
+  /** The caller's await, one call at a time on an otherwise idle connection, ms. */
+  roundTripP50Ms: number;
+  roundTripP99Ms: number;
+}
+
+export interface BigUserResult {
+  conversations: number;
+  /** Conversations the user's snapshot lists (unread, mentions, muted or marked). */
+  listed: number;
+  /** rebuild.lua creating the user's state from the database (the service's rebuild), ms. */
+  rebuildMs: number;
+  apply: CallTimes;
+  /** snapshot.lua through the unread service: what a sync asks Redis. */
+  snapshot: CallTimes;
+  /** A whole `sync` in process (snapshot.lua, then the conversation list and last messages from PostgreSQL), ms. */
+  sync: { calls: number; p50Ms: number; p99Ms: number };
+}
+
+/**
+ * A user in `conversations` groups, set up directly in the database (every group has a few messages, most unread
+ * for the user; some muted, some mentioning them, some marked unread) and rebuilt into Redis by the unread service,
+ * then: `applies` apply.lua calls one at a time (new messages, some mentioning the user, reads, mutes and unmutes, on
+ * conversations drawn at random), `snapshots` snapshot.lua calls, and `syncs` whole syncs. Each script call's
+ * execution time is read from Redis itself (INFO commandstats after each call; SLOWLOG would not do: it also logs
+ * every command a script calls, and a snapshot of this user calls thousands).
+ */
+export async function measureBigUser(opts: {
+  redis: RedisClient;
+  db: Db;
+  conversations: number;
+  applies: number;
+  snapshots: number;
+  syncs: number;
+}): Promise<BigUserResult> {
+  const { redis, db } = opts;
+  const tag = Date.now().toString(36);
+  const big = await db.user.create({ data: { name: `big_${tag}` }, select: { id: true, name: true } });
+  const other = await db.user.create({ data: { name: `crowd_${tag}` }, select: { id: true } });
+  for (let done = 0; done < opts.conversations; done += 500) {
+    const n = Math.min(500, opts.conversations - done);
+    await db.conversation.createMany({
+      data: Array.from({ length: n }, (_, i) => ({
+        kind: "group" as const,
+        title: `big ${done + i}`,
+        createdById: other.id,
+      })),
+    });
+  }
+  // 1…8 messages per group; the user has read none of them in most, all in every 11th (which every 13th marks
+  // unread), mutes every 10th and is mentioned in the last message of every 7th.
+  await db.$executeRaw`
+    UPDATE "Conversation" SET "lastSeq" = 1 + "id" % 8 WHERE "createdById" = ${other.id}`;
+  await db.$executeRaw`
+    INSERT INTO "Message" ("conversationId", "seq", "senderId", "clientMsgId", "content")
+    SELECT c."id", s, ${other.id}::int, c."id" || ':' || s, 'hello'
+    FROM "Conversation" c, generate_series(1, c."lastSeq") s WHERE c."createdById" = ${other.id}`;
+  await db.$executeRaw`
+    INSERT INTO "Membership" ("userId", "conversationId", "lastReadSeq", "muted", "muteVersion", "markVersion", "markAt")
+    SELECT u, c."id",
+      CASE WHEN u = ${big.id} AND c."id" % 11 = 0 THEN c."lastSeq" WHEN u = ${big.id} THEN 0 ELSE c."lastSeq" END,
+      u = ${big.id} AND c."id" % 10 = 0, CASE WHEN u = ${big.id} AND c."id" % 10 = 0 THEN 1 ELSE 0 END,
+      CASE WHEN u = ${big.id} AND c."id" % 143 = 0 THEN 1 ELSE 0 END,
+      CASE WHEN u = ${big.id} AND c."id" % 143 = 0 THEN c."lastSeq" ELSE 0 END
+    FROM "Conversation" c, unnest(ARRAY[${big.id}, ${other.id}]::int[]) u WHERE c."createdById" = ${other.id}`;
+  await db.$executeRaw`
+    INSERT INTO "Mention" ("userId", "conversationId", "seq")
+    SELECT ${big.id}::int, c."id", c."lastSeq" FROM "Conversation" c
+    WHERE c."createdById" = ${other.id} AND c."id" % 7 = 0 AND c."id" % 11 <> 0`;
+  const rows = await db.conversation.findMany({
+    where: { createdById: other.id },
+    select: { id: true, lastSeq: true },
+  });
+
+  const unread = createUnreadService({ redis, db });
+  const began = performance.now();
+  await unread.rebuild(big.id);
+  const rebuildMs = round(performance.now() - began);
+
+  const keys = unreadScriptKeys(big.id);
+  const load = async (lua: string) => (await redis.script("LOAD", lua)) as string;
+  // Loaded first, so every timed call is one EVALSHA.
+  await load(scripts.tallyApply.lua);
+  await load(scripts.tallySnapshotExpiring.lua);
+
+  const random = rng(7);
+  const lastSeq = new Map(rows.map((r) => [r.id, r.lastSeq]));
+  const muteVersion = new Map<number, number>();
+  const apply = await timed(redis, opts.applies, async () => {
+    const { id } = rows[Math.floor(random() * rows.length)]!;
+    const dice = random();
+    let seen = 0;
+    let read = 0;
+    const parts: ApplyPart[] = [];
+    if (dice < 0.6) {
+      seen = lastSeq.get(id)! + 1;
+      lastSeq.set(id, seen);
+      if (random() < 0.2) parts.push("mention");
+    } else if (dice < 0.9) {
+      read = Math.floor(random() * (lastSeq.get(id)! + 1));
+    } else {
+      const v = (muteVersion.get(id) ?? 1) + 1;
+      muteVersion.set(id, v);
+      parts.push("mute", v, v % 2);
+    }
+    await redis.tallyApply(...keys, id, seen, read, 0, 0, "", ...parts);
+  });
+
+  let listed = 0;
+  const snapshot = await timed(redis, opts.snapshots, async () => {
+    listed = (await unread.snapshot(big.id)).counts.size;
+  });
+
+  const snapshots = createSnapshotService({ db, unread });
+  const syncMs: number[] = [];
+  for (let i = 0; i < opts.syncs; i++) {
+    const t = performance.now();
+    await snapshots.snapshot(big);
+    syncMs.push(performance.now() - t);
+  }
+  syncMs.sort((a, b) => a - b);
+
+  await redis.del(...keys);
+  return {
+    conversations: opts.conversations,
+    listed,
+    rebuildMs,
+    apply,
+    snapshot,
+    sync: { calls: opts.syncs, p50Ms: round(percentile(syncMs, 50)), p99Ms: round(percentile(syncMs, 99)) },
+  };
+}
+
+/** The total µs Redis has spent in EVALSHA since the last CONFIG RESETSTAT, and the calls. */
+async function evalshaStats(redis: RedisClient): Promise<{ usec: number; calls: number }> {
+  const info = (await redis.info("commandstats")) as string;
+  const m = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(info);
+  return { calls: Number(m?.[1] ?? 0), usec: Number(m?.[2] ?? 0) };
+}
+
+/**
+ * Runs `call` `n` times one after another (each one EVALSHA on an otherwise idle connection), timing each in the
+ * caller and in Redis: the EVALSHA time INFO commandstats gained across it.
+ */
+async function timed(redis: RedisClient, n: number, call: () => Promise<void>): Promise<CallTimes> {
+  await redis.config("RESETSTAT");
+  const roundTrips: number[] = [];
+  const server: number[] = [];
+  let before = await evalshaStats(redis);
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await call();
+    roundTrips.push(performance.now() - t);
+    const after = await evalshaStats(redis);
+    server.push(after.usec - before.usec);
+    before = after;
+  }
+  roundTrips.sort((a, b) => a - b);
+  server.sort((a, b) => a - b);
+  return {
+    calls: n,
+    serverP50Us: percentile(server, 50),
+    serverP99Us: percentile(server, 99),
+    serverMaxUs: server.at(-1) ?? 0,
+    usecPerCall: before.calls > 0 ? round(before.usec / before.calls) : 0,
+    roundTripP50Ms: round(percentile(roundTrips, 50), 3),
+    roundTripP99Ms: round(percentile(roundTrips, 99), 3),
+  };
+}
