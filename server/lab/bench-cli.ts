@@ -7,6 +7,7 @@
  */
 import { writeFile } from "node:fs/promises";
 import os from "node:os";
+import path from "node:path";
 import { parseArgs } from "node:util";
 import type { LabStrategyName, LabStrategyResult, LabWorkload } from "../contracts/lab.ts";
 import { createDb } from "../db/prisma.ts";
@@ -14,6 +15,7 @@ import { loadEnv } from "../env.ts";
 import { createRedis } from "../redis/client.ts";
 import { createUnreadService } from "../unread/unread.service.ts";
 import { measureBigUser, type BigUserResult } from "./bench/big-user.ts";
+import { measureCluster } from "./bench/cluster.ts";
 import { measureCeiling, type CeilingResult } from "./bench/ceiling.ts";
 import { measureConnections } from "./bench/connections.ts";
 import type { CpuTarget } from "./bench/cpu.ts";
@@ -37,7 +39,7 @@ const { values: args } = parseArgs({
   },
 });
 const quick = args.quick ?? false;
-const only = new Set((args.only ?? "strategies,ceiling,big-user,e2e,fanout,sync-abuse").split(","));
+const only = new Set((args.only ?? "strategies,ceiling,big-user,cluster,e2e,fanout,sync-abuse").split(","));
 
 interface Scenario {
   name: string;
@@ -158,7 +160,7 @@ async function main(): Promise<void> {
     );
   }
 
-  const needServices = ["ceiling", "big-user", "e2e", "fanout", "sync-abuse", "connections"].some((part) =>
+  const needServices = ["ceiling", "big-user", "cluster", "e2e", "fanout", "sync-abuse", "connections"].some((part) =>
     only.has(part),
   );
   if (needServices) {
@@ -245,6 +247,43 @@ async function main(): Promise<void> {
           `Server time is Redis' own: what each call added to INFO commandstats' evalsha usec (usec_per_call: their mean). A whole sync in process (snapshot.lua, then the list and last messages from PostgreSQL), ${sync.calls} calls: p50 ${sync.p50Ms} ms, p99 ${sync.p99Ms} ms.`,
           "",
           `Targets: apply.lua p99 < 500 µs server time: ${apply.serverP99Us < 500 ? "met" : "MISSED"}; sync < 20 ms server time (snapshot.lua p99): ${snapshot.serverP99Us < 20_000 ? "met" : "MISSED"}.`,
+          "",
+        );
+      }
+      if (only.has("cluster")) {
+        const cluster = await measureCluster({
+          dir: path.join(services.tmpDir, "cluster"),
+          single: redis,
+          db,
+          requests: quick ? 60_000 : 200_000,
+          log,
+        });
+        report.cluster = cluster;
+        const rate = (n: number | null) => n ?? "n/a";
+        out.push(
+          `## Redis Cluster: apply.lua per master (${cluster.masters} masters + ${cluster.replicasPerMaster} replica each, ${cluster.clients} clients × pipeline ${cluster.pipeline}, ${cluster.requests} calls a run)`,
+          "",
+          table(
+            ["master", "alone, calls/s", "all masters at once, calls/s"],
+            [
+              ...cluster.nodes.map((n) => [`:${n.port}`, rate(n.alonePerSec), rate(n.togetherPerSec)]),
+              ["all", "", rate(cluster.togetherPerSec)],
+            ],
+          ),
+          "",
+          table(
+            ["Tally's fan-out (unread.applyMany)", "member applies/s"],
+            [
+              [
+                `on the cluster (one pipeline per node), ${cluster.fanout} members a message`,
+                cluster.clusterFanoutPerSec,
+              ],
+              [`on one redis-server, the same load`, cluster.singleFanoutPerSec],
+            ],
+          ),
+          "",
+          `Every process shares this machine's ${os.cpus().length} cores: with all masters busy at once the sum shows the machine's limit, not the cluster's.`,
+          ...(cluster.note ? ["", `Note: ${cluster.note}`] : []),
           "",
         );
       }
