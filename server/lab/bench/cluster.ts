@@ -5,7 +5,7 @@ import { unreadScriptKeys, userKeys } from "../../redis/keys.ts";
 import { scripts } from "../../redis/scripts.ts";
 import { createUnreadService, type UnreadEvent } from "../../unread/unread.service.ts";
 import { rng } from "../rng.ts";
-import { redisBenchmark, type BenchLoad, type BenchRun } from "./ceiling.ts";
+import { applyManyRate, redisBenchmark, type BenchLoad, type BenchRun } from "./ceiling.ts";
 
 export interface ClusterNodeRate {
   port: number;
@@ -107,18 +107,7 @@ export async function measureCluster(opts: {
           readSeq: 0,
         }));
       };
-      const messages = Math.ceil(requests / fanout);
-      let issued = 0;
-      const started = performance.now();
-      await Promise.all(
-        Array.from({ length: clients }, async () => {
-          while (issued < messages) {
-            issued++;
-            await unread.applyMany(message());
-          }
-        }),
-      );
-      return Math.round((messages * fanout * 1000) / (performance.now() - started));
+      return applyManyRate(unread, message, Math.ceil(requests / fanout), clients);
     };
     const clusterFanoutPerSec = await fanoutRate(redis);
     const singleFanoutPerSec = await fanoutRate(opts.single);
