@@ -36,9 +36,16 @@ const { values: args } = parseArgs({
     quick: { type: "boolean", default: false },
     only: { type: "string" },
     sockets: { type: "string", default: "10000" },
+    rates: { type: "string" },
   },
 });
 const quick = args.quick ?? false;
+/** `--rates 2000,3000`: the end-to-end part's offered rates (messages/s), instead of the default ladder. */
+const e2eRates = args.rates?.split(",").map((r) => {
+  const n = Number(r);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`--rates takes whole numbers of messages per second, not '${r}'`);
+  return n;
+});
 const only = new Set((args.only ?? "strategies,ceiling,big-user,cluster,e2e,fanout,sync-abuse").split(","));
 
 interface Scenario {
@@ -322,7 +329,7 @@ async function main(): Promise<void> {
               },
             ],
             modes: LOAD_MODES,
-            rates: quick ? [100, 300, 1000] : [100, 300, 600, 1000, 1500],
+            rates: e2eRates ?? (quick ? [100, 300, 1000] : [100, 300, 600, 1000, 1500]),
             seconds: quick ? 2 : 4,
             log,
           });
