@@ -64,6 +64,8 @@ export async function startServices(
       databaseUrl = pg.url;
     }
     let redis = opts.redis;
+    if (redis && options.redisCluster)
+      log.info("REDIS_CLUSTER_NODES is set: --redis-cluster starts nothing, the instances use that cluster");
     if (!redis && options.redisCluster) {
       // Nothing in it outlives a stop (no persistence), and old nodes.conf files would name ports taken by now.
       const dir = join(opts.dataDir, "redis-cluster");

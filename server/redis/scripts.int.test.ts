@@ -326,14 +326,15 @@ describe("replication fencing (includes/fence.lua)", () => {
       ),
     );
 
-  it("stamps new state with its master's replication id on a cluster, and nothing on a single Redis", async () => {
+  const onCluster = () => isClusterTarget(inject("redisTarget"));
+
+  it("stamps new state with its master's replication id on a cluster, and '-' (never checked) on a single Redis", async () => {
     await create(1, "e1", 10, 3, 1);
     const stamp = await redis.hget(userKeys(1, prefix).meta, "term");
-    if (isClusterTarget(inject("redisTarget"))) expect(stamp).toBe(await termOf(1));
-    else expect(stamp).toBeNull();
+    expect(stamp).toBe(onCluster() ? await termOf(1) : "-");
   });
 
-  it("treats state written under another term as missing: nothing answers from it, a rebuild replaces it at a new epoch", async () => {
+  it("treats state written under another term as missing: nothing answers from it, and only a rebuild that read the database after seeing the term replaces it", async () => {
     // As a promoted replica finds it: the old master's stamp, and without the last events that master applied.
     await create(1, "e1", 10, 5, 2, 11, 3, 0);
     await redis.tallyRemove(...keysOf(1), 12);
@@ -346,17 +347,32 @@ describe("replication fencing (includes/fence.lua)", () => {
     expect(await remove(1, 11)).toEqual([-1]);
     expect(await redis.hgetall(userKeys(1, prefix).unread)).toEqual(before);
     expect((await state(1)).gone).toEqual({ "11": "1", "12": "1" });
-    // The rebuild writes the database's truth over it (a merge would keep a register the truth no longer has).
-    expect(await create(1, "e2", 10, 9, 9, 11, 3, 0, 13, 1, 0)).toEqual(["e2", 1, 1, "replaced"]);
+    // A rebuild whose database read may predate the promotion writes nothing and names the term.
+    const term = onCluster() ? await termOf(1) : "-";
+    const tuples13 = tuples([10, 9, 9, 11, 3, 0, 13, 1, 0]);
+    expect(await redis.tallyRebuild(...keysOf(1), "e2", "merge", ...tuples13)).toEqual(["", 0, 0, "fenced", 0, term]);
+    expect(await redis.hget(userKeys(1, prefix).meta, "epoch")).toBe("e1");
+    // With it, the database's truth is written over the copy (a merge would keep a register the truth no longer has).
+    expect((await redis.tallyRebuild(...keysOf(1), "e2", "merge", "term", term, ...tuples13)).slice(0, 4)).toEqual([
+      "e2",
+      1,
+      1,
+      "replaced",
+    ]);
     expect(await state(1)).toMatchObject({
       meta: { epoch: "e2", version: "1", total: "1" },
       unread: { "13": "1" },
       seen: { "10": "9", "13": "1" },
       gone: { "11": "1", "12": "1" },
     });
-    const stamp = await redis.hget(userKeys(1, prefix).meta, "term");
-    if (isClusterTarget(inject("redisTarget"))) expect(stamp).toBe(await termOf(1));
+    expect(await redis.hget(userKeys(1, prefix).meta, "term")).toBe(onCluster() ? term : "-");
     expect(await apply(1, 13, 2, 0)).toEqual([2, 2, 2, "e2", 1]);
+  });
+
+  it("fences state written before stamps existed on a cluster node, and not on a single Redis", async () => {
+    await create(1, "e1", 10, 3, 1);
+    await redis.hdel(userKeys(1, prefix).meta, "term");
+    expect(await apply(1, 10, 4, 1)).toEqual(onCluster() ? [-1] : [3, 3, 2, "e1", 1]);
   });
 });
 

@@ -43,7 +43,10 @@ export type ApplyReply = [number, number, number, string, 0 | 1, number, number,
  */
 export type SnapshotReply = [string, number, number, number, 0 | 1, ...(string | number)[]] | [-1] | [-2];
 /** Raw reply of rebuild.lua. */
-export type RebuildReply = [string, number, number, "created" | "merged" | "replaced" | "unchanged", number];
+export type RebuildReply =
+  | [string, number, number, "created" | "merged" | "replaced" | "unchanged", number]
+  /** Fenced state the caller's database read may predate: read again and pass `"term", term` (rebuild.lua). */
+  | ["", 0, 0, "fenced", 0, string];
 /**
  * Raw reply of inspect.lua: HGETALL lists of meta, unread, seen, read, gone and aged, the "now" it used in ms,
  * 1 when expiry started a new epoch, and HGETALL lists of mcount and state; or [-1].
@@ -77,9 +80,10 @@ declare module "ioredis" {
       ...args: [...UnreadScriptKeys, ttlMs: number, nowMs?: number]
     ): Result<SnapshotReply, Context>;
     /**
-     * `rest`: (conversation, lastSeq, lastReadSeq, muteVersion, muted, markVersion, markAt, markCleared) tuples,
-     * then optionally "mentions", (conversation, seq) pairs, then optionally "ttl", ms, ["now", ms,]
-     * (conversation, seq, createdAt) triples.
+     * `rest`: optionally "term" and the term a "fenced" answer named, then (conversation, lastSeq, lastReadSeq,
+     * muteVersion, muted, markVersion, markAt, markCleared) tuples, then optionally "mentions", (conversation, seq)
+     * pairs, then optionally "gone" and conversations, then optionally "ttl", ms, ["now", ms,] (conversation, seq,
+     * createdAt) triples.
      */
     tallyRebuild(
       ...args: [...UnreadScriptKeys, epoch: string, mode: "merge" | "replace", ...rest: (number | string)[]]

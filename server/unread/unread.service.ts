@@ -224,7 +224,20 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
     return rows.map((r) => r.conversationId);
   }
 
+  /**
+   * Rebuilds the user's state from the database (rebuild.lua). State fenced by a failover is replaced only from a
+   * database read made after seeing it fenced: the first answer names the term, the database is read again.
+   */
   async function rebuild(userId: number, mode: "merge" | "replace" = "merge"): Promise<RebuildReply> {
+    let reply = await rebuildOnce(userId, mode);
+    for (let attempt = 0; reply[3] === "fenced"; attempt++) {
+      if (attempt === 2) throw new Error(`unread state of user ${userId} stays fenced (its master keeps changing)`);
+      reply = await rebuildOnce(userId, mode, reply[5]);
+    }
+    return reply;
+  }
+
+  async function rebuildOnce(userId: number, mode: "merge" | "replace", term?: string): Promise<RebuildReply> {
     const [rows, mentions] = await Promise.all([memberships(userId), mentionsAbove(userId)]);
     // After the memberships: a departure that committed in between is then in this list, and wins.
     const left = await departures(userId);
@@ -253,7 +266,8 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
       args.push(...[...expired].flatMap(([conversationId, [seq, at]]) => [conversationId, seq, at]));
       args.push(...live);
     }
-    return redis.tallyRebuild(...unreadScriptKeys(userId, prefix), newEpoch(), mode, ...args);
+    const fence = term === undefined ? [] : ["term", term];
+    return redis.tallyRebuild(...unreadScriptKeys(userId, prefix), newEpoch(), mode, ...fence, ...args);
   }
 
   function applyArgs(e: UnreadEvent): Parameters<Redis["tallyApply"]> {

@@ -16,8 +16,11 @@
   the user's unread messages (seq above lastReadSeq; of those already expired, the highest seq per conversation
   is enough). They are tracked as apply.lua tracks them, then expired at "now".
   Missing state, fenced state (written under another replication term, includes/fence.lua) or 'replace': written
-  from the database's registers alone, the sums from the values, version 1, epoch ARGV[1]. On a cluster node the
-  meta is stamped with this master's replication term.
+  from the database's registers alone, the sums from the values, version 1, epoch ARGV[1]. Fenced state is
+  replaced only by a caller that read the database after seeing it fenced: ARGV[3] 'term' and ARGV[4] the term the
+  'fenced' answer named, before the tuples; without them (or with an older term) nothing is written and the answer
+  is { '', 0, 0, 'fenced', 0, term }. The meta is stamped with this master's replication term ('-' on a single
+  Redis).
   'merge' into existing state: every register merges as apply.lua would merge it (a rebuild that read the
   database before a later event was applied must not undo it); if any value
   changed, or a stored sum differs from its parts, the sums are recomputed and the epoch replaced, so every
@@ -28,7 +31,7 @@
   'replace' is for reconciliation only, when Redis holds more than the database (a register above the truth,
   a conversation the user is no longer in, an expired mark the database does not explain), which merging cannot undo.
   Returns { epoch, version, total, status, totalMentions } with status 'created', 'merged', 'replaced' or
-  'unchanged'.
+  'unchanged', or { '', 0, 0, 'fenced', 0, term } (above).
 ]]
 local rcall = redis.call
 --- @include "unread"
@@ -39,14 +42,22 @@ local rcall = redis.call
 local epoch_new = ARGV[1]
 local mode = ARGV[2]
 local function bad(what)
-  return redis.error_reply('ERR tally rebuild: ' .. what .. ' (expected an epoch, merge|replace, (conversation, lastSeq, lastReadSeq, muteVersion, muted, markVersion, markAt, markCleared) tuples, optionally mentions (conversation, seq) pairs, optionally gone conversations, optionally ttl, ms, [now, ms,] (conversation, seq, createdAt) triples)')
+  return redis.error_reply('ERR tally rebuild: ' .. what .. ' (expected an epoch, merge|replace, optionally term and a term, (conversation, lastSeq, lastReadSeq, muteVersion, muted, markVersion, markAt, markCleared) tuples, optionally mentions (conversation, seq) pairs, optionally gone conversations, optionally ttl, ms, [now, ms,] (conversation, seq, createdAt) triples)')
 end
 if epoch_new == nil or epoch_new == '' or (mode ~= 'merge' and mode ~= 'replace') then
   return bad('bad epoch or mode')
 end
 -- ARGV[3..last]: membership tuples; ARGV[mfirst..mlast]: mention pairs; ARGV[gfirst..glast]: departures;
 -- ARGV[first..]: message triples.
-local i = 3
+-- ARGV[3], ARGV[4]: optionally 'term' and the replication term under which the caller saw the state fenced.
+local seen_term = nil
+local tfirst = 3
+if ARGV[3] == 'term' then
+  seen_term = ARGV[4]
+  if seen_term == nil or seen_term == '' then return bad('bad term') end
+  tfirst = 5
+end
+local i = tfirst
 while i <= #ARGV and ARGV[i] ~= 'mentions' and ARGV[i] ~= 'gone' and ARGV[i] ~= 'ttl' do i = i + 8 end
 if i > #ARGV + 1 then return bad('membership tuples cut short') end
 local last = i - 1
@@ -78,7 +89,7 @@ if ARGV[i] == 'ttl' then
   end
   if ttl == nil or ttl < 0 or (#ARGV - first + 1) % 3 ~= 0 then return bad('bad ttl section') end
 end
-for j = 3, last, 8 do
+for j = tfirst, last, 8 do
   if ARGV[j] == '' or (ttl > 0 and not numeric(ARGV[j])) then return bad('bad conversation at argument ' .. j) end
   for k = j + 1, j + 7 do
     local n = tonumber(ARGV[k])
@@ -102,9 +113,15 @@ end
 
 local stamp = rcall('HMGET', KEYS[1], 'epoch', 'term')
 local exists = stamp[1] ~= false
-local term = cluster_term()
+local term = node_term()
+local is_fenced = exists and fenced(stamp[2])
+if is_fenced and seen_term ~= term then
+  -- The caller's database read may predate the promotion, and so miss events the old master applied and the
+  -- replica kept: it must read again, now that it knows the term, and call with 'term'.
+  return { '', 0, 0, 'fenced', 0, term }
+end
 -- Fenced state may lack what its old master acknowledged last: it is replaced, as if it were missing.
-local fresh = not exists or mode == 'replace' or fenced(stamp[2])
+local fresh = not exists or mode == 'replace' or is_fenced
 if exists then
   local stored = rcall('HMGET', KEYS[1], 'total', 'mentions')
   local sum, sum_mentions = stored_sums()
@@ -150,7 +167,7 @@ local function merge_membership(j)
     tonumber(ARGV[j + 7]))
   states[conv] = st
 end
-for j = 3, last, 8 do
+for j = tfirst, last, 8 do
   if not left[ARGV[j]] then merge_membership(j) end
 end
 for j = mfirst, mlast, 2 do
@@ -164,22 +181,18 @@ if ttl > 0 then
   for j = first, #ARGV, 3 do
     if states[ARGV[j]] then track_message(ARGV[j], tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), cutoff) end
   end
-  for j = 3, last, 8 do
+  for j = tfirst, last, 8 do
     if states[ARGV[j]] then recompute_unread(ARGV[j], states[ARGV[j]]) end
   end
   expire_before(cutoff)
 else
-  for j = 3, last, 8 do
+  for j = tfirst, last, 8 do
     if states[ARGV[j]] then recompute_unread(ARGV[j], states[ARGV[j]]) end
   end
 end
 
 local sum, sum_mentions = stored_sums()
-if term and stamp[2] ~= term then
-  rcall('HSET', KEYS[1], 'term', term)
-elseif not term and stamp[2] then
-  rcall('HDEL', KEYS[1], 'term')
-end
+if stamp[2] ~= term then rcall('HSET', KEYS[1], 'term', term) end
 if fresh then
   rcall('HSET', KEYS[1], 'total', sum, 'version', 1, 'epoch', epoch_new, 'mentions', sum_mentions)
   if exists then return { epoch_new, 1, sum, 'replaced', sum_mentions } end

@@ -570,8 +570,13 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
   // not start before the faults planned ahead of it have, so traffic cannot run out from under the faults.
   let faultChain: Promise<unknown> = Promise.resolve();
   let faultsStarted: Promise<unknown> = Promise.resolve();
+  // A fault counts once it has run: one that found nothing to do (no crashing instance, no conversation) does not.
   const injectFault = async (i: number, op: Extract<Op, { kind: "fault" }>): Promise<string> => {
-    report.faults[op.fault]++;
+    const outcome = await runFault(i, op);
+    if (!outcome.startsWith("skipped")) report.faults[op.fault]++;
+    return outcome;
+  };
+  const runFault = async (i: number, op: Extract<Op, { kind: "fault" }>): Promise<string> => {
     if (op.fault === "flushall") {
       journal.dataLoss = true;
       if (env.cluster) await env.cluster.flushall();
@@ -610,8 +615,11 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
       await victim.restart();
       return "killed and restarted";
     }
-    if (!env.hasCrasher || op.conv === null) return "skipped: no crashing instance or no conversation";
-    const id = await conversationOf(op.conv);
+    if (!env.hasCrasher) return "skipped: no crashing instance";
+    // A fault everyFault inserted names no conversation: the user's first one at the time, if any.
+    const mine = Object.keys(users[op.user]!.tabs[0]!.store.getState().conversations).map(Number);
+    const id = op.conv === null ? Math.min(...mine) : await conversationOf(op.conv);
+    if (!Number.isFinite(id)) return "skipped: the user is in no conversation";
     const crasher = await env.crasherUp();
     // A tab whose load balancer sent it to the crashing instance, and sends it elsewhere once that one is gone.
     const tab = new BrowserTab({
@@ -623,7 +631,7 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
     });
     try {
       await tab.load(crasher.url);
-      if (!(await until(() => tab.settled, 10_000))) return "the tab did not connect to the crashing instance";
+      if (!(await until(() => tab.settled, 10_000))) return "skipped: the tab did not connect to the crashing instance";
       const exited = crasher.exited();
       const { value: sent } = tab.act((s) => {
         s.setFocused(true);
@@ -632,7 +640,7 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
       });
       const clientMsgId = tab.lastId;
       const first = await Promise.race([exited.then(() => "crashed" as const), sent]);
-      if (first !== "crashed") return `${clientMsgId}: answered before any crash (${String(first)})`;
+      if (first !== "crashed") return `skipped: ${clientMsgId} answered before any crash (${String(first)})`;
       // The store retries with the same clientMsgId, over the connection the failover opened. (The crashing
       // instance stays down until the next crash fault needs it.)
       const ok = await sent;
