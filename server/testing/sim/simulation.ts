@@ -109,6 +109,11 @@ export interface SimEnvironment {
    * every instance restarted on them. The first call after creating the environment has nothing to do.
    */
   freshRound(): Promise<void>;
+  /**
+   * Resolves once the balancer (if any) routes to a live instance again: after every instance restarted, HAProxy
+   * answers 503 until a health check (every second) has seen one back.
+   */
+  routable(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -172,8 +177,17 @@ export async function createSimEnvironment(opts: {
       // This redis-server (or cluster) was started for the simulation alone.
       await flushall();
       await Promise.all(instances.map((i) => i.restart({ DATABASE_URL: database.url })));
+      await env.routable();
       env.db = createDb(database.url, { max: 4 });
       env.databaseUrl = database.url;
+    },
+    async routable() {
+      if (!balancer) return;
+      const deadline = Date.now() + 30_000;
+      while ((await fetch(`${balancer.url}/api/health`).catch(() => null))?.status !== 200) {
+        if (Date.now() > deadline) throw new Error("HAProxy routed to no live instance within 30 s");
+        await sleep(100);
+      }
     },
     async close() {
       await balancer?.stop();
@@ -780,6 +794,7 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
   // relay replays the outbox at start.
   await Promise.all([...env.instances, ...(env.crasher ? [env.crasher] : [])].map((i) => i.stop()));
   await Promise.all(env.instances.map((i) => i.restart()));
+  await env.routable();
   if (!(await until(async () => (await env.db.outboxEvent.count()) === 0, 30_000)))
     report.problems.push(`${await env.db.outboxEvent.count()} outbox entries still pending after 30 s`);
   log("quiesced");
