@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { inject } from "vitest";
 import { rng, testSeed } from "../testing/random.ts";
+import { replicationTerm } from "../testing/redis.ts";
 import { createRedis, isClusterTarget, type RedisClient } from "./client.ts";
 import { unreadScriptKeys, userKeys } from "./keys.ts";
 import type { ApplyPart } from "./scripts.ts";
@@ -316,15 +317,7 @@ function applyEvent(e: Event) {
 }
 
 describe("replication fencing (includes/fence.lua)", () => {
-  /** The replication id of the master serving the user's slot, read where the scripts run. */
-  const termOf = async (user: number) =>
-    String(
-      await redis.eval(
-        "return string.match(redis.call('INFO', 'replication'), 'master_replid:(%w+)')",
-        1,
-        userKeys(user, prefix).meta,
-      ),
-    );
+  const termOf = (user: number) => replicationTerm(redis, userKeys(user, prefix).meta);
 
   const onCluster = () => isClusterTarget(inject("redisTarget"));
 

@@ -109,6 +109,8 @@ export interface SimEnvironment {
    * every instance restarted on them. The first call after creating the environment has nothing to do.
    */
   freshRound(): Promise<void>;
+  /** FLUSHALL on the simulation's redis-server, or on every master of its cluster. */
+  flushall(): Promise<void>;
   /**
    * Resolves once the balancer (if any) routes to a live instance again: after every instance restarted, HAProxy
    * answers 503 until a health check (every second) has seen one back.
@@ -144,7 +146,6 @@ export async function createSimEnvironment(opts: {
     : null;
   const all = () => [...instances, ...(env.crasher ? [env.crasher] : [])];
   const redis = createRedis(target);
-  const flushall = () => (opts.cluster ? opts.cluster.flushall() : redis.flushall().then(() => undefined));
   let used = false;
   const env: SimEnvironment = {
     redis,
@@ -175,11 +176,15 @@ export async function createSimEnvironment(opts: {
       await database.drop();
       database = await createTestDatabase(opts.adminUrl);
       // This redis-server (or cluster) was started for the simulation alone.
-      await flushall();
+      await env.flushall();
       await Promise.all(instances.map((i) => i.restart({ DATABASE_URL: database.url })));
       await env.routable();
       env.db = createDb(database.url, { max: 4 });
       env.databaseUrl = database.url;
+    },
+    async flushall() {
+      if (opts.cluster) await opts.cluster.flushall();
+      else await redis.flushall();
     },
     async routable() {
       if (!balancer) return;
@@ -593,8 +598,7 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
   const runFault = async (i: number, op: Extract<Op, { kind: "fault" }>): Promise<string> => {
     if (op.fault === "flushall") {
       journal.dataLoss = true;
-      if (env.cluster) await env.cluster.flushall();
-      else await env.redis.flushall();
+      await env.flushall();
       return "done";
     }
     if (op.fault === "redis-restart") {
