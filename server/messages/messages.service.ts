@@ -1,10 +1,19 @@
 import { messageInclude, toMessageDTO } from "../contracts/dto.ts";
 import type { HistoryQuery, MessageDTO, SendInput, UserDTO } from "../contracts/index.ts";
 import { mentionedUserIds, parseMentions } from "../contracts/mentions.ts";
+import { groupCommit } from "../db/group-commit.ts";
 import type { Db } from "../db/prisma.ts";
 import { AppError } from "../errors.ts";
 
 export type MessageService = ReturnType<typeof createMessageService>;
+
+/** A stored message with what its fan-out needs; outboxId null for a retried send (completed by content). */
+export interface Sent {
+  message: MessageDTO;
+  memberIds: number[];
+  mentionedIds: number[];
+  outboxId: number | null;
+}
 
 /** A unique-key violation, as Prisma reports it for model queries (P2002) or raw ones (PostgreSQL 23505). */
 function isUniqueViolation(err: unknown): boolean {
@@ -50,67 +59,95 @@ export function createMessageService({ db }: { db: Db }) {
     return rows.map((m) => m.userId).sort((a, b) => a - b);
   }
 
-  /**
-   * The one statement that stores a message: it checks membership, takes the next seq (the row lock on the
-   * conversation orders concurrent sends), inserts the message, moves the sender's read cursor to it, records an
-   * outbox entry for the counters and reads the members (with their names and the conversation's kind, which
-   * the mention rule needs).
-   */
-  function storeMessage(tx: Pick<Db, "$queryRaw">, sender: UserDTO, input: SendInput) {
-    const { conversationId, clientMsgId, content } = input;
-    return tx.$queryRaw<
-      {
-        id: number;
-        seq: number;
-        createdAt: Date | string;
-        kind: "direct" | "group";
-        members: { id: number; name: string }[];
-        outboxId: number;
-      }[]
-    >`
-      WITH conv AS (
-        UPDATE "Conversation" SET "lastSeq" = "lastSeq" + 1
-        WHERE "id" = ${conversationId}
-          AND EXISTS (SELECT 1 FROM "Membership" WHERE "userId" = ${sender.id} AND "conversationId" = ${conversationId})
-        RETURNING "lastSeq", "kind"::text AS "kind"
-      ), msg AS (
-        INSERT INTO "Message" ("conversationId", "seq", "senderId", "clientMsgId", "content")
-        SELECT ${conversationId}, "lastSeq", ${sender.id}, ${clientMsgId}, ${content} FROM conv
-        RETURNING "id", "seq", "createdAt"
-      ), own_cursor AS (
-        UPDATE "Membership" SET "lastReadSeq" = GREATEST("lastReadSeq", conv."lastSeq") FROM conv
-        WHERE "userId" = ${sender.id} AND "conversationId" = ${conversationId}
-      ), outbox AS (
-        INSERT INTO "OutboxEvent" ("kind", "conversationId", "userId", "seq")
-        SELECT 'message'::"OutboxKind", ${conversationId}, ${sender.id}, "lastSeq" FROM conv
-        RETURNING "id"
-      )
-      SELECT msg."id", msg."seq", msg."createdAt", conv."kind", outbox."id" AS "outboxId",
-        (SELECT COALESCE(json_agg(json_build_object('id', u."id", 'name', u."name")), '[]'::json)
-         FROM "Membership" mb JOIN "User" u ON u."id" = mb."userId"
-         WHERE mb."conversationId" = ${conversationId}) AS "members"
-      FROM msg, conv, outbox`;
+  interface StoredRow {
+    status: "stored" | "duplicate" | "forbidden";
+    id: number;
+    seq: number;
+    createdAt: Date | string;
+    kind: "direct" | "group";
+    members: { id: number; name: string }[];
+    outboxId: number;
   }
 
   /**
-   * Stores a message durably with its mentions. Content without an `@` token (most messages) takes one statement,
-   * so one round trip and one implicit transaction. Content with one runs that statement and the Mention rows
-   * (resolved against the members it read, by the shared rule in contracts/mentions.ts) in one transaction, so a
-   * message is never stored without its mentions. A retry with the same (sender, clientMsgId) violates the unique
-   * key, rolls back whole, changes nothing, and returns the original with the mentions it was stored with.
+   * Stores messages with one call of `tally_send_messages` (prisma/migrations/20261125100000_send_messages): for
+   * each, in the order given, membership checked, the next seq (the conversation's row lock orders concurrent
+   * sends), the message, the sender's read cursor moved to it and an outbox entry for the counters, answered with
+   * the members (names and the conversation's kind, which the mention rule needs); or `duplicate` / `forbidden`
+   * with nothing written.
    */
-  async function send(
-    sender: UserDTO,
-    input: SendInput,
-  ): Promise<{ message: MessageDTO; memberIds: number[]; mentionedIds: number[]; outboxId: number | null }> {
+  function storeMessages(tx: Pick<Db, "$queryRaw">, items: { sender: UserDTO; input: SendInput }[]) {
+    return tx.$queryRaw<StoredRow[]>`
+      SELECT r_status AS "status", r_id AS "id", r_seq AS "seq", r_created_at AS "createdAt", r_kind AS "kind",
+        r_outbox_id AS "outboxId", r_members AS "members"
+      FROM tally_send_messages(
+        ${items.map((m) => m.input.conversationId)}::int[],
+        ${items.map((m) => m.sender.id)}::int[],
+        ${items.map((m) => m.input.clientMsgId)}::text[],
+        ${items.map((m) => m.input.content)}::text[])
+      ORDER BY r_idx`;
+  }
+
+  /**
+   * Sends without mentions (most of them) are stored in groups (db/group-commit.ts): those that arrive while
+   * earlier groups are in the database share one statement, one transaction and one WAL flush. Sorted by
+   * conversation, so two instances' groups lock conversations in one order. If the group fails as a whole (a
+   * concurrent send with the same clientMsgId), each message is stored again on its own and answers for itself.
+   */
+  const storeGrouped = groupCommit<{ sender: UserDTO; input: SendInput }, StoredRow>(
+    async (items) => {
+      const order = [...items.keys()].sort(
+        (a, b) => items[a]!.input.conversationId - items[b]!.input.conversationId || a - b,
+      );
+      const settled = new Array<PromiseSettledResult<StoredRow>>(items.length);
+      try {
+        const rows = await storeMessages(
+          db,
+          order.map((i) => items[i]!),
+        );
+        order.forEach((i, at) => {
+          const row = rows[at];
+          settled[i] = row
+            ? { status: "fulfilled", value: row }
+            : { status: "rejected", reason: new Error("tally_send_messages answered too few rows") };
+        });
+        return settled;
+      } catch (err) {
+        if (items.length === 1) throw err;
+        // One after another in the same order, so call order stays seq order within a conversation.
+        for (const i of order) {
+          try {
+            const [row] = await storeMessages(db, [items[i]!]);
+            settled[i] = row
+              ? { status: "fulfilled", value: row }
+              : { status: "rejected", reason: new Error("tally_send_messages answered no row") };
+          } catch (reason) {
+            settled[i] = { status: "rejected", reason };
+          }
+        }
+        return settled;
+      }
+    },
+    { maxInFlight: 2, maxBatch: 64 },
+  );
+
+  /**
+   * Stores a message durably with its mentions. Content without an `@` token (most messages) is stored in a group
+   * with the sends around it (one statement and one implicit transaction for the group). Content with one is stored
+   * alone, with the Mention rows (resolved against the members it read, by the shared rule in contracts/mentions.ts)
+   * in one transaction, so a message is never stored without its mentions. A retry with the same (sender,
+   * clientMsgId) writes nothing and returns the original with the mentions it was stored with (also when the two
+   * attempts race: the unique key then refuses the second).
+   */
+  async function send(sender: UserDTO, input: SendInput): Promise<Sent> {
     const { conversationId, clientMsgId, content } = input;
     const tokens = parseMentions(content);
     const mayMention = tokens.all || tokens.names.length > 0;
     try {
       const { row, mentionedIds } = await (mayMention
         ? db.$transaction(async (tx) => {
-            const [row] = await storeMessage(tx, sender, input);
-            if (!row) return { row, mentionedIds: [] };
+            const [row] = await storeMessages(tx, [{ sender, input }]);
+            if (row?.status !== "stored") return { row, mentionedIds: [] };
             const ids = mentionedUserIds(content, row.members, sender.id, row.kind);
             if (ids.length > 0) {
               await tx.$executeRaw`
@@ -119,8 +156,10 @@ export function createMessageService({ db }: { db: Db }) {
             }
             return { row, mentionedIds: ids };
           })
-        : storeMessage(db, sender, input).then(([row]) => ({ row, mentionedIds: [] as number[] })));
-      if (!row) throw new AppError("forbidden", "You are not a member of this conversation.");
+        : storeGrouped({ sender, input }).then((row) => ({ row, mentionedIds: [] as number[] })));
+      const resent = row?.status === "duplicate" ? await resend(sender, input) : null;
+      if (resent) return resent;
+      if (row?.status !== "stored") throw new AppError("forbidden", "You are not a member of this conversation.");
       const message: MessageDTO = {
         id: row.id,
         conversationId,
@@ -134,17 +173,24 @@ export function createMessageService({ db }: { db: Db }) {
       return { message, memberIds: row.members.map((m) => Number(m.id)), mentionedIds, outboxId: row.outboxId };
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
-      const original = await findBySender(sender.id, clientMsgId);
-      if (!original) throw err;
-      await assertMember(sender.id, conversationId);
-      const message = sameSend(original, input);
-      const [members, mentioned] = await Promise.all([
-        memberIds(conversationId),
-        mentionsOf(conversationId, message.seq),
-      ]);
-      // The first attempt's entry id is not known here: deliver completes it by content.
-      return { message, memberIds: members, mentionedIds: mentioned, outboxId: null };
+      const resent = await resend(sender, input);
+      if (!resent) throw err;
+      return resent;
     }
+  }
+
+  /** A retried send (its clientMsgId is stored already): the original, with the members and mentions it has. */
+  async function resend(sender: UserDTO, input: SendInput): Promise<Sent | null> {
+    const original = await findBySender(sender.id, input.clientMsgId);
+    if (!original) return null;
+    await assertMember(sender.id, input.conversationId);
+    const message = sameSend(original, input);
+    const [members, mentioned] = await Promise.all([
+      memberIds(input.conversationId),
+      mentionsOf(input.conversationId, message.seq),
+    ]);
+    // The first attempt's entry id is not known here: deliver completes it by content.
+    return { message, memberIds: members, mentionedIds: mentioned, outboxId: null };
   }
 
   /** A page of history, ascending by seq: the newest `limit` before `before`, or the oldest after `after`. */

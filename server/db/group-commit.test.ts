@@ -1,0 +1,106 @@
+import { describe, expect, it } from "vitest";
+import { groupCommit } from "./group-commit.ts";
+
+/** A `run` whose batches the test answers by hand, recording what each batch held. */
+function controlledRun() {
+  const batches: {
+    items: number[];
+    answer: (outcomes?: PromiseSettledResult<string>[]) => void;
+    fail: (err: unknown) => void;
+  }[] = [];
+  const run = (items: number[]) =>
+    new Promise<PromiseSettledResult<string>[]>((resolve, reject) => {
+      batches.push({
+        items,
+        answer: (outcomes) =>
+          resolve(outcomes ?? items.map((i) => ({ status: "fulfilled" as const, value: `stored ${i}` }))),
+        fail: reject,
+      });
+    });
+  return { batches, run };
+}
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe("groupCommit", () => {
+  it("sends the calls of one turn as one batch", async () => {
+    const { batches, run } = controlledRun();
+    const store = groupCommit(run, { maxInFlight: 2, maxBatch: 10 });
+    const answers = [store(1), store(2), store(3)];
+    await turn();
+    expect(batches.map((b) => b.items)).toEqual([[1, 2, 3]]);
+    batches[0]!.answer();
+    await expect(Promise.all(answers)).resolves.toEqual(["stored 1", "stored 2", "stored 3"]);
+  });
+
+  it("queues calls while maxInFlight batches are out and sends them together when one returns", async () => {
+    const { batches, run } = controlledRun();
+    const store = groupCommit(run, { maxInFlight: 1, maxBatch: 10 });
+    const first = store(1);
+    await turn();
+    const later = [store(2), store(3)];
+    await turn();
+    const last = store(4);
+    await turn();
+    expect(batches.map((b) => b.items)).toEqual([[1]]); // 2, 3 and 4 wait for the batch in flight
+    batches[0]!.answer();
+    await expect(first).resolves.toBe("stored 1");
+    await turn();
+    expect(batches.map((b) => b.items)).toEqual([[1], [2, 3, 4]]);
+    batches[1]!.answer();
+    await expect(Promise.all([...later, last])).resolves.toEqual(["stored 2", "stored 3", "stored 4"]);
+  });
+
+  it("splits a queue longer than maxBatch, up to maxInFlight batches at once", async () => {
+    const { batches, run } = controlledRun();
+    const store = groupCommit(run, { maxInFlight: 2, maxBatch: 2 });
+    const answers = [1, 2, 3, 4, 5].map((i) => store(i));
+    await turn();
+    expect(batches.map((b) => b.items)).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
+    batches[1]!.answer();
+    await turn(); // the answer frees a place…
+    await turn(); // …and the next turn sends what waits
+    expect(batches.map((b) => b.items)).toEqual([[1, 2], [3, 4], [5]]);
+    batches[0]!.answer();
+    batches[2]!.answer();
+    await expect(Promise.all(answers)).resolves.toEqual([1, 2, 3, 4, 5].map((i) => `stored ${i}`));
+  });
+
+  it("answers each call with its own outcome, and rejects every call of a batch that failed as a whole", async () => {
+    const { batches, run } = controlledRun();
+    const store = groupCommit(run, { maxInFlight: 1, maxBatch: 10 });
+    const [a, b] = [store(1), store(2)];
+    await turn();
+    batches[0]!.answer([
+      { status: "fulfilled", value: "stored 1" },
+      { status: "rejected", reason: new Error("not a member") },
+    ]);
+    await expect(a).resolves.toBe("stored 1");
+    await expect(b).rejects.toThrow("not a member");
+
+    const [c, d] = [store(3), store(4)];
+    await turn();
+    batches[1]!.fail(new Error("database unreachable"));
+    await expect(c).rejects.toThrow("database unreachable");
+    await expect(d).rejects.toThrow("database unreachable");
+
+    // A failed batch frees its place: the next call goes out.
+    const e = store(5);
+    await turn();
+    batches[2]!.answer();
+    await expect(e).resolves.toBe("stored 5");
+  });
+
+  it("rejects a run that answers fewer outcomes than items, for the items left without one", async () => {
+    const { batches, run } = controlledRun();
+    const store = groupCommit(run, { maxInFlight: 1, maxBatch: 10 });
+    const [a, b] = [store(1), store(2)];
+    await turn();
+    batches[0]!.answer([{ status: "fulfilled", value: "stored 1" }]);
+    await expect(a).resolves.toBe("stored 1");
+    await expect(b).rejects.toThrow("no outcome for item 1");
+  });
+});

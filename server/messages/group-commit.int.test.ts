@@ -1,0 +1,120 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { SendInput, UserDTO } from "../contracts/index.ts";
+import { startHarness, type Harness } from "../testing/harness.ts";
+import { testApi } from "../testing/api.ts";
+import { createMessageService } from "./messages.service.ts";
+
+// The send path stores the sends of one turn (and those that wait for a batch in flight) with one call of
+// tally_send_messages: one transaction for all of them. These tests drive the service on the real database.
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness(1);
+});
+afterAll(() => h.close());
+
+const { user, create } = testApi(() => h);
+
+async function pair(): Promise<{ a: UserDTO; b: UserDTO; conversationId: number }> {
+  const [a, b] = [await user("gca"), await user("gcb")];
+  const conversation = await create(a.token, [b.user.name]);
+  return { a: a.user, b: b.user, conversationId: conversation.id };
+}
+
+const input = (conversationId: number, content = "hi", clientMsgId: string = randomUUID()): SendInput => ({
+  conversationId,
+  clientMsgId,
+  content,
+});
+
+describe("group commit of sends", () => {
+  it("stores the sends of one turn in one transaction, each conversation's seqs in call order without gaps", async () => {
+    const messages = createMessageService({ db: h.db });
+    const pairs = [await pair(), await pair(), await pair(), await pair()];
+    const calls = Array.from({ length: 40 }, (_, i) => {
+      const p = pairs[i % 4]!;
+      return { sender: i % 3 === 0 ? p.b : p.a, input: input(p.conversationId, `m${i}`) };
+    });
+    const sent = await Promise.all(calls.map((c) => messages.send(c.sender, c.input)));
+
+    for (const p of pairs) {
+      const mine = sent.filter((s) => s.message.conversationId === p.conversationId);
+      // Call order within a conversation is seq order: m0, m4, m8… get 1, 2, 3…
+      expect(mine.map((s) => s.message.seq)).toEqual(mine.map((_, k) => k + 1));
+      expect(mine.map((s) => s.message.content)).toEqual(
+        calls.filter((c) => c.input.conversationId === p.conversationId).map((c) => c.input.content),
+      );
+      const stored = await h.db.message.findMany({
+        where: { conversationId: p.conversationId },
+        orderBy: { seq: "asc" },
+      });
+      expect(stored.map((m) => [m.seq, m.content])).toEqual(mine.map((s) => [s.message.seq, s.message.content]));
+      const conv = await h.db.conversation.findUniqueOrThrow({ where: { id: p.conversationId } });
+      expect(conv.lastSeq).toBe(10);
+      // Each sender's cursor is at their own newest message.
+      for (const u of [p.a, p.b]) {
+        const own = mine.filter((s) => s.message.senderId === u.id).map((s) => s.message.seq);
+        const membership = await h.db.membership.findUniqueOrThrow({
+          where: { userId_conversationId: { userId: u.id, conversationId: p.conversationId } },
+        });
+        expect(membership.lastReadSeq).toBe(Math.max(...own));
+      }
+      expect(mine.every((s) => s.memberIds.sort().join() === [p.a.id, p.b.id].sort().join())).toBe(true);
+    }
+    // One outbox entry per message, with the id the fan-out completes.
+    const entries = await h.db.outboxEvent.findMany({ where: { id: { in: sent.map((s) => s.outboxId!) } } });
+    expect(entries).toHaveLength(40);
+    // One transaction: now() is the same for every row it wrote.
+    expect(new Set(sent.map((s) => s.message.createdAt)).size).toBe(1);
+  });
+
+  it("answers each send of a group for itself: a stranger is refused and a retry gets its original, writing nothing", async () => {
+    const messages = createMessageService({ db: h.db });
+    const p = await pair();
+    const stranger = (await user("gcs")).user;
+    const first = await messages.send(p.a, input(p.conversationId, "first", "retry-1"));
+    const [retried, refused, fresh, twiceA, twiceB] = await Promise.allSettled([
+      messages.send(p.a, input(p.conversationId, "first", "retry-1")),
+      messages.send(stranger, input(p.conversationId, "let me in")),
+      messages.send(p.b, input(p.conversationId, "second")),
+      messages.send(p.a, input(p.conversationId, "same id twice", "twice-1")),
+      messages.send(p.a, input(p.conversationId, "same id twice", "twice-1")),
+    ]);
+    expect(retried).toMatchObject({ status: "fulfilled", value: { message: { id: first.message.id, seq: 1 } } });
+    expect(refused).toMatchObject({ status: "rejected", reason: { code: "forbidden" } });
+    expect(fresh).toMatchObject({ status: "fulfilled", value: { message: { seq: 2, content: "second" } } });
+    // The same clientMsgId twice in one group: stored once, both answers name that message.
+    expect(twiceA).toMatchObject({ status: "fulfilled", value: { message: { seq: 3 } } });
+    expect(twiceB).toMatchObject({ status: "fulfilled", value: { message: { seq: 3 } } });
+    const stored = await h.db.message.findMany({
+      where: { conversationId: p.conversationId },
+      orderBy: { seq: "asc" },
+    });
+    expect(stored.map((m) => m.content)).toEqual(["first", "second", "same id twice"]);
+    expect((await h.db.conversation.findUniqueOrThrow({ where: { id: p.conversationId } })).lastSeq).toBe(3);
+    expect(await h.db.message.count({ where: { senderId: stranger.id } })).toBe(0);
+  });
+
+  it("stores each message on its own when the group fails as a whole: only the bad one fails", async () => {
+    const messages = createMessageService({ db: h.db });
+    const p = await pair();
+    // PostgreSQL refuses a NUL in text (the socket edge refuses it earlier): the group's statement fails whole.
+    const [good1, bad, good2] = await Promise.allSettled([
+      messages.send(p.a, input(p.conversationId, "before")),
+      messages.send(p.a, input(p.conversationId, "nul \u0000 byte")),
+      messages.send(p.b, input(p.conversationId, "after")),
+    ]);
+    expect(bad.status).toBe("rejected");
+    expect(good1).toMatchObject({ status: "fulfilled", value: { message: { content: "before" } } });
+    expect(good2).toMatchObject({ status: "fulfilled", value: { message: { content: "after" } } });
+    const stored = await h.db.message.findMany({
+      where: { conversationId: p.conversationId },
+      orderBy: { seq: "asc" },
+    });
+    expect(stored.map((m) => [m.seq, m.content])).toEqual([
+      [1, "before"],
+      [2, "after"],
+    ]);
+    expect((await h.db.conversation.findUniqueOrThrow({ where: { id: p.conversationId } })).lastSeq).toBe(2);
+  });
+});
