@@ -1,10 +1,28 @@
 import { PrismaPg } from "@prisma/adapter-pg";
+import pg from "pg";
 import { PrismaClient } from "./generated/client.ts";
 
 export type Db = PrismaClient;
 
-/** The one way Tally opens its database: Prisma 7 over the node-postgres driver adapter. */
+const pools = new WeakMap<Db, pg.Pool>();
+
+/**
+ * The one way Tally opens its database: Prisma 7 over the node-postgres driver adapter, on a pool Tally makes
+ * itself so the send path's one hot statement can use it directly (`poolOf`). Prisma ends the pool with the client.
+ */
 export function createDb(databaseUrl: string, options: { max?: number } = {}): Db {
-  const adapter = new PrismaPg({ connectionString: databaseUrl, max: options.max ?? 10 });
-  return new PrismaClient({ adapter });
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.max ?? 10 });
+  const db = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
+  pools.set(db, pool);
+  return db;
+}
+
+/**
+ * The node-postgres pool under `db`, for statements on the send path where Prisma's query layer costs more than
+ * the statement (a named prepared statement through `pg` directly: docs/benchmarks.md, "Where the time went").
+ */
+export function poolOf(db: Db): pg.Pool {
+  const pool = pools.get(db);
+  if (!pool) throw new Error("poolOf: this client was not made by createDb");
+  return pool;
 }

@@ -37,6 +37,7 @@ const { values: args } = parseArgs({
     only: { type: "string" },
     sockets: { type: "string", default: "10000" },
     rates: { type: "string" },
+    seconds: { type: "string" },
   },
 });
 const quick = args.quick ?? false;
@@ -46,6 +47,11 @@ const e2eRates = args.rates?.split(",").map((r) => {
   if (!Number.isInteger(n) || n <= 0) throw new Error(`--rates takes whole numbers of messages per second, not '${r}'`);
   return n;
 });
+/** `--seconds 8`: how long the end-to-end part offers each rate (longer windows, steadier figures). */
+const e2eSeconds = args.seconds === undefined ? undefined : Number(args.seconds);
+if (e2eSeconds !== undefined && !(e2eSeconds > 0 && e2eSeconds <= 600)) {
+  throw new Error(`--seconds takes a number of seconds (0 < s <= 600), not '${args.seconds}'`);
+}
 const only = new Set((args.only ?? "strategies,ceiling,big-user,cluster,e2e,fanout,sync-abuse").split(","));
 
 interface Scenario {
@@ -330,7 +336,7 @@ async function main(): Promise<void> {
             ],
             modes: LOAD_MODES,
             rates: e2eRates ?? (quick ? [100, 300, 1000] : [100, 300, 600, 1000, 1500]),
-            seconds: quick ? 2 : 4,
+            seconds: e2eSeconds ?? (quick ? 2 : 4),
             log,
           });
           report.endToEnd = { ...e2e, cpuTarget: E2E_CPU_TARGET };

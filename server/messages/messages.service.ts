@@ -2,7 +2,7 @@ import { messageInclude, toMessageDTO } from "../contracts/dto.ts";
 import type { HistoryQuery, MessageDTO, SendInput, UserDTO } from "../contracts/index.ts";
 import { mentionedUserIds, parseMentions } from "../contracts/mentions.ts";
 import { groupCommit } from "../db/group-commit.ts";
-import type { Db } from "../db/prisma.ts";
+import { poolOf, type Db } from "../db/prisma.ts";
 import { AppError } from "../errors.ts";
 
 export type MessageService = ReturnType<typeof createMessageService>;
@@ -25,6 +25,7 @@ function isUniqueViolation(err: unknown): boolean {
 }
 
 export function createMessageService({ db }: { db: Db }) {
+  const pool = poolOf(db);
   /** Members only; anyone else (or a conversation that does not exist) gets the same `forbidden`. */
   async function assertMember(userId: number, conversationId: number): Promise<void> {
     const membership = await db.membership.findUnique({
@@ -69,23 +70,41 @@ export function createMessageService({ db }: { db: Db }) {
     outboxId: number;
   }
 
+  /** `tally_send_messages`' answer for one message, in the order given. */
+  const SEND_MESSAGES = `
+    SELECT r_status AS "status", r_id AS "id", r_seq AS "seq", r_created_at AT TIME ZONE 'UTC' AS "createdAt",
+      r_kind AS "kind", r_outbox_id AS "outboxId", r_members AS "members"
+    FROM tally_send_messages($1::int[], $2::int[], $3::text[], $4::text[])
+    ORDER BY r_idx`;
+
+  function sendArgs(items: { sender: UserDTO; input: SendInput }[]) {
+    return [
+      items.map((m) => m.input.conversationId),
+      items.map((m) => m.sender.id),
+      items.map((m) => m.input.clientMsgId),
+      items.map((m) => m.input.content),
+    ];
+  }
+
   /**
    * Stores messages with one call of `tally_send_messages` (prisma/migrations/20261125100000_send_messages): for
    * each, in the order given, membership checked, the next seq (the conversation's row lock orders concurrent
    * sends), the message, the sender's read cursor moved to it and an outbox entry for the counters, answered with
    * the members (names and the conversation's kind, which the mention rule needs); or `duplicate` / `forbidden`
-   * with nothing written.
+   * with nothing written. Outside a transaction it runs as a named prepared statement on the pool under Prisma
+   * (planned once per connection, none of Prisma's per-query work: the send path's hottest statement).
    */
-  function storeMessages(tx: Pick<Db, "$queryRaw">, items: { sender: UserDTO; input: SendInput }[]) {
-    return tx.$queryRaw<StoredRow[]>`
-      SELECT r_status AS "status", r_id AS "id", r_seq AS "seq", r_created_at AS "createdAt", r_kind AS "kind",
-        r_outbox_id AS "outboxId", r_members AS "members"
-      FROM tally_send_messages(
-        ${items.map((m) => m.input.conversationId)}::int[],
-        ${items.map((m) => m.sender.id)}::int[],
-        ${items.map((m) => m.input.clientMsgId)}::text[],
-        ${items.map((m) => m.input.content)}::text[])
-      ORDER BY r_idx`;
+  async function storeMessages(
+    items: { sender: UserDTO; input: SendInput }[],
+    tx?: Pick<Db, "$queryRawUnsafe">,
+  ): Promise<StoredRow[]> {
+    if (tx) return tx.$queryRawUnsafe<StoredRow[]>(SEND_MESSAGES, ...sendArgs(items));
+    const { rows } = await pool.query<StoredRow>({
+      name: "tally_send_messages",
+      text: SEND_MESSAGES,
+      values: sendArgs(items),
+    });
+    return rows;
   }
 
   /**
@@ -101,10 +120,7 @@ export function createMessageService({ db }: { db: Db }) {
       );
       const settled = new Array<PromiseSettledResult<StoredRow>>(items.length);
       try {
-        const rows = await storeMessages(
-          db,
-          order.map((i) => items[i]!),
-        );
+        const rows = await storeMessages(order.map((i) => items[i]!));
         order.forEach((i, at) => {
           const row = rows[at];
           settled[i] = row
@@ -117,7 +133,7 @@ export function createMessageService({ db }: { db: Db }) {
         // One after another in the same order, so call order stays seq order within a conversation.
         for (const i of order) {
           try {
-            const [row] = await storeMessages(db, [items[i]!]);
+            const [row] = await storeMessages([items[i]!]);
             settled[i] = row
               ? { status: "fulfilled", value: row }
               : { status: "rejected", reason: new Error("tally_send_messages answered no row") };
@@ -128,7 +144,7 @@ export function createMessageService({ db }: { db: Db }) {
         return settled;
       }
     },
-    { maxInFlight: 2, maxBatch: 64 },
+    { maxInFlight: 1, maxBatch: 64 },
   );
 
   /**
@@ -146,7 +162,7 @@ export function createMessageService({ db }: { db: Db }) {
     try {
       const { row, mentionedIds } = await (mayMention
         ? db.$transaction(async (tx) => {
-            const [row] = await storeMessages(tx, [{ sender, input }]);
+            const [row] = await storeMessages([{ sender, input }], tx);
             if (row?.status !== "stored") return { row, mentionedIds: [] };
             const ids = mentionedUserIds(content, row.members, sender.id, row.kind);
             if (ids.length > 0) {

@@ -1,4 +1,4 @@
-import type { Db } from "../db/prisma.ts";
+import { poolOf, type Db } from "../db/prisma.ts";
 import type { Logger } from "../log.ts";
 
 export type OutboxKind = "message" | "read" | "remove" | "state";
@@ -25,8 +25,15 @@ export function createOutbox(db: Db, log?: Logger) {
   let scheduled = false;
   let done: Promise<void> = Promise.resolve();
 
+  const pool = poolOf(db);
+
+  /** On the pool under Prisma, as a named prepared statement: it runs after every send (db/prisma.ts, poolOf). */
   async function deleteIds(ids: number[]): Promise<void> {
-    await db.$executeRaw`DELETE FROM "OutboxEvent" WHERE "id" = ANY(${ids}::int[])`;
+    await pool.query({
+      name: "tally_outbox_complete",
+      text: `DELETE FROM "OutboxEvent" WHERE "id" = ANY($1::int[])`,
+      values: [ids],
+    });
   }
 
   return {

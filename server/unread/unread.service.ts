@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { UnreadState, UnreadUpdate } from "../contracts/index.ts";
 import type { Db } from "../db/prisma.ts";
-import { groupByNode, type RedisClient } from "../redis/client.ts";
+import type { RedisClient } from "../redis/client.ts";
 import { unreadScriptKeys } from "../redis/keys.ts";
 import type { ApplyPart, ApplyReply, InspectReply, RebuildReply } from "../redis/scripts.ts";
 
@@ -291,30 +291,20 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
     return { userId, update: result.update, changed: result.changed || rebuilt[3] !== "unchanged" };
   }
 
-  /** Applies many events in one pipeline (a message fans out to every member). */
+  /**
+   * Applies many events (a message fans out to every member). Each call goes out through the connection's
+   * auto-pipelining, so the events of one turn (every member of this message, and of every message stored in the
+   * same group) leave in one write per node. An error (missing state, or MOVED for a slot resharded since the last
+   * refresh) is retried on its own.
+   */
   async function applyMany(events: UnreadEvent[]): Promise<AppliedEvent[]> {
-    if (events.length === 0) return [];
-    if (events.length === 1) return [await applyOne(events[0]!)];
-    // One pipeline per node on a cluster (a cluster pipeline cannot span nodes), one in all on a single server.
-    const applied: AppliedEvent[] = new Array<AppliedEvent>(events.length);
-    const groups = groupByNode(redis, [...events.keys()], (i) => unreadScriptKeys(events[i]!.userId, prefix)[0]);
-    await Promise.all(
-      groups.map(async (group) => {
-        const pipeline = redis.pipeline();
-        for (const i of group) pipeline.tallyApply(...applyArgs(events[i]!));
-        const replies = (await pipeline.exec()) ?? [];
-        // An error (missing state, or MOVED for a slot resharded since the last refresh) is retried on its own.
-        await Promise.all(
-          group.map(async (i, at) => {
-            const event = events[i]!;
-            const [err, reply] = replies[at] ?? [new Error("missing pipeline reply"), null];
-            const result = err ? null : toUpdate(event.conversationId, reply as ApplyReply);
-            applied[i] = result ? { userId: event.userId, ...result } : await applyOne(event);
-          }),
-        );
+    return Promise.all(
+      events.map(async (event) => {
+        const reply = await redis.tallyApply(...applyArgs(event)).catch(() => null);
+        const result = reply === null ? null : toUpdate(event.conversationId, reply);
+        return result ? { userId: event.userId, ...result } : applyOne(event);
       }),
     );
-    return applied;
   }
 
   async function snapshot(userId: number): Promise<UnreadCounts> {
