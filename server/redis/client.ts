@@ -86,19 +86,16 @@ function logErrors<T extends RedisClient>(redis: T, role: string): T {
 }
 
 /**
- * Commands issued in the same turn of the event loop (the sends, reads and pushes of concurrent users) go out
- * as one write per connection (ioredis' auto-pipelining): fewer system calls and round trips under load, the
- * same order per connection, and no change when traffic is light.
+ * A command connection with Tally's scripts defined. Without ioredis' auto-pipelining: it builds a Pipeline object
+ * per turn of the event loop (copying every defined script onto it), which on the send path cost more CPU than the
+ * writes it saved (docs/benchmarks.md, "Where the time went").
  */
-const AUTO_PIPELINING = { enableAutoPipelining: true } as const;
-
-/** A command connection with Tally's scripts defined. */
 export function createRedis(target: RedisTarget | string, options: RedisOptions = {}): RedisClient {
   const t = redisTarget(target);
   const redisOptions: RedisOptions = { maxRetriesPerRequest: 2, ...options };
   const client: RedisClient = isClusterTarget(t)
-    ? new Cluster(seedNodes(t.clusterNodes), { ...CLUSTER_OPTIONS, ...AUTO_PIPELINING, redisOptions })
-    : new Redis(t.url, { ...AUTO_PIPELINING, ...redisOptions });
+    ? new Cluster(seedNodes(t.clusterNodes), { ...CLUSTER_OPTIONS, redisOptions })
+    : new Redis(t.url, redisOptions);
   defineScripts(client);
   return logErrors(client, "commands");
 }
@@ -119,11 +116,10 @@ export function createAdapterClients(target: RedisTarget | string): AdapterClien
   const t = redisTarget(target);
   if (isClusterTarget(t)) {
     const options: ClusterOptions = { ...CLUSTER_OPTIONS, shardedSubscribers: true, redisOptions: { protocol: 2 } };
-    const pub = logErrors(new Cluster(seedNodes(t.clusterNodes), { ...options, ...AUTO_PIPELINING }), "adapter-pub");
+    const pub = logErrors(new Cluster(seedNodes(t.clusterNodes), options), "adapter-pub");
     return { pub, sub: logErrors(new Cluster(seedNodes(t.clusterNodes), options), "adapter-sub"), sharded: true };
   }
-  // Only the publisher pipelines: a subscriber connection takes no ordinary commands.
-  const pub = logErrors(new Redis(t.url, { protocol: 2, ...AUTO_PIPELINING }), "adapter-pub");
+  const pub = logErrors(new Redis(t.url, { protocol: 2 }), "adapter-pub");
   return { pub, sub: logErrors(new Redis(t.url, { protocol: 2 }), "adapter-sub"), sharded: false };
 }
 

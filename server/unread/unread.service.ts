@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { UnreadState, UnreadUpdate } from "../contracts/index.ts";
 import type { Db } from "../db/prisma.ts";
-import type { RedisClient } from "../redis/client.ts";
+import { groupByNode, type RedisClient } from "../redis/client.ts";
 import { unreadScriptKeys } from "../redis/keys.ts";
 import type { ApplyPart, ApplyReply, InspectReply, RebuildReply } from "../redis/scripts.ts";
 
@@ -102,6 +102,9 @@ export interface UnreadServiceDeps {
  * memberships afresh, so a day is far beyond any. Reconciliation deletes older departures.
  */
 export const DEPARTURE_MEMORY_MS = 24 * 60 * 60 * 1000;
+
+/** applyMany sends fewer events than this as calls of their own, more in a pipeline (docs/benchmarks.md). */
+const PIPELINE_FROM = 16;
 
 /** Epochs only need to differ from every earlier epoch of the same user. */
 export function newEpoch(): string {
@@ -292,19 +295,41 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
   }
 
   /**
-   * Applies many events (a message fans out to every member). Each call goes out through the connection's
-   * auto-pipelining, so the events of one turn (every member of this message, and of every message stored in the
-   * same group) leave in one write per node. An error (missing state, or MOVED for a slot resharded since the last
-   * refresh) is retried on its own.
+   * Applies many events (a message fans out to every member). A few (a direct conversation, a small group) go as
+   * calls of their own: an ioredis pipeline object costs more CPU to build than a few writes. Many go in one
+   * pipeline per node. An error (missing state, or MOVED for a slot resharded since the last refresh) is retried on
+   * its own.
    */
   async function applyMany(events: UnreadEvent[]): Promise<AppliedEvent[]> {
-    return Promise.all(
-      events.map(async (event) => {
-        const reply = await redis.tallyApply(...applyArgs(event)).catch(() => null);
-        const result = reply === null ? null : toUpdate(event.conversationId, reply);
-        return result ? { userId: event.userId, ...result } : applyOne(event);
+    if (events.length < PIPELINE_FROM) {
+      return Promise.all(
+        events.map(async (event) => {
+          const reply = await redis.tallyApply(...applyArgs(event)).catch(() => null);
+          const result = reply === null ? null : toUpdate(event.conversationId, reply);
+          return result ? { userId: event.userId, ...result } : applyOne(event);
+        }),
+      );
+    }
+    // One pipeline per node on a cluster (a cluster pipeline cannot span nodes), one in all on a single server.
+    const applied: AppliedEvent[] = new Array<AppliedEvent>(events.length);
+    const groups = groupByNode(redis, [...events.keys()], (i) => unreadScriptKeys(events[i]!.userId, prefix)[0]);
+    await Promise.all(
+      groups.map(async (group) => {
+        const pipeline = redis.pipeline();
+        for (const i of group) pipeline.tallyApply(...applyArgs(events[i]!));
+        const replies = (await pipeline.exec()) ?? [];
+        // An error (missing state, or MOVED for a slot resharded since the last refresh) is retried on its own.
+        await Promise.all(
+          group.map(async (i, at) => {
+            const event = events[i]!;
+            const [err, reply] = replies[at] ?? [new Error("missing pipeline reply"), null];
+            const result = err ? null : toUpdate(event.conversationId, reply as ApplyReply);
+            applied[i] = result ? { userId: event.userId, ...result } : await applyOne(event);
+          }),
+        );
       }),
     );
+    return applied;
   }
 
   async function snapshot(userId: number): Promise<UnreadCounts> {
