@@ -120,7 +120,7 @@ export function createApp({
   const reads = createReadService({ db, unread, notifier, outbox });
   const states = createStateService({ db, unread, notifier, outbox });
   const fanout = createMessageFanout({ db, unread, notifier, outbox, log, observe });
-  const messages = createMessageService({ db });
+  const messages = createMessageService({ db, outbox });
   const conversations = createConversationService({ db });
   const removal = createRemoval({ unread, notifier, outbox, log });
   const relay = createRelay({

@@ -117,4 +117,30 @@ describe("group commit of sends", () => {
     ]);
     expect((await h.db.conversation.findUniqueOrThrow({ where: { id: p.conversationId } })).lastSeq).toBe(2);
   });
+
+  it("deletes the outbox entries completed since the last group in the group's own statement, and gives them back if it fails", async () => {
+    const p = await pair();
+    const done = await h.db.outboxEvent.create({
+      data: { kind: "message", conversationId: p.conversationId, userId: p.a.id, seq: 99 },
+    });
+    const givenBack: number[][] = [];
+    let queued = [done.id];
+    const outbox = {
+      take: () => [queued, (queued = [])][0]!,
+      completeSoon: (ids: number[]) => void givenBack.push(ids),
+    };
+    const messages = createMessageService({ db: h.db, outbox });
+
+    // A statement that fails (PostgreSQL refuses a NUL in text) gives the ids back and deletes nothing.
+    await expect(messages.send(p.a, input(p.conversationId, "nul \u0000 byte"))).rejects.toThrow();
+    expect(givenBack).toEqual([[done.id]]);
+    expect(await h.db.outboxEvent.count({ where: { id: done.id } })).toBe(1);
+
+    queued = [done.id];
+    const sent = await messages.send(p.a, input(p.conversationId, "carries the completion"));
+    expect(queued).toEqual([]);
+    expect(await h.db.outboxEvent.count({ where: { id: done.id } })).toBe(0);
+    // Its own entry stays until its counters are applied.
+    expect(await h.db.outboxEvent.count({ where: { id: sent.outboxId! } })).toBe(1);
+  });
 });

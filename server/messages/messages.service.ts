@@ -4,6 +4,7 @@ import { mentionedUserIds, parseMentions } from "../contracts/mentions.ts";
 import { groupCommit } from "../db/group-commit.ts";
 import { poolOf, type Db } from "../db/prisma.ts";
 import { AppError } from "../errors.ts";
+import type { Outbox } from "../outbox/outbox.ts";
 
 export type MessageService = ReturnType<typeof createMessageService>;
 
@@ -24,7 +25,7 @@ function isUniqueViolation(err: unknown): boolean {
   return e.cause !== undefined && e.cause !== err && isUniqueViolation(e.cause);
 }
 
-export function createMessageService({ db }: { db: Db }) {
+export function createMessageService({ db, outbox }: { db: Db; outbox?: Pick<Outbox, "take" | "completeSoon"> }) {
   const pool = poolOf(db);
   /** Members only; anyone else (or a conversation that does not exist) gets the same `forbidden`. */
   async function assertMember(userId: number, conversationId: number): Promise<void> {
@@ -74,15 +75,16 @@ export function createMessageService({ db }: { db: Db }) {
   const SEND_MESSAGES = `
     SELECT r_status AS "status", r_id AS "id", r_seq AS "seq", r_created_at AT TIME ZONE 'UTC' AS "createdAt",
       r_kind AS "kind", r_outbox_id AS "outboxId", r_members AS "members"
-    FROM tally_send_messages($1::int[], $2::int[], $3::text[], $4::text[])
+    FROM tally_send_messages($1::int[], $2::int[], $3::text[], $4::text[], $5::int[])
     ORDER BY r_idx`;
 
-  function sendArgs(items: { sender: UserDTO; input: SendInput }[]) {
+  function sendArgs(items: { sender: UserDTO; input: SendInput }[], completed: number[]) {
     return [
       items.map((m) => m.input.conversationId),
       items.map((m) => m.sender.id),
       items.map((m) => m.input.clientMsgId),
       items.map((m) => m.input.content),
+      completed,
     ];
   }
 
@@ -92,19 +94,22 @@ export function createMessageService({ db }: { db: Db }) {
    * sends), the message, the sender's read cursor moved to it and an outbox entry for the counters, answered with
    * the members (names and the conversation's kind, which the mention rule needs); or `duplicate` / `forbidden`
    * with nothing written. Outside a transaction it runs as a named prepared statement on the pool under Prisma
-   * (planned once per connection, none of Prisma's per-query work: the send path's hottest statement).
+   * (planned once per connection, none of Prisma's per-query work: the send path's hottest statement), and also
+   * deletes the outbox entries completed since the last group (outbox.take): given back if the statement fails.
    */
   async function storeMessages(
     items: { sender: UserDTO; input: SendInput }[],
     tx?: Pick<Db, "$queryRawUnsafe">,
   ): Promise<StoredRow[]> {
-    if (tx) return tx.$queryRawUnsafe<StoredRow[]>(SEND_MESSAGES, ...sendArgs(items));
-    const { rows } = await pool.query<StoredRow>({
-      name: "tally_send_messages",
-      text: SEND_MESSAGES,
-      values: sendArgs(items),
-    });
-    return rows;
+    if (tx) return tx.$queryRawUnsafe<StoredRow[]>(SEND_MESSAGES, ...sendArgs(items, []));
+    const completed = outbox?.take() ?? [];
+    try {
+      const values = sendArgs(items, completed);
+      return (await pool.query<StoredRow>({ name: "tally_send_messages", text: SEND_MESSAGES, values })).rows;
+    } catch (err) {
+      if (completed.length > 0) outbox?.completeSoon(completed);
+      throw err;
+    }
   }
 
   /**

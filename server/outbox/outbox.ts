@@ -12,20 +12,25 @@ export interface OutboxEntry {
 }
 
 /**
+ * How long a completion waits for a send to carry it before it goes out in a statement of its own. Cleanup, not
+ * part of any answer: the relay replays an entry only once it is older than a pass interval (seconds).
+ */
+export const COMPLETE_WAIT_MS = 25;
+
+/**
  * The outbox table: written in the same transaction as the change it describes, deleted once Redis has it.
  *
  * Completion is cleanup, not part of the answer: a change whose counters are applied is acknowledged without
- * waiting for its entry's DELETE. `completeSoon` queues the ids and deletes everything queued in one statement
- * on the next turn of the event loop (under load, one statement per batch instead of one per change). An entry
- * whose DELETE never ran (the process died, the database failed) is replayed by the relay after a pass interval,
- * and the replay changes nothing: the scripts are idempotent.
+ * waiting for its entry's DELETE. `completeSoon` queues the ids. The next group of sends takes them (`take`) and
+ * deletes them in its own statement; what no send took within COMPLETE_WAIT_MS is deleted in one statement of its
+ * own. An entry whose DELETE never ran (the process died, the database failed) is replayed by the relay after a
+ * pass interval, and the replay changes nothing: the scripts are idempotent.
  */
 export function createOutbox(db: Db, log?: Logger) {
-  let queued: number[] = [];
-  let scheduled = false;
-  let done: Promise<void> = Promise.resolve();
-
   const pool = poolOf(db);
+  let queued: number[] = [];
+  let timer: NodeJS.Timeout | null = null;
+  let done: Promise<void> = Promise.resolve();
 
   /** On the pool under Prisma, as a named prepared statement: it runs after every send (db/prisma.ts, poolOf). */
   async function deleteIds(ids: number[]): Promise<void> {
@@ -34,6 +39,27 @@ export function createOutbox(db: Db, log?: Logger) {
       text: `DELETE FROM "OutboxEvent" WHERE "id" = ANY($1::int[])`,
       values: [ids],
     });
+  }
+
+  function take(): number[] {
+    if (timer) clearTimeout(timer);
+    timer = null;
+    const ids = queued;
+    queued = [];
+    return ids;
+  }
+
+  /** Deletes what is queued now, in a statement of its own (after the ones before it). */
+  function deleteQueued(): Promise<void> {
+    const ids = take();
+    if (ids.length > 0) {
+      done = done.then(() =>
+        deleteIds(ids).catch((err: unknown) =>
+          log?.warn({ err, entries: ids.length }, "completing outbox entries failed; the relay replays them"),
+        ),
+      );
+    }
+    return done;
   }
 
   return {
@@ -45,25 +71,21 @@ export function createOutbox(db: Db, log?: Logger) {
     async completeIds(ids: number[]): Promise<void> {
       if (ids.length > 0) await deleteIds(ids);
     },
-    /** completeIds in the background, batched with every other id queued before the next statement goes out. */
+    /** completeIds in the background: carried by the next group of sends, or deleted on its own soon after. */
     completeSoon(ids: number[]): void {
       queued.push(...ids);
-      if (scheduled || queued.length === 0) return;
-      scheduled = true;
-      done = done
-        .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
-        .then(() => {
-          scheduled = false;
-          const batch = queued;
-          queued = [];
-          return deleteIds(batch).catch((err: unknown) =>
-            log?.warn({ err, entries: batch.length }, "completing outbox entries failed; the relay replays them"),
-          );
-        });
+      if (timer || queued.length === 0) return;
+      timer = setTimeout(() => void deleteQueued(), COMPLETE_WAIT_MS);
+      timer.unref();
     },
-    /** Resolves once every completion queued so far has been tried (closing waits for it). */
+    /**
+     * The ids queued so far, for a statement that deletes them with its own work (the send group's). The caller
+     * owns them from now on: it gives them back with completeSoon if its statement fails.
+     */
+    take,
+    /** Deletes everything queued now and resolves once every completion so far has been tried (closing waits). */
     flush(): Promise<void> {
-      return done;
+      return deleteQueued();
     },
     /**
      * Deletes by content: for a retried send, which does not know its first attempt's entry id. Deleting a twin

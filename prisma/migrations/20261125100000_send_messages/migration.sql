@@ -1,6 +1,8 @@
 -- Storing messages, many at once (docs/benchmarks.md, "Group commit"). A Tally instance gathers the sends that
 -- arrive while its previous statements are in flight and stores them with one call of this function: one round
--- trip, one transaction and one WAL flush for all of them, and statements whose plans PL/pgSQL caches.
+-- trip, one transaction and one WAL flush for all of them, and statements whose plans PL/pgSQL caches. The same
+-- call deletes the outbox entries of earlier messages whose counters Redis has since applied (p_completed), so
+-- completing them costs no transaction of its own while messages flow.
 --
 -- For each message i, in the order given (callers sort by conversation, so concurrent calls lock conversations
 -- in one order and cannot deadlock each other):
@@ -15,7 +17,8 @@ CREATE FUNCTION tally_send_messages(
     p_conversation INTEGER[],
     p_sender INTEGER[],
     p_client_msg_id TEXT[],
-    p_content TEXT[]
+    p_content TEXT[],
+    p_completed INTEGER[]
 ) RETURNS TABLE (
     r_idx INTEGER,
     r_status TEXT,
@@ -29,6 +32,9 @@ CREATE FUNCTION tally_send_messages(
 DECLARE
     i INTEGER;
 BEGIN
+    IF COALESCE(array_length(p_completed, 1), 0) > 0 THEN
+        DELETE FROM "OutboxEvent" WHERE "id" = ANY(p_completed);
+    END IF;
     FOR i IN 1 .. COALESCE(array_length(p_conversation, 1), 0) LOOP
         r_idx := i;
         r_status := NULL; r_id := NULL; r_seq := NULL; r_created_at := NULL;
