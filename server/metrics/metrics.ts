@@ -60,13 +60,21 @@ export function createMetrics(sources: {
       this.set(sources.sockets());
     },
   });
+  // Label sets resolved once: observe() with a labels object hashes it on every call, on the send path.
+  const commandChildren = new Map<string, Counter.Internal>();
+  const stageChildren = new Map<SendStage, Histogram.Internal<"stage">>();
   return {
     registry,
     command(command: string, outcome: string) {
-      commands.inc({ command, outcome });
+      const key = `${command}\n${outcome}`;
+      let child = commandChildren.get(key);
+      if (!child) commandChildren.set(key, (child = commands.labels({ command, outcome })));
+      child.inc();
     },
     sendStage(stage: SendStage, seconds: number) {
-      sendStage.observe({ stage }, seconds);
+      let child = stageChildren.get(stage);
+      if (!child) stageChildren.set(stage, (child = sendStage.labels({ stage })));
+      child.observe(seconds);
     },
     reconciled(report: { drifted: number; repaired: number }) {
       reconciliation.inc({ result: "drifted" }, report.drifted);
