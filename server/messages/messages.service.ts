@@ -117,6 +117,8 @@ export function createMessageService({ db, outbox }: { db: Db; outbox?: Pick<Out
    * earlier groups are in the database share one statement, one transaction and one WAL flush. Sorted by
    * conversation, so two instances' groups lock conversations in one order. If the group fails as a whole (a
    * concurrent send with the same clientMsgId), each message is stored again on its own and answers for itself.
+   * Two groups in flight, not one: one lane would let a single slow statement (waiting on a conversation's row
+   * lock) hold every send of the instance, and one lane measured no cheaper (docs/benchmarks.md).
    */
   const storeGrouped = groupCommit<{ sender: UserDTO; input: SendInput }, StoredRow>(
     async (items) => {
@@ -149,7 +151,7 @@ export function createMessageService({ db, outbox }: { db: Db; outbox?: Pick<Out
         return settled;
       }
     },
-    { maxInFlight: 1, maxBatch: 64 },
+    { maxInFlight: 2, maxBatch: 64 },
   );
 
   /**
