@@ -11,7 +11,10 @@ const pools = new WeakMap<Db, pg.Pool>();
  * itself so the send path's one hot statement can use it directly (`poolOf`). Prisma ends the pool with the client.
  */
 export function createDb(databaseUrl: string, options: { max?: number } = {}): Db {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.max ?? 10 });
+  // Sessions in UTC: the columns are timestamp without time zone, which Prisma reads as UTC, and the send path's
+  // timestamptz answers go through both Prisma (sends with mentions) and pg; a server in another zone would
+  // otherwise store defaults and convert answers in its own.
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.max ?? 10, options: "-c TimeZone=UTC" });
   const db = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
   pools.set(db, pool);
   return db;

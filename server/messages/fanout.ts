@@ -59,8 +59,8 @@ export function createMessageFanout(deps: {
   }
 
   /**
-   * Announces a stored message and applies it to every member's counters (one script call each, in one
-   * pipeline). The sender's call also moves their own cursor, so their unread never counts it.
+   * Announces a stored message and applies it to every member's counters (one script call each; a pipeline for
+   * large groups). The sender's call also moves their own cursor, so their unread never counts it.
    * A failure here loses nothing: the message is in the database and its outbox entry stays for the relay.
    */
   async function deliver(

@@ -25,6 +25,12 @@ function isUniqueViolation(err: unknown): boolean {
   return e.cause !== undefined && e.cause !== err && isUniqueViolation(e.cause);
 }
 
+/**
+ * PostgreSQL errors one send of a group can cause (a concurrent retry's unique key, text PostgreSQL refuses, a
+ * deadlock with a statement outside the groups): the group is then stored one send at a time.
+ */
+const SINGLE_SEND_ERRORS = new Set(["23505", "22021", "22P05", "40P01"]);
+
 export function createMessageService({ db, outbox }: { db: Db; outbox?: Pick<Outbox, "take" | "completeSoon"> }) {
   const pool = poolOf(db);
   /** Members only; anyone else (or a conversation that does not exist) gets the same `forbidden`. */
@@ -136,7 +142,8 @@ export function createMessageService({ db, outbox }: { db: Db; outbox?: Pick<Out
         });
         return settled;
       } catch (err) {
-        if (items.length === 1) throw err;
+        // Only an error one send can cause is worth storing each alone; a database away fails the group at once.
+        if (items.length === 1 || !SINGLE_SEND_ERRORS.has((err as { code?: unknown }).code as string)) throw err;
         // One after another in the same order, so call order stays seq order within a conversation.
         for (const i of order) {
           try {

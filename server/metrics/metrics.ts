@@ -60,21 +60,13 @@ export function createMetrics(sources: {
       this.set(sources.sockets());
     },
   });
-  // Label sets resolved once: observe() with a labels object hashes it on every call, on the send path.
-  const commandChildren = new Map<string, Counter.Internal>();
-  const stageChildren = new Map<SendStage, Histogram.Internal<"stage">>();
   return {
     registry,
     command(command: string, outcome: string) {
-      const key = `${command}\n${outcome}`;
-      let child = commandChildren.get(key);
-      if (!child) commandChildren.set(key, (child = commands.labels({ command, outcome })));
-      child.inc();
+      commands.inc({ command, outcome });
     },
     sendStage(stage: SendStage, seconds: number) {
-      let child = stageChildren.get(stage);
-      if (!child) stageChildren.set(stage, (child = sendStage.labels({ stage })));
-      child.observe(seconds);
+      sendStage.observe({ stage }, seconds);
     },
     reconciled(report: { drifted: number; repaired: number }) {
       reconciliation.inc({ result: "drifted" }, report.drifted);
