@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SendInput, UserDTO } from "../contracts/index.ts";
+import { poolOf } from "../db/prisma.ts";
 import { startHarness, type Harness } from "../testing/harness.ts";
 import { testApi } from "../testing/api.ts";
 import { createMessageService } from "./messages.service.ts";
@@ -93,6 +94,48 @@ describe("group commit of sends", () => {
     expect(stored.map((m) => m.content)).toEqual(["first", "second", "same id twice"]);
     expect((await h.db.conversation.findUniqueOrThrow({ where: { id: p.conversationId } })).lastSeq).toBe(3);
     expect(await h.db.message.count({ where: { senderId: stranger.id } })).toBe(0);
+  });
+
+  it("answers two attempts of one send racing in two groups with one message: the second meets the first's uncommitted row", async () => {
+    const messages = createMessageService({ db: h.db });
+    const p = await pair();
+    const pool = poolOf(h.db);
+    // Another transaction holds the conversation's row, so both groups check for a duplicate (none is committed
+    // yet) and then wait on the row: the first group's insert commits while the second still has to insert.
+    const locker = await pool.connect();
+    const waiting = async () =>
+      Number(
+        (
+          await pool.query(
+            `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          )
+        ).rows[0].n,
+      );
+    try {
+      await locker.query("BEGIN");
+      await locker.query(`SELECT 1 FROM "Conversation" WHERE "id" = $1 FOR UPDATE`, [p.conversationId]);
+      const first = messages.send(p.a, input(p.conversationId, "once", "race-1"));
+      await expect.poll(waiting).toBe(1);
+      // The second group (the other lane): the retry, and another member's send that must not be lost with it.
+      const retry = messages.send(p.a, input(p.conversationId, "once", "race-1"));
+      const other = messages.send(p.b, input(p.conversationId, "meanwhile"));
+      await expect.poll(waiting).toBe(2);
+      await locker.query("COMMIT");
+      const [a, b, c] = await Promise.all([first, retry, other]);
+      expect(b.message).toEqual(a.message);
+      expect(c.message).toMatchObject({ seq: 2, content: "meanwhile" });
+    } finally {
+      locker.release();
+    }
+    const stored = await h.db.message.findMany({
+      where: { conversationId: p.conversationId },
+      orderBy: { seq: "asc" },
+    });
+    expect(stored.map((m) => [m.seq, m.content])).toEqual([
+      [1, "once"],
+      [2, "meanwhile"],
+    ]);
+    expect((await h.db.conversation.findUniqueOrThrow({ where: { id: p.conversationId } })).lastSeq).toBe(2);
   });
 
   it("stores each message on its own when the group fails as a whole: only the bad one fails", async () => {
