@@ -51,6 +51,26 @@ describe("groupCommit", () => {
     await expect(Promise.all([...later, last])).resolves.toEqual(["stored 2", "stored 3", "stored 4"]);
   });
 
+  it("refuses a call at once while maxQueued calls wait, and takes calls again once the queue drains", async () => {
+    const { batches, run } = controlledRun();
+    const busy = new Error("busy");
+    const store = groupCommit(run, { maxInFlight: 1, maxBatch: 10, maxQueued: 2, full: () => busy });
+    const first = store(1);
+    await turn();
+    const waiting = [store(2), store(3)];
+    await expect(store(4)).rejects.toBe(busy);
+    batches[0]!.answer();
+    await expect(first).resolves.toBe("stored 1");
+    await turn();
+    expect(batches.map((b) => b.items)).toEqual([[1], [2, 3]]); // the refused call never reached the database
+    const after = store(5); // 2 and 3 are out of the queue, in flight
+    batches[1]!.answer();
+    await expect(Promise.all(waiting)).resolves.toEqual(["stored 2", "stored 3"]);
+    await turn();
+    batches[2]!.answer();
+    await expect(after).resolves.toBe("stored 5");
+  });
+
   it("splits a queue longer than maxBatch, up to maxInFlight batches at once", async () => {
     const { batches, run } = controlledRun();
     const store = groupCommit(run, { maxInFlight: 2, maxBatch: 2 });

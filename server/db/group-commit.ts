@@ -7,14 +7,18 @@
  * saves the statements.
  *
  * `run` answers every item of its batch, in order, with an outcome of its own: one bad item need not fail the
- * others.
+ * others. With `maxQueued`, a call that finds that many waiting is refused at once with `full()`: while the
+ * database stalls, callers hear "busy" and retry later instead of piling up in memory behind it.
  */
 export function groupCommit<I, O>(
   run: (items: I[]) => Promise<PromiseSettledResult<O>[]>,
-  options: { maxInFlight: number; maxBatch: number },
+  options: { maxInFlight: number; maxBatch: number; maxQueued?: number; full?: () => unknown },
 ): (item: I) => Promise<O> {
-  const { maxInFlight, maxBatch } = options;
-  if (!(maxInFlight >= 1 && maxBatch >= 1)) throw new RangeError("maxInFlight and maxBatch must be at least 1");
+  const { maxInFlight, maxBatch, maxQueued = Infinity } = options;
+  if (!(maxInFlight >= 1 && maxBatch >= 1 && maxQueued >= 1)) {
+    throw new RangeError("maxInFlight, maxBatch and maxQueued must be at least 1");
+  }
+  const full = options.full ?? (() => new Error(`group commit: ${maxQueued} calls are waiting already`));
   interface Waiting {
     item: I;
     resolve: (value: O) => void;
@@ -56,6 +60,10 @@ export function groupCommit<I, O>(
 
   return (item) =>
     new Promise<O>((resolve, reject) => {
+      if (queue.length >= maxQueued) {
+        reject(full());
+        return;
+      }
       queue.push({ item, resolve, reject });
       schedule();
     });

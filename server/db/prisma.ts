@@ -14,7 +14,18 @@ export function createDb(databaseUrl: string, options: { max?: number } = {}): D
   // Sessions in UTC: the columns are timestamp without time zone, which Prisma reads as UTC, and the send path's
   // timestamptz answers go through both Prisma (sends with mentions) and pg; a server in another zone would
   // otherwise store defaults and convert answers in its own.
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.max ?? 10, options: "-c TimeZone=UTC" });
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: options.max ?? 10,
+    options: "-c TimeZone=UTC",
+    // A server that does not answer (a host gone from the network) fails a new connection in 5 s instead of the
+    // OS's minutes, and TCP keepalive finds a connection whose server vanished while it was idle.
+    connectionTimeoutMillis: 5_000,
+    keepAlive: true,
+  });
+  // A client that dies while idle (the server restarted) leaves the pool by itself and the next query connects
+  // anew. Prisma listens for this once it connects; until then an 'error' without a listener would end the process.
+  pool.on("error", () => {});
   const db = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
   pools.set(db, pool);
   return db;

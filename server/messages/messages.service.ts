@@ -31,6 +31,13 @@ function isUniqueViolation(err: unknown): boolean {
  */
 const SINGLE_SEND_ERRORS = new Set(["23505", "22021", "22P05", "40P01"]);
 
+/**
+ * Sends an instance lets wait for a group at most (two seconds of its rate at 2000/s). While the database stalls,
+ * the next send is refused at once with `unavailable` (the client keeps the message and tries again after a
+ * backoff) rather than every retry piling up in memory behind the stall.
+ */
+const MAX_QUEUED_SENDS = 4096;
+
 export function createMessageService({ db, outbox }: { db: Db; outbox?: Pick<Outbox, "take" | "completeSoon"> }) {
   const pool = poolOf(db);
   /** Members only; anyone else (or a conversation that does not exist) gets the same `forbidden`. */
@@ -158,7 +165,12 @@ export function createMessageService({ db, outbox }: { db: Db; outbox?: Pick<Out
         return settled;
       }
     },
-    { maxInFlight: 2, maxBatch: 64 },
+    {
+      maxInFlight: 2,
+      maxBatch: 64,
+      maxQueued: MAX_QUEUED_SENDS,
+      full: () => new AppError("unavailable", "The server is busy; try again."),
+    },
   );
 
   /**
