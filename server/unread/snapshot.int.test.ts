@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startHarness, type Harness } from "../testing/harness.ts";
+import { testApi } from "../testing/api.ts";
+
+// The conversation list a page loads and a tab syncs from: each conversation with its newest message, read from
+// the database by (conversation, lastSeq).
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness(1);
+});
+afterAll(() => h.close());
+
+const { user, create, send, list } = testApi(() => h);
+
+describe("the conversation list", () => {
+  it("shows each conversation's newest message as stored, and none for a conversation without messages", async () => {
+    const [a, b, c] = [await user("lma"), await user("lmb"), await user("lmc")];
+    const direct = await create(a.token, [b.user.name]);
+    const quiet = await create(a.token, [c.user.name]);
+    const group = await create(a.token, [b.user.name, c.user.name], "three");
+    const [sa, sb, sc] = [await h.connect(a.token), await h.connect(b.token), await h.connect(c.token)];
+    await send(sa, direct.id, "first");
+    await send(sb, direct.id, "second, from b");
+    await send(sc, group.id, "from c");
+    await send(sa, group.id, "from a");
+    await send(sc, group.id, "c again");
+
+    const listed = new Map((await list(a.token)).conversations.map((conv) => [conv.id, conv]));
+    expect(listed.size).toBe(3);
+    for (const conv of [direct, group]) {
+      const newest = await h.db.message.findFirstOrThrow({
+        where: { conversationId: conv.id },
+        orderBy: { seq: "desc" },
+        include: { sender: { select: { name: true } } },
+      });
+      expect(listed.get(conv.id)?.lastMessage).toEqual({
+        id: newest.id,
+        conversationId: conv.id,
+        seq: newest.seq,
+        senderId: newest.senderId,
+        senderName: newest.sender.name,
+        content: newest.content,
+        createdAt: newest.createdAt.toISOString(),
+        clientMsgId: newest.clientMsgId,
+      });
+    }
+    expect(listed.get(direct.id)?.lastMessage).toMatchObject({
+      seq: 2,
+      content: "second, from b",
+      senderName: b.user.name,
+    });
+    expect(listed.get(group.id)?.lastMessage).toMatchObject({ seq: 3, content: "c again", senderName: c.user.name });
+    expect(listed.get(quiet.id)?.lastMessage).toBeNull();
+  });
+});
