@@ -8,13 +8,6 @@ import type { ConversationDTO, MessageDTO, UnreadState, UserDTO } from "./index.
 /** Select a message's sender name with it, for `toMessageDTO`. */
 export const messageInclude = { sender: { select: { name: true } } } as const;
 
-/** Select a conversation's members (and the viewer's cursor) with it, for `toConversationDTO`. */
-export const conversationInclude = {
-  memberships: {
-    select: { userId: true, lastReadSeq: true, user: { select: { id: true, name: true, isBot: true } } },
-  },
-} as const;
-
 export interface MessageRow {
   id: number;
   conversationId: number;
