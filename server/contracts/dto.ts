@@ -2,7 +2,8 @@ import type { ConversationDTO, MessageDTO, UnreadState, UserDTO } from "./index.
 
 /*
  * Database rows to the DTOs of the contract: the one place a row's shape becomes what a client sees. Each query
- * that feeds a mapper selects with the shape declared here.
+ * that feeds a mapper selects with the shape declared here (the conversation list's one statement in
+ * server/unread/snapshot.service.ts builds these rows from its columns).
  */
 
 /** Select a message's sender name with it, for `toMessageDTO`. */

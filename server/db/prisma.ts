@@ -1,5 +1,6 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
+import { logger } from "../log.ts";
 import { PrismaClient } from "./generated/client.ts";
 
 export type Db = PrismaClient;
@@ -18,14 +19,17 @@ export function createDb(databaseUrl: string, options: { max?: number } = {}): D
     connectionString: databaseUrl,
     max: options.max ?? 10,
     options: "-c TimeZone=UTC",
-    // A server that does not answer (a host gone from the network) fails a new connection in 5 s instead of the
-    // OS's minutes, and TCP keepalive finds a connection whose server vanished while it was idle.
-    connectionTimeoutMillis: 5_000,
+    // A query waits at most 10 s for a connection: for a free one while all are busy, or for a new one from a
+    // server that does not answer (a host gone from the network: the OS would wait minutes). It then fails, and the
+    // caller answers `unavailable`. TCP keepalive probes a connection idle for 30 s, so one whose server vanished
+    // is found and dropped instead of being handed to the next query.
+    connectionTimeoutMillis: 10_000,
     keepAlive: true,
+    keepAliveInitialDelayMillis: 30_000,
   });
   // A client that dies while idle (the server restarted) leaves the pool by itself and the next query connects
   // anew. Prisma listens for this once it connects; until then an 'error' without a listener would end the process.
-  pool.on("error", () => {});
+  pool.on("error", (err) => logger.warn({ err }, "an idle PostgreSQL connection failed; the next query reconnects"));
   const db = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
   pools.set(db, pool);
   return db;

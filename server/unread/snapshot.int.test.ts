@@ -52,4 +52,30 @@ describe("the conversation list", () => {
     expect(listed.get(group.id)?.lastMessage).toMatchObject({ seq: 3, content: "c again", senderName: c.user.name });
     expect(listed.get(quiet.id)?.lastMessage).toBeNull();
   });
+
+  it("lists each conversation's members, the viewer's cursor and title, as describe() answers for one", async () => {
+    const [a, b, c] = [await user("lna"), await user("lnb"), await user("lnc")];
+    const direct = await create(a.token, [b.user.name]);
+    // describe() answers the creator: an untitled group is titled by its other members.
+    const untitled = await create(a.token, [c.user.name, b.user.name]);
+    const withBot = await create(a.token, [b.user.name, c.user.name], "with a bot");
+    const bot = await h.db.user.create({ data: { name: `lnbot${Date.now().toString(36)}`, isBot: true } });
+    await h.db.membership.create({ data: { userId: bot.id, conversationId: withBot.id } });
+    const sa = await h.connect(a.token);
+    const sb = await h.connect(b.token);
+    await send(sa, direct.id, "one");
+    await send(sb, direct.id, "two");
+    await send(sb, direct.id, "three");
+
+    const listed = new Map((await list(a.token)).conversations.map((conv) => [conv.id, conv]));
+    const byId = (x: { id: number }, y: { id: number }) => x.id - y.id;
+    // The sender's cursor moves to their own message and no further.
+    expect(listed.get(direct.id)).toMatchObject({ title: b.user.name, lastSeq: 3, lastReadSeq: 1, unreadCount: 2 });
+    expect(listed.get(direct.id)?.members).toEqual([a.user, b.user].sort(byId));
+    expect(listed.get(untitled.id)).toEqual(untitled);
+    expect(listed.get(untitled.id)?.members).toEqual([a.user, b.user, c.user].sort(byId));
+    expect(listed.get(withBot.id)?.members).toEqual(
+      [a.user, b.user, c.user, { id: bot.id, name: bot.name, bot: true }].sort(byId),
+    );
+  });
 });

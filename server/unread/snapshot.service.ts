@@ -2,6 +2,7 @@ import { toConversationDTO, toMessageDTO, type ConversationRow } from "../contra
 import type { ConversationDTO, MessageDTO, Snapshot, UserDTO } from "../contracts/index.ts";
 import { Prisma } from "../db/generated/client.ts";
 import type { Db } from "../db/prisma.ts";
+import { AppError } from "../errors.ts";
 import { NO_UNREAD, type UnreadService } from "./unread.service.ts";
 
 export type SnapshotService = ReturnType<typeof createSnapshotService>;
@@ -29,7 +30,7 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
    * Conversations with their members (names, cursors) and their message at lastSeq, from one statement: the
    * user's whole list (`memberId`) or one conversation. The members of all of them are gathered in one pass, as
    * parallel arrays in one order (building JSON took PostgreSQL twice as long), and each newest message is a join
-   * on the (conversationId, seq) key. For a user in 5000 conversations that is one statement of about 40 ms
+   * on the (conversationId, seq) key. For a user in 5000 conversations that is one statement of about 40 ms in PostgreSQL
    * instead of Prisma's query per relation and an OR of 5000 pairs for the messages, which took over half a second
    * (docs/benchmarks.md, "Big user").
    */
@@ -119,7 +120,7 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
   /** One conversation as `viewerId` sees it (for `conversation:created` and `conversation:updated`). */
   async function describe(conversationId: number, viewerId: number): Promise<ConversationDTO> {
     const [[found], counts] = await Promise.all([conversations({ conversationId }), unread.snapshot(viewerId)]);
-    if (!found) throw new Error(`conversation ${conversationId} does not exist`);
+    if (!found) throw new AppError("not_found", "This conversation no longer exists.");
     return toConversationDTO(found.row, viewerId, counts.counts.get(conversationId) ?? NO_UNREAD, found.last);
   }
 
