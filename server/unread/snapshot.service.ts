@@ -104,9 +104,12 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
         for (const conversationId of orphans) await unread.remove(user.id, conversationId);
         continue;
       }
+      // Each conversation's time once, not twice per comparison (5000 conversations: 120 000 Date.parse calls).
       const list = rows
         .map(({ row, last }) => toConversationDTO(row, user.id, counts.counts.get(row.id) ?? NO_UNREAD, last))
-        .sort((a, b) => activity(b) - activity(a) || b.id - a.id);
+        .map((c) => ({ c, at: activity(c) }))
+        .sort((a, b) => b.at - a.at || b.c.id - a.c.id)
+        .map(({ c }) => c);
       return {
         conversations: list,
         totalUnread: counts.totalUnread,
