@@ -125,6 +125,13 @@ export function createMessageService({ db, outbox }: { db: Db; outbox?: Pick<Out
     }
   }
 
+  /** A send's answer from its row of `tally_send_messages` (none: the function answered fewer rows than sends). */
+  function outcome(row: StoredRow | undefined): PromiseSettledResult<StoredRow> {
+    return row
+      ? { status: "fulfilled", value: row }
+      : { status: "rejected", reason: new Error("tally_send_messages answered fewer rows than it was given sends") };
+  }
+
   /**
    * Sends without mentions (most of them) are stored in groups (db/group-commit.ts): those that arrive while
    * earlier groups are in the database share one statement, one transaction and one WAL flush. Sorted by
@@ -143,9 +150,7 @@ export function createMessageService({ db, outbox }: { db: Db; outbox?: Pick<Out
         const rows = await storeMessages(order.map((i) => items[i]!));
         order.forEach((i, at) => {
           const row = rows[at];
-          settled[i] = row
-            ? { status: "fulfilled", value: row }
-            : { status: "rejected", reason: new Error("tally_send_messages answered too few rows") };
+          settled[i] = outcome(row);
         });
         return settled;
       } catch (err) {
@@ -155,9 +160,7 @@ export function createMessageService({ db, outbox }: { db: Db; outbox?: Pick<Out
         for (const i of order) {
           try {
             const [row] = await storeMessages([items[i]!]);
-            settled[i] = row
-              ? { status: "fulfilled", value: row }
-              : { status: "rejected", reason: new Error("tally_send_messages answered no row") };
+            settled[i] = outcome(row);
           } catch (reason) {
             settled[i] = { status: "rejected", reason };
           }
