@@ -111,6 +111,7 @@ export function createApp({
       return { pending, parked };
     },
     sockets: () => io.of("/").sockets.size,
+    sendsWaiting: () => messages.waiting(),
   });
   observeCommands(io, metrics.command);
   const observe = metrics.sendStage;

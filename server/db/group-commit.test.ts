@@ -57,8 +57,11 @@ describe("groupCommit", () => {
     const store = groupCommit(run, { maxInFlight: 1, maxBatch: 10, maxQueued: 2, full: () => busy });
     const first = store(1);
     await turn();
+    expect(store.waiting()).toBe(0); // 1 is in flight
     const waiting = [store(2), store(3)];
+    expect(store.waiting()).toBe(2);
     await expect(store(4)).rejects.toBe(busy);
+    expect(store.waiting()).toBe(2);
     batches[0]!.answer();
     await expect(first).resolves.toBe("stored 1");
     await turn();

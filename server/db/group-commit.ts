@@ -13,7 +13,7 @@
 export function groupCommit<I, O>(
   run: (items: I[]) => Promise<PromiseSettledResult<O>[]>,
   options: { maxInFlight: number; maxBatch: number; maxQueued?: number; full?: () => unknown },
-): (item: I) => Promise<O> {
+): GroupCommit<I, O> {
   const { maxInFlight, maxBatch, maxQueued = Infinity } = options;
   if (!(maxInFlight >= 1 && maxBatch >= 1 && maxQueued >= 1)) {
     throw new RangeError("maxInFlight, maxBatch and maxQueued must be at least 1");
@@ -58,7 +58,7 @@ export function groupCommit<I, O>(
     }
   }
 
-  return (item) =>
+  const call = (item: I) =>
     new Promise<O>((resolve, reject) => {
       if (queue.length >= maxQueued) {
         reject(full());
@@ -67,4 +67,8 @@ export function groupCommit<I, O>(
       queue.push({ item, resolve, reject });
       schedule();
     });
+  return Object.assign(call, { waiting: () => queue.length });
 }
+
+/** A group-committed call, and how many calls wait for a batch now (not counting those in flight). */
+export type GroupCommit<I, O> = ((item: I) => Promise<O>) & { waiting(): number };

@@ -259,5 +259,8 @@ export function createMessageService({ db, outbox }: { db: Db; outbox?: Pick<Out
     return rows.reverse().map(toMessageDTO);
   }
 
-  return { send, history };
+  /** Sends waiting for a group now (the /metrics gauge; past MAX_QUEUED_SENDS a send is refused). */
+  const waiting = () => storeGrouped.waiting();
+
+  return { send, history, waiting };
 }

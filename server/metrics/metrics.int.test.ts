@@ -55,6 +55,7 @@ describe("/metrics", () => {
     // The message push and the unread pushes: two timings per send.
     expect(delta('tally_send_stage_seconds_count{stage="push"}')).toBe(6);
     expect(sample(text, "tally_connected_sockets")).toBe(1);
+    expect(sample(text, "tally_sends_waiting")).toBe(0); // every send was answered
     // Each send's entry is completed once its counters are applied, by the next send's statement or, with no send
     // after it, by a statement of its own a moment later (outbox.completeSoon): pending drains to 0.
     await expect

@@ -19,6 +19,8 @@ export type Metrics = ReturnType<typeof createMetrics>;
 export function createMetrics(sources: {
   outbox: () => Promise<{ pending: number; parked: number }>;
   sockets: () => number;
+  /** Sends waiting for a group commit (server/db/group-commit.ts). */
+  sendsWaiting: () => number;
 }) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -58,6 +60,14 @@ export function createMetrics(sources: {
     registers: [registry],
     collect() {
       this.set(sources.sockets());
+    },
+  });
+  new Gauge({
+    name: "tally_sends_waiting",
+    help: "Sends waiting for the database on this instance (at most 4096: past that a send is answered unavailable)",
+    registers: [registry],
+    collect() {
+      this.set(sources.sendsWaiting());
     },
   });
   return {
