@@ -140,6 +140,51 @@ describe("group commit of sends", () => {
     expect((await h.db.conversation.findUniqueOrThrow({ where: { id: p.conversationId } })).lastSeq).toBe(2);
   });
 
+  it("refuses a send with unavailable at once while the database holds the queue full, and stores the rest when it moves", async () => {
+    const messages = createMessageService({ db: h.db, maxQueuedSends: 2 });
+    const p = await pair();
+    const pool = poolOf(h.db);
+    // The conversation's row held by another transaction stands for a stalled database.
+    const locker = await pool.connect();
+    const lockWaits = async () =>
+      Number(
+        (
+          await pool.query(
+            `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          )
+        ).rows[0].n,
+      );
+    try {
+      await locker.query("BEGIN");
+      await locker.query(`SELECT 1 FROM "Conversation" WHERE "id" = $1 FOR UPDATE`, [p.conversationId]);
+      // Two groups in the database (both lanes), waiting on the row; then two sends wait for a group.
+      const inDatabase = [messages.send(p.a, input(p.conversationId, "1"))];
+      await expect.poll(lockWaits).toBe(1);
+      inDatabase.push(messages.send(p.b, input(p.conversationId, "2")));
+      await expect.poll(lockWaits).toBe(2);
+      const queued = [
+        messages.send(p.a, input(p.conversationId, "3")),
+        messages.send(p.b, input(p.conversationId, "4")),
+      ];
+      expect(messages.waiting()).toBe(2);
+      await expect(messages.send(p.a, input(p.conversationId, "refused"))).rejects.toMatchObject({
+        code: "unavailable",
+      });
+      await locker.query("COMMIT");
+      const sent = await Promise.all([...inDatabase, ...queued]);
+      expect(sent.map((s) => s.message.content)).toEqual(["1", "2", "3", "4"]);
+    } finally {
+      await locker.query("ROLLBACK").catch(() => {});
+      locker.release();
+    }
+    const stored = await h.db.message.findMany({
+      where: { conversationId: p.conversationId },
+      orderBy: { seq: "asc" },
+    });
+    expect(stored.map((m) => m.content)).toEqual(["1", "2", "3", "4"]);
+    expect(messages.waiting()).toBe(0);
+  });
+
   it("stores each message on its own when the group fails as a whole: only the bad one fails", async () => {
     const messages = createMessageService({ db: h.db });
     const p = await pair();

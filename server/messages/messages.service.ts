@@ -38,7 +38,16 @@ const SINGLE_SEND_ERRORS = new Set(["23505", "22021", "22P05", "40P01"]);
  */
 const MAX_QUEUED_SENDS = 4096;
 
-export function createMessageService({ db, outbox }: { db: Db; outbox?: Pick<Outbox, "take" | "completeSoon"> }) {
+export function createMessageService({
+  db,
+  outbox,
+  maxQueuedSends = MAX_QUEUED_SENDS,
+}: {
+  db: Db;
+  outbox?: Pick<Outbox, "take" | "completeSoon">;
+  /** Sends that may wait for a group (tests make it small). */
+  maxQueuedSends?: number;
+}) {
   const pool = poolOf(db);
   /** Members only; anyone else (or a conversation that does not exist) gets the same `forbidden`. */
   async function assertMember(userId: number, conversationId: number): Promise<void> {
@@ -171,7 +180,7 @@ export function createMessageService({ db, outbox }: { db: Db; outbox?: Pick<Out
     {
       maxInFlight: 2,
       maxBatch: 64,
-      maxQueued: MAX_QUEUED_SENDS,
+      maxQueued: maxQueuedSends,
       full: () => new AppError("unavailable", "The server is busy; try again."),
     },
   );
