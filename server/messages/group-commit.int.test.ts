@@ -28,6 +28,36 @@ const input = (conversationId: number, content = "hi", clientMsgId: string = ran
   content,
 });
 
+/**
+ * Another transaction holding a conversation's row, as a stalled database or a slow statement would: sends to it
+ * wait in the database until `release()`. `waiting()` counts this database's statements waiting on a lock.
+ */
+async function holdConversation(conversationId: number) {
+  const pool = poolOf(h.db);
+  const locker = await pool.connect();
+  await locker.query("BEGIN");
+  await locker.query(`SELECT 1 FROM "Conversation" WHERE "id" = $1 FOR UPDATE`, [conversationId]);
+  const waiting = async () =>
+    Number(
+      (
+        await pool.query(
+          `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        )
+      ).rows[0].n,
+    );
+  let released = false;
+  return {
+    waiting,
+    /** Ends the transaction (idempotent, also after a failed assertion) and gives the client back. */
+    async release() {
+      if (released) return;
+      released = true;
+      await locker.query("ROLLBACK").catch(() => {});
+      locker.release();
+    },
+  };
+}
+
 describe("group commit of sends", () => {
   it("stores the sends of one turn in one transaction, each conversation's seqs in call order without gaps", async () => {
     const messages = createMessageService({ db: h.db });
@@ -99,35 +129,22 @@ describe("group commit of sends", () => {
   it("answers two attempts of one send racing in two groups with one message: the second meets the first's uncommitted row", async () => {
     const messages = createMessageService({ db: h.db });
     const p = await pair();
-    const pool = poolOf(h.db);
     // Another transaction holds the conversation's row, so both groups check for a duplicate (none is committed
     // yet) and then wait on the row: the first group's insert commits while the second still has to insert.
-    const locker = await pool.connect();
-    const waiting = async () =>
-      Number(
-        (
-          await pool.query(
-            `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-          )
-        ).rows[0].n,
-      );
+    const held = await holdConversation(p.conversationId);
     try {
-      await locker.query("BEGIN");
-      await locker.query(`SELECT 1 FROM "Conversation" WHERE "id" = $1 FOR UPDATE`, [p.conversationId]);
       const first = messages.send(p.a, input(p.conversationId, "once", "race-1"));
-      await expect.poll(waiting).toBe(1);
+      await expect.poll(held.waiting).toBe(1);
       // The second group (the other lane): the retry, and another member's send that must not be lost with it.
       const retry = messages.send(p.a, input(p.conversationId, "once", "race-1"));
       const other = messages.send(p.b, input(p.conversationId, "meanwhile"));
-      await expect.poll(waiting).toBe(2);
-      await locker.query("COMMIT");
+      await expect.poll(held.waiting).toBe(2);
+      await held.release();
       const [a, b, c] = await Promise.all([first, retry, other]);
       expect(b.message).toEqual(a.message);
       expect(c.message).toMatchObject({ seq: 2, content: "meanwhile" });
     } finally {
-      // After a failed assertion the lock may still be held: end the transaction before the client goes back.
-      await locker.query("ROLLBACK").catch(() => {});
-      locker.release();
+      await held.release();
     }
     const stored = await h.db.message.findMany({
       where: { conversationId: p.conversationId },
@@ -143,25 +160,14 @@ describe("group commit of sends", () => {
   it("refuses a send with unavailable at once while the database holds the queue full, and stores the rest when it moves", async () => {
     const messages = createMessageService({ db: h.db, maxQueuedSends: 2 });
     const p = await pair();
-    const pool = poolOf(h.db);
     // The conversation's row held by another transaction stands for a stalled database.
-    const locker = await pool.connect();
-    const lockWaits = async () =>
-      Number(
-        (
-          await pool.query(
-            `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-          )
-        ).rows[0].n,
-      );
+    const held = await holdConversation(p.conversationId);
     try {
-      await locker.query("BEGIN");
-      await locker.query(`SELECT 1 FROM "Conversation" WHERE "id" = $1 FOR UPDATE`, [p.conversationId]);
       // Two groups in the database (both lanes), waiting on the row; then two sends wait for a group.
       const inDatabase = [messages.send(p.a, input(p.conversationId, "1"))];
-      await expect.poll(lockWaits).toBe(1);
+      await expect.poll(held.waiting).toBe(1);
       inDatabase.push(messages.send(p.b, input(p.conversationId, "2")));
-      await expect.poll(lockWaits).toBe(2);
+      await expect.poll(held.waiting).toBe(2);
       const queued = [
         messages.send(p.a, input(p.conversationId, "3")),
         messages.send(p.b, input(p.conversationId, "4")),
@@ -170,12 +176,11 @@ describe("group commit of sends", () => {
       await expect(messages.send(p.a, input(p.conversationId, "refused"))).rejects.toMatchObject({
         code: "unavailable",
       });
-      await locker.query("COMMIT");
+      await held.release();
       const sent = await Promise.all([...inDatabase, ...queued]);
       expect(sent.map((s) => s.message.content)).toEqual(["1", "2", "3", "4"]);
     } finally {
-      await locker.query("ROLLBACK").catch(() => {});
-      locker.release();
+      await held.release();
     }
     const stored = await h.db.message.findMany({
       where: { conversationId: p.conversationId },
