@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startHarness, type Harness } from "../testing/harness.ts";
+import { nextEvent, startHarness, type Harness } from "../testing/harness.ts";
 import { testApi } from "../testing/api.ts";
 
 // The conversation list a page loads and a tab syncs from: each conversation with its newest message, read from
@@ -77,5 +77,24 @@ describe("the conversation list", () => {
     expect(listed.get(withBot.id)?.members).toEqual(
       [a.user, b.user, c.user, { id: bot.id, name: bot.name, bot: true }].sort(byId),
     );
+  });
+
+  it("tells a member of a changed group its counts as the list shows them: unread, mentions, muted", async () => {
+    const [a, b, c] = [await user("lua"), await user("lub"), await user("luc")];
+    const group = await create(a.token, [b.user.name, c.user.name]);
+    const [sb, sc] = [await h.connect(b.token), await h.connect(c.token)];
+    await send(sc, group.id, `hello @${b.user.name}`);
+    await send(sc, group.id, "and more");
+    expect(await sb.emitWithAck("conversation:mute", { conversationId: group.id, muted: true })).toMatchObject({
+      ok: true,
+    });
+
+    const updated = nextEvent(sb, "conversation:updated");
+    const res = await h.http(`/api/conversations/${group.id}/leave`, { method: "POST", token: a.token });
+    expect(res.status).toBe(200);
+    const { conversation } = await updated;
+    expect(conversation).toMatchObject({ unreadCount: 2, mentionCount: 1, muted: true, title: c.user.name });
+    const listed = (await list(b.token)).conversations.find((conv) => conv.id === group.id);
+    expect(conversation).toEqual(listed);
   });
 });

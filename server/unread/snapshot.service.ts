@@ -120,11 +120,17 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
     }
   }
 
-  /** One conversation as `viewerId` sees it (for `conversation:created` and `conversation:updated`). */
+  /**
+   * One conversation as `viewerId` sees it (for `conversation:created` and `conversation:updated`, sent to every
+   * member: its counts come from one apply.lua call, not the member's whole snapshot).
+   */
   async function describe(conversationId: number, viewerId: number): Promise<ConversationDTO> {
-    const [[found], counts] = await Promise.all([conversations({ conversationId }), unread.snapshot(viewerId)]);
+    const [[found], counts] = await Promise.all([
+      conversations({ conversationId }),
+      unread.view(viewerId, conversationId),
+    ]);
     if (!found) throw new AppError("not_found", "This conversation no longer exists.");
-    return toConversationDTO(found.row, viewerId, counts.counts.get(conversationId) ?? NO_UNREAD, found.last);
+    return toConversationDTO(found.row, viewerId, counts, found.last);
   }
 
   return { snapshot, describe };

@@ -380,6 +380,18 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
     return result ? { userId, ...result } : null;
   }
 
+  /**
+   * What one conversation shows its user: apply.lua with an event that moves nothing (seen and read 0), so it costs
+   * the same whatever the user's number of conversations, where a snapshot lists them all. Expiry may still start
+   * a new epoch in the call (as a snapshot's may): the user's tabs then resync.
+   */
+  async function view(userId: number, conversationId: number): Promise<UnreadState> {
+    const { update, changed } = await applyOne({ userId, conversationId, seenSeq: 0, readSeq: 0 });
+    if (changed) onResync?.(userId);
+    const { unreadCount, mentionCount, muted, markedUnread, markVersion } = update;
+    return { unreadCount, mentionCount, muted, markedUnread, markVersion };
+  }
+
   /** Everything Redis holds for the user, after expiring what the TTL says (reconciliation). */
   async function inspect(userId: number): Promise<InspectReply> {
     const keys = unreadScriptKeys(userId, prefix);
@@ -388,5 +400,5 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
     return reply;
   }
 
-  return { applyOne, applyMany, snapshot, rebuild, remove, truth, inspect, ttlMs };
+  return { applyOne, applyMany, snapshot, view, rebuild, remove, truth, inspect, ttlMs };
 }
