@@ -178,7 +178,7 @@ describe("group commit of sends", () => {
       });
       await held.release();
       const sent = await Promise.all([...inDatabase, ...queued]);
-      expect(sent.map((s) => s.message.content)).toEqual(["1", "2", "3", "4"]);
+      expect(sent.map((s) => s.message.seq)).toEqual([1, 2, 3, 4]);
     } finally {
       await held.release();
     }

@@ -64,7 +64,7 @@ export function createMetrics(sources: {
   });
   new Gauge({
     name: "tally_sends_waiting",
-    help: "Sends waiting for the database on this instance (at most 4096: past that a send is answered unavailable)",
+    help: "Sends waiting to go to the database in a group (those in flight not counted); past the bound (4096) a send is answered unavailable",
     registers: [registry],
     collect() {
       this.set(sources.sendsWaiting());

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { nextEvent, startHarness, type Harness } from "../testing/harness.ts";
 import { testApi } from "../testing/api.ts";
+import { userKeys } from "../redis/keys.ts";
+import { createUnreadService } from "./unread.service.ts";
 
 // The conversation list a page loads and a tab syncs from: each conversation with its newest message, read from
 // the database by (conversation, lastSeq).
@@ -96,5 +98,29 @@ describe("the conversation list", () => {
     expect(conversation).toMatchObject({ unreadCount: 2, mentionCount: 1, muted: true, title: c.user.name });
     const listed = (await list(b.token)).conversations.find((conv) => conv.id === group.id);
     expect(conversation).toEqual(listed);
+  });
+
+  it("views one conversation's counts without resyncing anyone, and after Redis lost the user's state rebuilds it and resyncs their tabs once", async () => {
+    const [a, b] = [await user("lva"), await user("lvb")];
+    const direct = await create(a.token, [b.user.name]);
+    const sa = await h.connect(a.token);
+    await send(sa, direct.id, `@${b.user.name} one`);
+    await send(sa, direct.id, "two");
+    const resynced: number[] = [];
+    const unread = createUnreadService({ redis: h.redis, db: h.db, onResync: (userId) => resynced.push(userId) });
+    const expected = { unreadCount: 2, mentionCount: 1, muted: false, markedUnread: false, markVersion: 0 };
+
+    expect(await unread.view(b.user.id, direct.id)).toEqual(expected);
+    expect(await unread.view(a.user.id, direct.id)).toEqual({ ...expected, unreadCount: 0, mentionCount: 0 });
+    expect(resynced).toEqual([]);
+    const before = await unread.snapshot(b.user.id);
+    expect(await unread.view(b.user.id, direct.id)).toEqual(before.counts.get(direct.id));
+    expect((await unread.snapshot(b.user.id)).version).toBe(before.version); // a view moves nothing
+
+    await h.redis.del(...Object.values(userKeys(b.user.id)));
+    expect(await unread.view(b.user.id, direct.id)).toEqual(expected);
+    expect(resynced).toEqual([b.user.id]);
+    expect(await unread.view(b.user.id, direct.id)).toEqual(expected);
+    expect(resynced).toEqual([b.user.id]);
   });
 });

@@ -90,8 +90,9 @@ export interface UnreadServiceDeps {
    */
   clock?: () => number;
   /**
-   * Expiry at read time (a snapshot or an inspection), or a snapshot's repair of drifted sums, started a new
-   * epoch: the user's open tabs should resync. An apply needs no call: its push carries the new epoch.
+   * Expiry at read time (a snapshot, an inspection or a view), or a snapshot's repair of drifted sums, started a new
+   * epoch, or a view changed the user's state without a push: the user's open tabs should resync. An apply needs
+   * no call: its push carries the new epoch.
    */
   onResync?: (userId: number) => void;
 }
@@ -382,8 +383,10 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
 
   /**
    * What one conversation shows its user: apply.lua with an event that moves nothing (seen and read 0), so it costs
-   * the same whatever the user's number of conversations, where a snapshot lists them all. Expiry may still start
-   * a new epoch in the call (as a snapshot's may): the user's tabs then resync.
+   * the same whatever the user's number of conversations, where a snapshot lists them all. The call can still
+   * change the user's state, and no push tells their tabs, so they resync when it did: expiry at read time (in this
+   * conversation or, with a new epoch, in others), or a rebuild of state that was missing (once per user after
+   * Redis lost it; their tabs would resync at the next push anyway).
    */
   async function view(userId: number, conversationId: number): Promise<UnreadState> {
     const { update, changed } = await applyOne({ userId, conversationId, seenSeq: 0, readSeq: 0 });
