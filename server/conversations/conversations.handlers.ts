@@ -19,12 +19,14 @@ export type ConversationActions = ReturnType<typeof conversationActions>;
 
 /** Membership changes as the API offers them: validated, limited, stored, then told to every member's tabs. */
 export function conversationActions(deps: ConversationDeps) {
-  const tell = (event: "conversationCreated" | "conversationUpdated", conversationId: number, memberIds: number[]) =>
-    Promise.all(
-      memberIds.map(async (memberId) =>
-        deps.notifier[event](memberId, await deps.snapshots.describe(conversationId, memberId)),
-      ),
-    );
+  const tell = async (
+    event: "conversationCreated" | "conversationUpdated",
+    conversationId: number,
+    memberIds: number[],
+  ) => {
+    const described = await deps.snapshots.describeFor(conversationId, memberIds);
+    memberIds.forEach((memberId, i) => deps.notifier[event](memberId, described[i]!));
+  };
 
   return {
     /** Creates (or finds) a conversation and tells every member's tabs when it is new. */

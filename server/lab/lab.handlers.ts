@@ -80,9 +80,8 @@ export function registerLab({
         { withBots: true },
       );
       if (created) {
-        for (const memberId of memberIds) {
-          notifier.conversationCreated(memberId, await snapshots.describe(conversationId, memberId));
-        }
+        const described = await snapshots.describeFor(conversationId, memberIds);
+        memberIds.forEach((memberId, i) => notifier.conversationCreated(memberId, described[i]!));
       }
       const { token, sessionId } = await sessions.createSession(bot.id);
       accounts.push({ name, token, sessionId });

@@ -268,8 +268,6 @@ export function createMessageService({
     return rows.reverse().map(toMessageDTO);
   }
 
-  /** Sends waiting for a group now (the /metrics gauge; past MAX_QUEUED_SENDS a send is refused). */
-  const waiting = () => storeGrouped.waiting();
-
-  return { send, history, waiting };
+  /** `waiting()`: sends waiting for a group now (the /metrics gauge; past the bound a send is refused). */
+  return { send, history, waiting: storeGrouped.waiting };
 }

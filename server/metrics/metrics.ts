@@ -64,7 +64,7 @@ export function createMetrics(sources: {
   });
   new Gauge({
     name: "tally_sends_waiting",
-    help: "Sends waiting to go to the database in a group (those in flight not counted); past the bound (4096) a send is answered unavailable",
+    help: "Sends waiting to go to the database in a group (those in flight not counted); past the instance's bound a send is answered unavailable",
     registers: [registry],
     collect() {
       this.set(sources.sendsWaiting());

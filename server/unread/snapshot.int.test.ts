@@ -91,13 +91,18 @@ describe("the conversation list", () => {
       ok: true,
     });
 
+    // Each remaining member is told the group as they see it (one read of the group, one count per member).
     const updated = nextEvent(sb, "conversation:updated");
+    const updatedForC = nextEvent(sc, "conversation:updated");
     const res = await h.http(`/api/conversations/${group.id}/leave`, { method: "POST", token: a.token });
     expect(res.status).toBe(200);
     const { conversation } = await updated;
     expect(conversation).toMatchObject({ unreadCount: 2, mentionCount: 1, muted: true, title: c.user.name });
     const listed = (await list(b.token)).conversations.find((conv) => conv.id === group.id);
     expect(conversation).toEqual(listed);
+    const forC = (await updatedForC).conversation;
+    expect(forC).toMatchObject({ unreadCount: 0, mentionCount: 0, muted: false, title: b.user.name });
+    expect(forC).toEqual((await list(c.token)).conversations.find((conv) => conv.id === group.id));
   });
 
   it("views one conversation's counts without resyncing anyone, and after Redis lost the user's state rebuilds it and resyncs their tabs once", async () => {

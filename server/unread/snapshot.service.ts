@@ -30,9 +30,9 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
    * Conversations with their members (names, cursors) and their message at lastSeq, from one statement: the
    * user's whole list (`memberId`) or one conversation. The members of all of them are gathered in one pass, as
    * parallel arrays in one order (building JSON took PostgreSQL twice as long), and each newest message is a join
-   * on the (conversationId, seq) key. For a user in 5000 conversations that is one statement of about 40 ms in PostgreSQL
-   * instead of Prisma's query per relation and an OR of 5000 pairs for the messages, which took over half a second
-   * (docs/benchmarks.md, "Big user").
+   * on the (conversationId, seq) key. For a user in 5000 conversations that is one statement of about 40 ms in
+   * PostgreSQL instead of Prisma's query per relation and an OR of 5000 pairs for the messages, which took over
+   * half a second (docs/benchmarks.md, "Big user").
    */
   async function conversations(
     where: { memberId: number } | { conversationId: number },
@@ -121,19 +121,26 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
   }
 
   /**
-   * One conversation as `viewerId` sees it (for `conversation:created` and `conversation:updated`, sent to every
-   * member: its counts come from one apply.lua call, not the member's whole snapshot).
+   * One conversation as each of `viewerIds` sees it (for `conversation:created` and `conversation:updated`, sent to
+   * every member), in their order: the conversation read once, each viewer's counts from one apply.lua call, not
+   * their whole snapshot.
    */
-  async function describe(conversationId: number, viewerId: number): Promise<ConversationDTO> {
+  async function describeFor(conversationId: number, viewerIds: number[]): Promise<ConversationDTO[]> {
     const [[found], counts] = await Promise.all([
       conversations({ conversationId }),
-      unread.view(viewerId, conversationId),
+      Promise.all(viewerIds.map((viewerId) => unread.view(viewerId, conversationId))),
     ]);
     if (!found) throw new AppError("not_found", "This conversation no longer exists.");
-    return toConversationDTO(found.row, viewerId, counts, found.last);
+    return viewerIds.map((viewerId, i) => toConversationDTO(found.row, viewerId, counts[i]!, found.last));
   }
 
-  return { snapshot, describe };
+  /** One conversation as `viewerId` sees it. */
+  async function describe(conversationId: number, viewerId: number): Promise<ConversationDTO> {
+    const [conversation] = await describeFor(conversationId, [viewerId]);
+    return conversation!;
+  }
+
+  return { snapshot, describe, describeFor };
 }
 
 /** Its last message's time, or its creation time while it has none: a new conversation is recent activity. */
