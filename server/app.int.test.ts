@@ -270,7 +270,7 @@ describe("Redis state lost", () => {
     expect(before.totalUnread).toBe(1);
 
     const k = userKeys(bob.user.id);
-    await h.redis.del(k.meta, k.unread, k.seen, k.read);
+    await h.redis.del(k.meta, k.convs);
     const pushed = nextEvent(tab, "unread:changed");
     await send(sender, conv.id, "after");
     const update: UnreadUpdate = await pushed;

@@ -10,7 +10,7 @@ import {
   keySlot,
   type RedisClient,
 } from "../redis/client.ts";
-import { userKeys, userLockKey } from "../redis/keys.ts";
+import { counterKeys, userKeys, userLockKey } from "../redis/keys.ts";
 import { testSeed } from "../testing/random.ts";
 import { openLabRedis, scanKeys, type LabRedis } from "./lab-redis.ts";
 import { resolveWorkload } from "./params.ts";
@@ -124,7 +124,7 @@ describe("the WATCH strategy", () => {
   it("retries when a watched key is written between its reads and EXEC, and applies on fresh values", async () => {
     const p = prefix();
     const strategy = watchStrategy(p, 3);
-    const k = userKeys(1, p);
+    const k = counterKeys(1, p);
     const other = await labRedis.connect();
     let gaps = 0;
     const stats = newStats();
@@ -148,7 +148,7 @@ describe("the WATCH strategy", () => {
 
   it("gives up after its retry bound", async () => {
     const p = prefix();
-    const k = userKeys(1, p);
+    const k = counterKeys(1, p);
     const stats = newStats();
     await expect(
       watchStrategy(p, 2).apply(conn, send, { gap: async () => void (await app.hincrby(k.meta, "noise", 1)) }, stats),
@@ -163,7 +163,7 @@ describe("the WATCH strategy", () => {
       const cluster = conn;
       const p = prefix();
       const strategy = watchStrategy(p, 3);
-      const k = userKeys(1, p);
+      const k = counterKeys(1, p);
       const slot = keySlot(k.meta);
       const owner = cluster.slots[slot]![0]!;
       const elsewhere = cluster

@@ -1,36 +1,43 @@
 import { describe, expect, it } from "vitest";
-import { unreadScriptKeys, userKeys } from "./keys.ts";
+import { counterKeys, rebuildScriptKeys, unreadScriptKeys, userKeys } from "./keys.ts";
+
+const tagOf = (key: string) => key.match(/\{([^}]*)\}/)?.[1];
 
 describe("key builders", () => {
   it("put every key of a user in one hash tag, so each script touches one cluster slot", () => {
     const keys = Object.values(userKeys(42));
-    expect(keys).toEqual([
-      "{u:42}:meta",
-      "{u:42}:unread",
-      "{u:42}:seen",
-      "{u:42}:read",
-      "{u:42}:gone",
-      "{u:42}:times",
-      "{u:42}:aged",
-      "{u:42}:ment",
-      "{u:42}:mcount",
-      "{u:42}:state",
-    ]);
-    for (const k of keys) expect(k.match(/\{([^}]*)\}/)?.[1]).toBe("u:42");
+    expect(keys).toEqual(["{u:42}:meta", "{u:42}:convs", "{u:42}:gone", "{u:42}:times", "{u:42}:ment"]);
+    for (const k of [...keys, ...rebuildScriptKeys(42)]) expect(tagOf(k)).toBe("u:42");
   });
 
   it("keep a prefix outside the hash tag and pass keys in script order", () => {
     expect(unreadScriptKeys(7, "lab:lua:")).toEqual([
       "lab:lua:{u:7}:meta",
-      "lab:lua:{u:7}:unread",
-      "lab:lua:{u:7}:seen",
-      "lab:lua:{u:7}:read",
+      "lab:lua:{u:7}:convs",
       "lab:lua:{u:7}:gone",
       "lab:lua:{u:7}:times",
-      "lab:lua:{u:7}:aged",
       "lab:lua:{u:7}:ment",
-      "lab:lua:{u:7}:mcount",
-      "lab:lua:{u:7}:state",
     ]);
+  });
+
+  it("give rebuild.lua the earlier layout's hashes after the unread scripts' keys, to delete them", () => {
+    expect(rebuildScriptKeys(7).slice(5)).toEqual([
+      "{u:7}:unread",
+      "{u:7}:seen",
+      "{u:7}:read",
+      "{u:7}:aged",
+      "{u:7}:mcount",
+      "{u:7}:state",
+    ]);
+  });
+
+  it("keep the lab's two-step counters in the user's slot, under the run's prefix", () => {
+    const k = counterKeys(3, "lab:r1:naive:");
+    expect(k).toEqual({
+      meta: "lab:r1:naive:{u:3}:meta",
+      unread: "lab:r1:naive:{u:3}:unread",
+      state: "lab:r1:naive:{u:3}:state",
+    });
+    for (const key of Object.values(k)) expect(tagOf(key)).toBe("u:3");
   });
 });

@@ -3,56 +3,57 @@
  * script touches a single cluster slot. `prefix` lets the lab and tests run on their own key space.
  */
 export interface UserKeys {
+  /** The two sums, version, epoch, replication term and layout (server/redis/lua/includes/unread.lua). */
   meta: string;
-  unread: string;
-  seen: string;
-  read: string;
+  /** Conversation -> its record: every register and derived value of the conversation in one field. */
+  convs: string;
+  /** Conversation -> 1 once the user left it or it was deleted. */
   gone: string;
   /** Unread expiry (UNREAD_TTL_DAYS): timestamps of unread messages that may still expire. */
   times: string;
-  /** Unread expiry: conversation -> highest expired seq above the read cursor. */
-  aged: string;
   /** Messages that mention the user: zset of '<conversation>:<seq>' (score 0, lex order). */
   ment: string;
-  /** Conversation -> mention count (absent = 0). */
-  mcount: string;
-  /** Conversation -> its mute and mark registers (server/redis/lua/includes/unread.lua). */
-  state: string;
 }
 
 export function userKeys(userId: number, prefix = ""): UserKeys {
   const tag = `${prefix}{u:${userId}}`;
   return {
     meta: `${tag}:meta`,
-    unread: `${tag}:unread`,
-    seen: `${tag}:seen`,
-    read: `${tag}:read`,
+    convs: `${tag}:convs`,
     gone: `${tag}:gone`,
     times: `${tag}:times`,
-    aged: `${tag}:aged`,
     ment: `${tag}:ment`,
-    mcount: `${tag}:mcount`,
-    state: `${tag}:state`,
   };
 }
 
-export type UnreadScriptKeys = [
-  meta: string,
-  unread: string,
-  seen: string,
-  read: string,
-  gone: string,
-  times: string,
-  aged: string,
-  ment: string,
-  mcount: string,
-  state: string,
-];
+export type UnreadScriptKeys = [meta: string, convs: string, gone: string, times: string, ment: string];
 
 /** The order every unread script expects its KEYS in. */
 export function unreadScriptKeys(userId: number, prefix = ""): UnreadScriptKeys {
   const k = userKeys(userId, prefix);
-  return [k.meta, k.unread, k.seen, k.read, k.gone, k.times, k.aged, k.ment, k.mcount, k.state];
+  return [k.meta, k.convs, k.gone, k.times, k.ment];
+}
+
+/**
+ * The hashes an earlier layout kept per register (unread, seen, read, aged, mcount, state). State it wrote counts
+ * as missing; rebuild.lua deletes them when it replaces it.
+ */
+export type LegacyKeys = [unread: string, seen: string, read: string, aged: string, mcount: string, state: string];
+
+/** rebuild.lua's KEYS: the unread scripts' keys, then the earlier layout's. */
+export function rebuildScriptKeys(userId: number, prefix = ""): [...UnreadScriptKeys, ...LegacyKeys] {
+  const tag = `${prefix}{u:${userId}}`;
+  const legacy = ["unread", "seen", "read", "aged", "mcount", "state"].map((name) => `${tag}:${name}`) as LegacyKeys;
+  return [...unreadScriptKeys(userId, prefix), ...legacy];
+}
+
+/**
+ * The lab's two-step strategies (naive, lock, WATCH) keep a user's badge the way many apps do: a total in `meta`,
+ * a count per conversation in `unread`, and "muted" per conversation in `state`.
+ */
+export function counterKeys(userId: number, prefix: string): { meta: string; unread: string; state: string } {
+  const tag = `${prefix}{u:${userId}}`;
+  return { meta: `${tag}:meta`, unread: `${tag}:unread`, state: `${tag}:state` };
 }
 
 /** Room a user's sockets join on every instance: pushes to it reach all their tabs. */

@@ -3,7 +3,7 @@ import { inject } from "vitest";
 import { rng, testSeed } from "../testing/random.ts";
 import { replicationTerm } from "../testing/redis.ts";
 import { createRedis, isClusterTarget, type RedisClient } from "./client.ts";
-import { unreadScriptKeys, userKeys } from "./keys.ts";
+import { rebuildScriptKeys, unreadScriptKeys, userKeys } from "./keys.ts";
 import type { ApplyPart } from "./scripts.ts";
 
 let redis: RedisClient;
@@ -19,6 +19,7 @@ beforeEach(() => {
 });
 
 const keysOf = (user: number) => unreadScriptKeys(user, prefix);
+const rebuildKeysOf = (user: number) => rebuildScriptKeys(user, prefix);
 /** apply.lua's reply without the mention, mute and mark fields (checked in their own describe). */
 type CountReply = [number, number, number, string, 0 | 1] | [-1];
 const counts = (reply: unknown[]) => reply.slice(0, 5) as CountReply;
@@ -28,20 +29,34 @@ const apply = async (user: number, conv: number, seen: number, read: number) =>
 const tuples = (triples: (number | string)[]) => triples.flatMap((v, i) => (i % 3 === 2 ? [v, 0, 0, 0, 0, 0] : [v]));
 /** rebuild.lua's reply without totalMentions (checked in its own describe). */
 const create = async (user: number, epoch: string, ...triples: number[]) =>
-  (await redis.tallyRebuild(...keysOf(user), epoch, "merge", ...tuples(triples))).slice(0, 4);
+  (await redis.tallyRebuild(...rebuildKeysOf(user), epoch, "merge", ...tuples(triples))).slice(0, 4);
 const remove = async (user: number, conv: number) => counts(await redis.tallyRemove(...keysOf(user), conv));
 const snapshotOf = (user: number) => redis.tallySnapshot(...keysOf(user));
 
+/** A flat (field, value) list as an object of strings. */
+function fields(flat: (string | number)[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) out[String(flat[i])] = String(flat[i + 1]);
+  return out;
+}
+
+/** Everything stored for a user, one object per value (conversation -> value), as inspect.lua reads it. */
 async function state(user: number) {
-  const k = userKeys(user, prefix);
-  const [{ term: _term, ...meta }, unread, seen, read, gone] = await Promise.all([
-    redis.hgetall(k.meta),
-    redis.hgetall(k.unread),
-    redis.hgetall(k.seen),
-    redis.hgetall(k.read),
-    redis.hgetall(k.gone),
-  ]);
-  return { meta, unread, seen, read, gone };
+  const reply = await redis.tallyInspect(...keysOf(user));
+  if (reply.length === 1) throw new Error(`user ${user} has no usable state`);
+  const [metaFlat, unread, seen, read, gone, aged, , , mcount, st] = reply;
+  const { term: _term, layout, ...meta } = fields(metaFlat);
+  expect(layout).toBe("2");
+  return {
+    meta,
+    unread: fields(unread),
+    seen: fields(seen),
+    read: fields(read),
+    gone: fields(gone),
+    aged: fields(aged),
+    mcount: fields(mcount),
+    state: fields(st),
+  };
 }
 
 describe("apply.lua", () => {
@@ -54,13 +69,15 @@ describe("apply.lua", () => {
     await create(1, "e1");
     expect(await apply(1, 10, 1, 0)).toEqual([1, 1, 2, "e1", 1]);
     expect(await apply(1, 11, 3, 0)).toEqual([3, 4, 3, "e1", 1]);
-    expect(await state(1)).toEqual({
+    expect(await state(1)).toMatchObject({
       meta: { total: "4", version: "3", epoch: "e1", mentions: "0" },
       unread: { "10": "1", "11": "3" },
       seen: { "10": "1", "11": "3" },
       read: {},
       gone: {},
     });
+    // One record per conversation: seen, read, unread (docs/consistency.md, "The Redis layout").
+    expect(await redis.hgetall(userKeys(1, prefix).convs)).toEqual({ "10": "1:0:1", "11": "3:0:3" });
   });
 
   it("is idempotent: replaying an event changes nothing, not even the version", async () => {
@@ -110,7 +127,7 @@ describe("apply.lua", () => {
     expect(await state(1)).toMatchObject({ meta: { total: "5" }, unread: { "11": "1" } });
     // A part written without its sum (a lost increment): the conversation is derived again, the offset stays.
     await create(2, "e1", 10, 3, 0);
-    await redis.hset(userKeys(2, prefix).unread, "10", 1);
+    await redis.hset(userKeys(2, prefix).convs, "10", "3:0:1"); // seen 3, read 0, unread 1 (it should be 3)
     expect(await apply(2, 10, 4, 0)).toEqual([4, 6, 2, "e1", 1]);
     for (const user of [1, 2]) {
       expect((await state(user)).meta.repairs).toBeUndefined();
@@ -136,6 +153,26 @@ describe("apply.lua", () => {
   });
 });
 
+describe("the layout", () => {
+  it("keeps each conversation in one record, and takes state an earlier layout wrote for missing: rebuilt, its hashes deleted", async () => {
+    // As the layout before records left a user: meta without `layout`, a hash per register.
+    const [, , , , , ...legacy] = rebuildKeysOf(1);
+    const [unreadKey, seenKey] = legacy;
+    await redis.hset(userKeys(1, prefix).meta, "total", 2, "version", 7, "epoch", "old", "mentions", 0, "term", "-");
+    await redis.hset(unreadKey!, "10", 2);
+    await redis.hset(seenKey!, "10", 2);
+    expect(await apply(1, 10, 3, 0)).toEqual([-1]);
+    expect(await snapshotOf(1)).toEqual([-1]);
+    expect(await remove(1, 11)).toEqual([-1]);
+    expect(await redis.tallyInspect(...keysOf(1))).toEqual([-1]);
+    expect(await create(1, "e1", 10, 3, 0)).toEqual(["e1", 1, 3, "created"]);
+    expect(await redis.exists(...legacy)).toBe(0);
+    expect(await redis.hgetall(userKeys(1, prefix).convs)).toEqual({ "10": "3:0:3" });
+    expect(await state(1)).toMatchObject({ meta: { total: "3", epoch: "e1" }, gone: { "11": "1" } });
+    expect(await apply(1, 10, 4, 0)).toEqual([4, 4, 2, "e1", 1]);
+  });
+});
+
 describe("snapshot.lua", () => {
   it("reads counts, total, version and epoch together", async () => {
     expect(await snapshotOf(1)).toEqual([-1]);
@@ -158,12 +195,12 @@ describe("remove.lua", () => {
 });
 
 describe("inspect.lua", () => {
-  it("returns every hash of the user at once", async () => {
+  it("returns everything stored for the user at once, the records as one list per field", async () => {
     expect(await redis.tallyInspect(...keysOf(1))).toEqual([-1]);
     await create(1, "e1", 10, 3, 1);
-    const [meta, unread, seen, read, gone] = (await redis.tallyInspect(...keysOf(1))) as string[][];
-    expect(meta).toEqual(expect.arrayContaining(["epoch", "e1", "total", "2"]));
-    expect([unread, seen, read, gone]).toEqual([["10", "2"], ["10", "3"], ["10", "1"], []]);
+    const [meta, unread, seen, read, gone] = (await redis.tallyInspect(...keysOf(1))) as (string | number)[][];
+    expect(meta).toEqual(expect.arrayContaining(["epoch", "e1", "total", "2", "layout", "2"]));
+    expect([unread, seen, read, gone]).toEqual([["10", 2], ["10", 3], ["10", 1], []]);
   });
 });
 
@@ -195,7 +232,7 @@ describe("rebuild.lua", () => {
     await redis.tallyApply(...keysOf(1), 10, 6, 0, 0, 0, "", "mention");
     await redis.hset(userKeys(1, prefix).meta, "mentions", 5);
     expect(await snapshotOf(1)).toEqual([-2]);
-    expect(await redis.tallyRebuild(...keysOf(1), "e4", "replace", ...tuples([10, 6, 2]))).toEqual([
+    expect(await redis.tallyRebuild(...rebuildKeysOf(1), "e4", "replace", ...tuples([10, 6, 2]))).toEqual([
       "e4",
       1,
       4,
@@ -207,7 +244,7 @@ describe("rebuild.lua", () => {
 
   it("replaces state that holds more than the database, which a merge cannot undo", async () => {
     await create(1, "e1", 10, 5, 2, 11, 4, 0);
-    expect(await redis.tallyRebuild(...keysOf(1), "e2", "replace", ...tuples([10, 5, 5]))).toEqual([
+    expect(await redis.tallyRebuild(...rebuildKeysOf(1), "e2", "replace", ...tuples([10, 5, 5]))).toEqual([
       "e2",
       1,
       0,
@@ -222,7 +259,7 @@ describe("rebuild.lua", () => {
     await redis.tallyRemove(...keysOf(1), 10);
     // A rebuild that read the memberships just before the leave committed still lists 10: it stays out.
     expect(await create(1, "e2", 10, 5, 2, 11, 1, 0)).toEqual(["e1", 2, 1, "unchanged"]);
-    expect(await redis.tallyRebuild(...keysOf(1), "e3", "replace", ...tuples([10, 5, 2, 11, 1, 0]))).toEqual([
+    expect(await redis.tallyRebuild(...rebuildKeysOf(1), "e3", "replace", ...tuples([10, 5, 2, 11, 1, 0]))).toEqual([
       "e3",
       1,
       1,
@@ -239,7 +276,7 @@ describe("rebuild.lua", () => {
 
   it("forgets and marks gone the conversations the database lists as left, so a late event cannot count them", async () => {
     const gone = (user: number, epoch: string, memberships: number[], ...left: number[]) =>
-      redis.tallyRebuild(...keysOf(user), epoch, "merge", ...tuples(memberships), "gone", ...left);
+      redis.tallyRebuild(...rebuildKeysOf(user), epoch, "merge", ...tuples(memberships), "gone", ...left);
     // Missing state (a FLUSHALL took remove.lua's mark): created with the mark.
     expect((await gone(1, "e1", [10, 5, 2], 11)).slice(0, 4)).toEqual(["e1", 1, 3, "created"]);
     expect(await apply(1, 11, 4, 0)).toEqual([0, 3, 1, "e1", 0]);
@@ -255,14 +292,26 @@ describe("rebuild.lua", () => {
     expect(await state(3)).toMatchObject({ unread: { "12": "1" }, gone: { "11": "1" } });
     // With mentions before and expiry after it, the section still parses.
     await expect(
-      redis.tallyRebuild(...keysOf(4), "e1", "merge", ...tuples([10, 5, 2]), "mentions", 10, 4, "gone", 11, "ttl", 0),
+      redis.tallyRebuild(
+        ...rebuildKeysOf(4),
+        "e1",
+        "merge",
+        ...tuples([10, 5, 2]),
+        "mentions",
+        10,
+        4,
+        "gone",
+        11,
+        "ttl",
+        0,
+      ),
     ).resolves.toEqual(["e1", 1, 3, "created", 1]);
   });
 
   it("rejects malformed triples before writing", async () => {
     await expect(create(1, "e1", 10, 5)).rejects.toThrow(/tally rebuild/);
-    await expect(redis.tallyRebuild(...keysOf(1), "e1", "merge", "gone", "")).rejects.toThrow(/tally rebuild/);
-    await expect(redis.tallyRebuild(...keysOf(1), "e1", "other" as "merge")).rejects.toThrow(/tally rebuild/);
+    await expect(redis.tallyRebuild(...rebuildKeysOf(1), "e1", "merge", "gone", "")).rejects.toThrow(/tally rebuild/);
+    await expect(redis.tallyRebuild(...rebuildKeysOf(1), "e1", "other" as "merge")).rejects.toThrow(/tally rebuild/);
     expect(await redis.exists(...keysOf(1))).toBe(0);
   });
 });
@@ -332,26 +381,30 @@ describe("replication fencing (includes/fence.lua)", () => {
     await create(1, "e1", 10, 5, 2, 11, 3, 0);
     await redis.tallyRemove(...keysOf(1), 12);
     await redis.hset(userKeys(1, prefix).meta, "term", "0123456789abcdef0123456789abcdef01234567");
-    const before = await redis.hgetall(userKeys(1, prefix).unread);
+    const before = await redis.hgetall(userKeys(1, prefix).convs);
     expect(await apply(1, 10, 9, 0)).toEqual([-1]);
     expect(await snapshotOf(1)).toEqual([-1]);
     expect(await redis.tallyInspect(...keysOf(1))).toEqual([-1]);
     // remove.lua only leaves its gone mark, as on missing state.
     expect(await remove(1, 11)).toEqual([-1]);
-    expect(await redis.hgetall(userKeys(1, prefix).unread)).toEqual(before);
-    expect((await state(1)).gone).toEqual({ "11": "1", "12": "1" });
+    expect(await redis.hgetall(userKeys(1, prefix).convs)).toEqual(before);
+    expect(await redis.hgetall(userKeys(1, prefix).gone)).toEqual({ "11": "1", "12": "1" });
     // A rebuild whose database read may predate the promotion writes nothing and names the term.
     const term = onCluster() ? await termOf(1) : "-";
     const tuples13 = tuples([10, 9, 9, 11, 3, 0, 13, 1, 0]);
-    expect(await redis.tallyRebuild(...keysOf(1), "e2", "merge", ...tuples13)).toEqual(["", 0, 0, "fenced", 0, term]);
+    expect(await redis.tallyRebuild(...rebuildKeysOf(1), "e2", "merge", ...tuples13)).toEqual([
+      "",
+      0,
+      0,
+      "fenced",
+      0,
+      term,
+    ]);
     expect(await redis.hget(userKeys(1, prefix).meta, "epoch")).toBe("e1");
     // With it, the database's truth is written over the copy (a merge would keep a register the truth no longer has).
-    expect((await redis.tallyRebuild(...keysOf(1), "e2", "merge", "term", term, ...tuples13)).slice(0, 4)).toEqual([
-      "e2",
-      1,
-      1,
-      "replaced",
-    ]);
+    expect(
+      (await redis.tallyRebuild(...rebuildKeysOf(1), "e2", "merge", "term", term, ...tuples13)).slice(0, 4),
+    ).toEqual(["e2", 1, 1, "replaced"]);
     expect(await state(1)).toMatchObject({
       meta: { epoch: "e2", version: "1", total: "1" },
       unread: { "13": "1" },
@@ -421,9 +474,21 @@ describe("mute, mentions and mark as unread", () => {
     // Conversation 10: 3 unread, 2 mentions, muted (2 reach the total); 11: marked, so 1.
     expect(live.slice(2)).toEqual([3, 2, 0, "10", 3, 2, 1, 0, "11", 1, 0, 0, 1]);
     const database = [10, 3, 0, 1, 1, 0, 0, 0, 11, 1, 1, 0, 0, 1, 1, 0, "mentions", 10, 1, 10, 3];
-    expect(await redis.tallyRebuild(...keysOf(2), "e2", "merge", ...database)).toEqual(["e2", 1, 3, "created", 2]);
+    expect(await redis.tallyRebuild(...rebuildKeysOf(2), "e2", "merge", ...database)).toEqual([
+      "e2",
+      1,
+      3,
+      "created",
+      2,
+    ]);
     expect((await snapshotOf(2)).slice(2)).toEqual(live.slice(2));
-    expect(await redis.tallyRebuild(...keysOf(1), "e3", "merge", ...database)).toEqual(["e1", 6, 3, "unchanged", 2]);
+    expect(await redis.tallyRebuild(...rebuildKeysOf(1), "e3", "merge", ...database)).toEqual([
+      "e1",
+      6,
+      3,
+      "unchanged",
+      2,
+    ]);
     expect(await redis.tallyRemove(...keysOf(1), 10)).toEqual([0, 1, 7, "e1", 1, 0, 0, 0, 0]);
     expect((await snapshotOf(1)).slice(2)).toEqual([1, 0, 0, "11", 1, 0, 0, 1]);
     expect(await redis.zcard(userKeys(1, prefix).ment)).toBe(0);
@@ -539,13 +604,7 @@ describe("randomized: total == Σ effective and totalMentions == Σ mentions", (
 
     async function checkSums() {
       for (const u of users) {
-        const k = userKeys(u, prefix);
-        const [meta, unread, mcount, st] = await Promise.all([
-          redis.hgetall(k.meta),
-          redis.hgetall(k.unread),
-          redis.hgetall(k.mcount),
-          redis.hgetall(k.state),
-        ]);
+        const { meta, unread, mcount, state: st } = await state(u);
         const muted = (c: string) => st[c]?.split(":")[1] === "1";
         const convs = new Set([...Object.keys(unread), ...Object.keys(mcount)]);
         const total = [...convs].reduce((sum, c) => sum + Number(muted(c) ? (mcount[c] ?? 0) : (unread[c] ?? 0)), 0);
@@ -574,13 +633,11 @@ describe("unread expiry (UNREAD_TTL_DAYS)", () => {
   };
 
   async function full(user: number) {
-    const k = userKeys(user, prefix);
-    const [s, aged, times] = await Promise.all([
+    const [s, times] = await Promise.all([
       state(user),
-      redis.hgetall(k.aged),
-      redis.zrange(k.times, "0", "-1", "WITHSCORES"),
+      redis.zrange(userKeys(user, prefix).times, "0", "-1", "WITHSCORES"),
     ]);
-    return { ...s, aged, times };
+    return { ...s, times };
   }
 
   async function expectTotalIsSum(user: number) {
@@ -730,7 +787,17 @@ describe("unread expiry (UNREAD_TTL_DAYS)", () => {
     const unreadMessages = messages.filter(([c, s]) => !(c === 10 && s <= 1)).flat();
     const rebuild = async (user: number, epoch: string, now: number, ...rest: number[]) =>
       (
-        await redis.tallyRebuild(...keysOf(user), epoch, "merge", ...tuples(triples), "ttl", HOUR, "now", now, ...rest)
+        await redis.tallyRebuild(
+          ...rebuildKeysOf(user),
+          epoch,
+          "merge",
+          ...tuples(triples),
+          "ttl",
+          HOUR,
+          "now",
+          now,
+          ...rest,
+        )
       ).slice(0, 4);
     expect(await rebuild(2, "e2", T0, ...unreadMessages)).toEqual(["e2", 1, 3, "created"]);
     const rebuilt = await full(2);
@@ -747,10 +814,22 @@ describe("unread expiry (UNREAD_TTL_DAYS)", () => {
 
   it("rejects malformed message triples and instants before writing", async () => {
     await expect(
-      redis.tallyRebuild(...keysOf(1), "e1", "merge", ...tuples([10, 2, 0]), "ttl", HOUR, 10, 1),
+      redis.tallyRebuild(...rebuildKeysOf(1), "e1", "merge", ...tuples([10, 2, 0]), "ttl", HOUR, 10, 1),
     ).rejects.toThrow(/tally rebuild/);
     await expect(
-      redis.tallyRebuild(...keysOf(1), "e1", "merge", ...tuples([10, 2, 0]), "ttl", HOUR, "now", "soon", 10, 1, T0),
+      redis.tallyRebuild(
+        ...rebuildKeysOf(1),
+        "e1",
+        "merge",
+        ...tuples([10, 2, 0]),
+        "ttl",
+        HOUR,
+        "now",
+        "soon",
+        10,
+        1,
+        T0,
+      ),
     ).rejects.toThrow(/tally rebuild/);
     await expect(redis.tallyApply(...keysOf(1), 10, 1, 0, -5, HOUR)).rejects.toThrow(/tally apply/);
     expect(await redis.exists(...keysOf(1))).toBe(0);
@@ -777,7 +856,7 @@ describe("unread expiry (UNREAD_TTL_DAYS)", () => {
     const reply = await redis.tallyInspect(...keysOf(1), HOUR, PAST);
     if (reply.length === 1) throw new Error("missing");
     const [meta, unread, , , , aged, now, expired] = reply;
-    expect([unread, aged, now, expired]).toEqual([[], ["10", "1"], PAST, 1]);
+    expect([unread, aged, now, expired]).toEqual([[], ["10", 1], PAST, 1]);
     expect(meta).toEqual(expect.arrayContaining(["total", "0", "version", "1"]));
 
     const redisNow = async () => {

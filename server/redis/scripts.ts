@@ -1,15 +1,36 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Cluster, Redis, Result } from "ioredis";
-import type { UnreadScriptKeys } from "./keys.ts";
+import type { LegacyKeys, UnreadScriptKeys } from "./keys.ts";
 
 function read(path: string): string {
   return readFileSync(fileURLToPath(new URL(`./lua/${path}.lua`, import.meta.url)), "utf8");
 }
 
-/** A script's text with its `--- @include "<name>"` lines replaced by lua/includes/<name>.lua (as BullMQ does). */
+/**
+ * The numbers a script's `--- @constants` lines name: each is followed by one `local A, B = 1, 2` line.
+ */
+export function constantsOf(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [, names, values] of text.matchAll(/^--- @constants\nlocal ([\w, ]+) = ([\d, ]+)$/gm)) {
+    const list = values!.split(",").map((v) => Number(v.trim()));
+    names!.split(",").forEach((n, i) => out.set(n.trim(), list[i]!));
+  }
+  return out;
+}
+
+/**
+ * A script's text with its `--- @include "<name>"` lines replaced by lua/includes/<name>.lua (as BullMQ does), and
+ * its `--- @constants` folded: the lines go and each name is replaced by its number. Redis runs a script's whole body
+ * on every call, so every `local function` is a new closure each time, and each constant one of them reads would be
+ * one more upvalue to make (docs/benchmarks.md, "apply.lua against a trivial script").
+ */
 function lua(name: string): string {
-  return read(name).replace(/^--- @include "([\w-]+)"$/gm, (_, include: string) => read(`includes/${include}`));
+  const text = read(name).replace(/^--- @include "([\w-]+)"$/gm, (_, include: string) => read(`includes/${include}`));
+  let folded = text.replace(/^--- @constants\nlocal [\w, ]+ = [\d, ]+\n/gm, "");
+  for (const [constant, value] of constantsOf(text))
+    folded = folded.replace(new RegExp(`\\b${constant}\\b`, "g"), String(value));
+  return folded;
 }
 
 /**
@@ -17,14 +38,15 @@ function lua(name: string): string {
  * Those that expire take an optional "now" (ms) that tests pass; production omits it and they read Redis' TIME.
  */
 export const scripts = {
-  tallyApply: { numberOfKeys: 10, lua: lua("apply") },
+  tallyApply: { numberOfKeys: 5, lua: lua("apply") },
   /** snapshot.lua without expiry: a pure read (the lab, raw checks). */
-  tallySnapshot: { numberOfKeys: 10, lua: lua("snapshot"), readOnly: true },
+  tallySnapshot: { numberOfKeys: 5, lua: lua("snapshot"), readOnly: true },
   /** snapshot.lua with expiry: expires unread messages past the TTL first, so it may write. */
-  tallySnapshotExpiring: { numberOfKeys: 10, lua: lua("snapshot") },
-  tallyRebuild: { numberOfKeys: 10, lua: lua("rebuild") },
-  tallyRemove: { numberOfKeys: 10, lua: lua("remove") },
-  tallyInspect: { numberOfKeys: 10, lua: lua("inspect") },
+  tallySnapshotExpiring: { numberOfKeys: 5, lua: lua("snapshot") },
+  /** Also given the earlier layout's hashes, which it deletes (keys.ts rebuildScriptKeys). */
+  tallyRebuild: { numberOfKeys: 11, lua: lua("rebuild") },
+  tallyRemove: { numberOfKeys: 5, lua: lua("remove") },
+  tallyInspect: { numberOfKeys: 5, lua: lua("inspect") },
 } as const;
 
 export function defineScripts<T extends Redis | Cluster>(redis: T): T {
@@ -48,11 +70,45 @@ export type RebuildReply =
   /** Fenced state the caller's database read may predate: read again and pass `"term", term` (rebuild.lua). */
   | ["", 0, 0, "fenced", 0, string];
 /**
- * Raw reply of inspect.lua: HGETALL lists of meta, unread, seen, read, gone and aged, the "now" it used in ms,
- * 1 when expiry started a new epoch, and HGETALL lists of mcount and state; or [-1].
+ * Raw reply of inspect.lua: flat (field, value) lists of meta, unread, seen, read, gone and aged, the "now" it used
+ * in ms, 1 when expiry started a new epoch, and lists of mcount and state (the records' fields, one list per field,
+ * zeros left out); or [-1].
  */
-export type InspectReply =
-  [string[], string[], string[], string[], string[], string[], number, 0 | 1, string[], string[]] | [-1];
+type Flat = (string | number)[];
+export type InspectReply = [Flat, Flat, Flat, Flat, Flat, Flat, number, 0 | 1, Flat, string[]] | [-1];
+
+/**
+ * The fields of a conversation's record in `{u:<id>}:convs`, in the order lua/includes/unread.lua stores them
+ * (joined by ':', trailing zeros left out); scripts.test.ts checks that the two agree. The scripts are the only
+ * writers: this is for reading a record, and for tests that write drift from outside the scripts.
+ */
+export const RECORD_FIELDS = [
+  "seen",
+  "read",
+  "unread",
+  "mentions",
+  "marked",
+  "aged",
+  "muteVersion",
+  "muted",
+  "markVersion",
+  "markAt",
+  "cleared",
+] as const;
+export type ConversationRecord = Record<(typeof RECORD_FIELDS)[number], number>;
+
+/** A stored record (null or "" for a conversation without one: every field 0). */
+export function parseRecord(raw: string | null): ConversationRecord {
+  const values = raw ? raw.split(":").map(Number) : [];
+  return Object.fromEntries(RECORD_FIELDS.map((f, i) => [f, values[i] ?? 0])) as ConversationRecord;
+}
+
+/** A record as the scripts store it; "" when every field is 0 (the scripts then store no field). */
+export function formatRecord(record: ConversationRecord): string {
+  const values = RECORD_FIELDS.map((f) => record[f]);
+  while (values.length > 0 && values.at(-1) === 0) values.pop();
+  return values.join(":");
+}
 
 /** apply.lua's optional named parts after its positional arguments. */
 export type ApplyPart = "mention" | "mute" | "mark" | "clear" | number;
@@ -86,7 +142,13 @@ declare module "ioredis" {
      * createdAt) triples.
      */
     tallyRebuild(
-      ...args: [...UnreadScriptKeys, epoch: string, mode: "merge" | "replace", ...rest: (number | string)[]]
+      ...args: [
+        ...UnreadScriptKeys,
+        ...LegacyKeys,
+        epoch: string,
+        mode: "merge" | "replace",
+        ...rest: (number | string)[],
+      ]
     ): Result<RebuildReply, Context>;
     tallyRemove(...args: [...UnreadScriptKeys, conversationId: number]): Result<ApplyReply, Context>;
     tallyInspect(...args: [...UnreadScriptKeys, ttlMs?: number, nowMs?: number]): Result<InspectReply, Context>;

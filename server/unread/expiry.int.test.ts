@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { ConversationDTO } from "../contracts/index.ts";
 import { userKeys } from "../redis/keys.ts";
+import { patchRecord } from "../testing/redis.ts";
 import { nextEvent, startHarness, type ClientSocket, type Harness } from "../testing/harness.ts";
 import { reconcile } from "./reconcile.ts";
 import { createUnreadService } from "./unread.service.ts";
@@ -137,8 +138,7 @@ describe("unread expiry (UNREAD_TTL_DAYS)", () => {
     expect(await reconcileNow()).toMatchObject({ drifted: 0 });
 
     // State built while expiry was off counts the old messages: reconciliation finds and repairs it.
-    await h.redis.hdel(k.aged, String(conv.id));
-    await h.redis.hset(k.unread, String(conv.id), 3);
+    await patchRecord(h.redis, ben.user.id, conv.id, { aged: 0, unread: 3 });
     await h.redis.hset(k.meta, "total", 3);
     const report = await reconcileNow();
     expect(report).toMatchObject({ drifted: 1, repaired: 1 });

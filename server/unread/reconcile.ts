@@ -24,14 +24,15 @@ export interface ReconcileReport {
 
 type Truth = Map<number, MembershipTruth>;
 
-function hash(flat: string[]): Map<string, number> {
+/** A flat (field, value) list of inspect.lua's reply as a map of numbers. */
+export function hash(flat: (string | number)[]): Map<string, number> {
   const out = new Map<string, number>();
-  for (let i = 0; i + 1 < flat.length; i += 2) out.set(flat[i]!, Number(flat[i + 1]));
+  for (let i = 0; i + 1 < flat.length; i += 2) out.set(String(flat[i]), Number(flat[i + 1]));
   return out;
 }
 
 /** Redis' `state` of a conversation: its registers and the derived `marked` (includes/unread.lua). */
-interface StoredState {
+export interface StoredState {
   muteVersion: number;
   muted: number;
   markVersion: number;
@@ -40,7 +41,8 @@ interface StoredState {
   marked: number;
 }
 
-function states(flat: string[]): Map<string, StoredState> {
+/** inspect.lua's `state` list: conversation -> its mute and mark registers and `marked`. */
+export function states(flat: string[]): Map<string, StoredState> {
   const out = new Map<string, StoredState>();
   for (let i = 0; i + 1 < flat.length; i += 2) {
     const [muteVersion = 0, muted = 0, markVersion = 0, markAt = 0, cleared = 0, marked = 0] =
@@ -50,7 +52,7 @@ function states(flat: string[]): Map<string, StoredState> {
   return out;
 }
 
-const NO_STATE: StoredState = { muteVersion: 0, muted: 0, markVersion: 0, markAt: 0, cleared: 0, marked: 0 };
+export const NO_STATE: StoredState = { muteVersion: 0, muted: 0, markVersion: 0, markAt: 0, cleared: 0, marked: 0 };
 
 /** The values the scripts derive from the database's registers (docs/consistency.md, "The registers"). */
 function expectedOf(t: MembershipTruth) {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { userKeys } from "../redis/keys.ts";
+import { patchRecord, recordOf } from "../testing/redis.ts";
 import { nextEvent, startHarness, type Harness } from "../testing/harness.ts";
 import { testApi } from "../testing/api.ts";
 import { reconcile } from "./reconcile.ts";
@@ -86,10 +87,8 @@ describe("leaving a group and deleting a conversation", () => {
     const applied = await unread.applyOne({ userId: ben.user.id, conversationId: group.id, seenSeq: 1, readSeq: 0 });
 
     expect(applied.update).toMatchObject({ conversationId: group.id, unreadCount: 0, totalUnread: 1 });
-    const keys = userKeys(ben.user.id);
-    for (const hash of [keys.unread, keys.seen, keys.read])
-      expect(await h.redis.hexists(hash, String(group.id))).toBe(0);
-    expect(await h.redis.hget(keys.unread, String(direct.id))).toBe("1");
+    expect(await h.redis.hexists(userKeys(ben.user.id).convs, String(group.id))).toBe(0);
+    expect(await recordOf(h.redis, ben.user.id, direct.id)).toMatchObject({ unread: 1 });
     expect(await list(ben.token)).toMatchObject({ totalUnread: 1, conversations: [{ id: direct.id }] });
     expect(await reconcile({ db: h.db, unread }, { settleMs: 20 })).toMatchObject({ drifted: 0 });
   });
@@ -116,7 +115,7 @@ describe("leaving a group and deleting a conversation", () => {
     }
     const keys = userKeys(ben.user.id);
     for (const c of [group, deleted]) {
-      for (const hash of [keys.unread, keys.seen, keys.read]) expect(await h.redis.hexists(hash, String(c.id))).toBe(0);
+      expect(await h.redis.hexists(keys.convs, String(c.id))).toBe(0);
       expect(await h.redis.hexists(keys.gone, String(c.id))).toBe(1);
     }
     expect(await reconcile({ db: h.db, unread }, { settleMs: 20 })).toMatchObject({ drifted: 0 });
@@ -184,12 +183,9 @@ describe("reconciliation", () => {
     for (let i = 0; i < 2; i++) await send(annSocket, c2.id);
     for (const who of [ben, cat, dan]) await list(who.token); // their counters exist in Redis
 
-    const kb = userKeys(ben.user.id);
-    const kc = userKeys(cat.user.id);
-    await h.redis.hset(kb.unread, String(c1.id), 1); // a lost increment: conversation says 1, truth is 3
-    await h.redis.hset(kc.seen, String(c2.id), 50); // a register above the database
-    await h.redis.hset(kc.unread, String(c2.id), 48);
-    await h.redis.hset(kc.meta, "total", 48);
+    await patchRecord(h.redis, ben.user.id, c1.id, { unread: 1 }); // a lost increment: conversation says 1, truth is 3
+    await patchRecord(h.redis, cat.user.id, c2.id, { seen: 50, unread: 48 }); // a register above the database
+    await h.redis.hset(userKeys(cat.user.id).meta, "total", 48);
     const benTab = await h.connect(ben.token, 1);
     const stale = nextEvent(benTab, "unread:stale");
 
@@ -232,9 +228,9 @@ describe("reconciliation", () => {
     expect(await reconcile({ db: h.db, unread }, { settleMs: 20 })).toMatchObject({ drifted: 0 });
 
     const conv = String(group.id);
-    await h.redis.hset(userKeys(ben.user.id).mcount, conv, 3); // a mention count the database does not explain
-    await h.redis.hset(userKeys(cat.user.id).state, conv, "1:1:0:0:0:0"); // a mute the database never made
-    await h.redis.hdel(userKeys(eve.user.id).state, conv); // a mute Redis lost
+    await patchRecord(h.redis, ben.user.id, conv, { mentions: 3 }); // a mention count the database does not explain
+    await patchRecord(h.redis, cat.user.id, conv, { muteVersion: 1, muted: 1 }); // a mute the database never made
+    await patchRecord(h.redis, eve.user.id, conv, { muteVersion: 0, muted: 0 }); // a mute Redis lost
     const report = await reconcile({ db: h.db, unread }, { settleMs: 20 });
     expect(report).toMatchObject({ drifted: 3, repaired: 3 });
     const problems = new Map(report.examples.map((e) => [e.userId, e.problems.join("; ")]));

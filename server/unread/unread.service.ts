@@ -3,7 +3,7 @@ import type { Redis } from "ioredis";
 import type { UnreadState, UnreadUpdate } from "../contracts/index.ts";
 import type { Db } from "../db/prisma.ts";
 import { groupByNode, type RedisClient } from "../redis/client.ts";
-import { unreadScriptKeys } from "../redis/keys.ts";
+import { rebuildScriptKeys, unreadScriptKeys } from "../redis/keys.ts";
 import type { ApplyPart, ApplyReply, InspectReply, RebuildReply } from "../redis/scripts.ts";
 
 /** A membership's mute and mark registers, as the database holds them (docs/consistency.md). */
@@ -271,7 +271,7 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
       args.push(...live);
     }
     const fence = term === undefined ? [] : ["term", term];
-    return redis.tallyRebuild(...unreadScriptKeys(userId, prefix), newEpoch(), mode, ...fence, ...args);
+    return redis.tallyRebuild(...rebuildScriptKeys(userId, prefix), newEpoch(), mode, ...fence, ...args);
   }
 
   function applyArgs(e: UnreadEvent): Parameters<Redis["tallyApply"]> {

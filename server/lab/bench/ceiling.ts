@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import type { RedisClient } from "../../redis/client.ts";
 import type { Db } from "../../db/prisma.ts";
-import { unreadScriptKeys } from "../../redis/keys.ts";
+import { rebuildScriptKeys, unreadScriptKeys } from "../../redis/keys.ts";
 import { scripts } from "../../redis/scripts.ts";
 import { createUnreadService, type UnreadEvent, type UnreadService } from "../../unread/unread.service.ts";
 import { rng } from "../rng.ts";
@@ -60,7 +60,7 @@ export async function measureCeiling(opts: {
   const requests = opts.requests ?? 300_000;
   const keyspace = opts.keyspace ?? 50;
   const keys = unreadScriptKeys(USER, PREFIX);
-  await opts.redis.tallyRebuild(...keys, "bench", "merge");
+  await opts.redis.tallyRebuild(...rebuildScriptKeys(USER, PREFIX), "bench", "merge");
   const sha = (await opts.redis.script("LOAD", scripts.tallyApply.lua)) as string;
 
   const load = { host: opts.host, port: opts.port, clients, pipeline, requests, keyspace };

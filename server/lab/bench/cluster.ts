@@ -1,7 +1,7 @@
 import type { Db } from "../../db/prisma.ts";
 import { startRedisCluster } from "../../embedded/redis-cluster.ts";
 import { createRedis, isCluster, keySlot, type RedisClient } from "../../redis/client.ts";
-import { unreadScriptKeys, userKeys } from "../../redis/keys.ts";
+import { rebuildScriptKeys, unreadScriptKeys, userKeys } from "../../redis/keys.ts";
 import { scripts } from "../../redis/scripts.ts";
 import { createUnreadService, type UnreadEvent } from "../../unread/unread.service.ts";
 import { rng } from "../rng.ts";
@@ -67,7 +67,7 @@ export async function measureCluster(opts: {
     const userOn = masters.map((m) => {
       for (let id = 1; ; id++) if (servedBy(id) === `${m.host}:${m.port}`) return id;
     });
-    for (const id of userOn) await redis.tallyRebuild(...unreadScriptKeys(id, PREFIX), "bench", "merge");
+    for (const id of userOn) await redis.tallyRebuild(...rebuildScriptKeys(id, PREFIX), "bench", "merge");
     const sha = (await Promise.all(
       redis.nodes("master").map((n) => n.script("LOAD", scripts.tallyApply.lua)),
     )) as string[];
@@ -92,7 +92,7 @@ export async function measureCluster(opts: {
 
     opts.log(`cluster: Tally's fan-out (${fanout} members a message) on the cluster and on one redis-server…`);
     const fanoutRate = async (target: RedisClient) => {
-      for (let id = 1; id <= users; id++) await target.tallyRebuild(...unreadScriptKeys(id, PREFIX), "bench", "merge");
+      for (let id = 1; id <= users; id++) await target.tallyRebuild(...rebuildScriptKeys(id, PREFIX), "bench", "merge");
       const unread = createUnreadService({ redis: target, db: opts.db, prefix: PREFIX });
       const random = rng(7);
       const seq = new Map<number, number>();

@@ -1,4 +1,4 @@
-import { userKeys, userLockKey } from "../../redis/keys.ts";
+import { counterKeys, userLockKey } from "../../redis/keys.ts";
 import { acquireLock, releaseLock, startWatchdog, type Watchdog } from "../lock.ts";
 import { counterSteps } from "./naive.ts";
 import { GaveUp, readCounters, WorkerDied, type Strategy, type StrategyContext } from "./types.ts";
@@ -38,6 +38,6 @@ export function lockStrategy(ctx: StrategyContext): Strategy {
         }
       }
     },
-    read: (conn, userIds) => readCounters(conn, (id) => userKeys(id, ctx.prefix), userIds),
+    read: (conn, userIds) => readCounters(conn, (id) => counterKeys(id, ctx.prefix), userIds),
   };
 }

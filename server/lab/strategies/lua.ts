@@ -1,6 +1,6 @@
 import { groupByNode, type RedisClient } from "../../redis/client.ts";
-import { unreadScriptKeys, userKeys } from "../../redis/keys.ts";
-import { readCounters, toState, type Strategy, type StrategyContext, type UserState } from "./types.ts";
+import { rebuildScriptKeys, unreadScriptKeys, userKeys } from "../../redis/keys.ts";
+import { toState, type Strategy, type StrategyContext, type UserState } from "./types.ts";
 
 let epochs = 0;
 function labEpoch(): string {
@@ -15,7 +15,17 @@ function labEpoch(): string {
  */
 export function luaStrategy(ctx: StrategyContext): Strategy {
   const rebuild = (conn: RedisClient, userId: number) =>
-    conn.tallyRebuild(...unreadScriptKeys(userId, ctx.prefix), labEpoch(), "merge", ...ctx.truth.memberships(userId));
+    conn.tallyRebuild(...rebuildScriptKeys(userId, ctx.prefix), labEpoch(), "merge", ...ctx.truth.memberships(userId));
+
+  /** What the records hold, read with inspect.lua: the stored total, each conversation's count, the muted ones. */
+  async function storedCounters(conn: RedisClient, userId: number): Promise<UserState> {
+    const reply = await conn.tallyInspect(...unreadScriptKeys(userId, ctx.prefix));
+    if (reply.length === 1) return toState(0, []);
+    const [meta, unread, , , , , , , , state] = reply;
+    const total = meta[meta.indexOf("total") + 1];
+    const muted = state.flatMap((v, i) => (i % 2 === 1 && v.split(":")[1] === "1" ? [state[i - 1]!] : []));
+    return toState(total, unread.map(String), muted);
+  }
 
   return {
     name: "lua",
@@ -26,7 +36,7 @@ export function luaStrategy(ctx: StrategyContext): Strategy {
       await Promise.all(
         groups.map((ids) => {
           const pipeline = conn.pipeline();
-          for (const id of ids) pipeline.tallyRebuild(...unreadScriptKeys(id, ctx.prefix), labEpoch(), "merge");
+          for (const id of ids) pipeline.tallyRebuild(...rebuildScriptKeys(id, ctx.prefix), labEpoch(), "merge");
           return pipeline.exec();
         }),
       );
@@ -53,13 +63,13 @@ export function luaStrategy(ctx: StrategyContext): Strategy {
         `apply.lua(conversation ${op.conversationId}, ${args}) → unread ${unread}, total ${total}, version ${version}${changed ? "" : " (unchanged)"}`,
       );
     },
-    async read(conn, userIds) {
+    read(conn, userIds) {
       return Promise.all(
         userIds.map(async (userId): Promise<UserState> => {
           const reply = await conn.tallySnapshot(...unreadScriptKeys(userId, ctx.prefix));
           if (reply[0] === -1) return toState(0, []);
           // -2: the stored total disagrees with the sum (only a bug could do that); measure it as it is.
-          if (reply[0] === -2) return (await readCounters(conn, (id) => userKeys(id, ctx.prefix), [userId]))[0]!;
+          if (reply[0] === -2) return storedCounters(conn, userId);
           // After epoch, version, total, mentions and expired: (conversation, unread, mentions, muted, mark) each.
           const [, , total, , , ...flat] = reply as [string, number, number, number, 0 | 1, ...(string | number)[]];
           const pairs = flat.flatMap((v, i) => (i % 5 < 2 ? [String(v)] : []));

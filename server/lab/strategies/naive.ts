@@ -1,5 +1,5 @@
 import type { RedisClient } from "../../redis/client.ts";
-import { userKeys } from "../../redis/keys.ts";
+import { counterKeys } from "../../redis/keys.ts";
 import type { LabOp } from "../workload.ts";
 import { MUTED, readCounters, type OpHooks, type Strategy, type StrategyContext } from "./types.ts";
 
@@ -16,7 +16,7 @@ import { MUTED, readCounters, type OpHooks, type Strategy, type StrategyContext 
  * mute: HSET state muted and HGET the conversation's count, then take that count out of the total (clamped).
  */
 export async function counterSteps(conn: RedisClient, prefix: string, op: LabOp, hooks: OpHooks): Promise<void> {
-  const k = userKeys(op.userId, prefix);
+  const k = counterKeys(op.userId, prefix);
   const conv = String(op.conversationId);
   if (op.kind === "send") {
     const [unread, state] = await exec(conn.pipeline().hincrby(k.unread, conv, 1).hget(k.state, conv));
@@ -71,6 +71,6 @@ export function naiveStrategy(ctx: StrategyContext): Strategy {
     name: "naive",
     prepare: async () => undefined,
     apply: (conn, op, hooks) => counterSteps(conn, ctx.prefix, op, hooks),
-    read: (conn, userIds) => readCounters(conn, (id) => userKeys(id, ctx.prefix), userIds),
+    read: (conn, userIds) => readCounters(conn, (id) => counterKeys(id, ctx.prefix), userIds),
   };
 }

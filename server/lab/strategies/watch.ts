@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import { isCluster, isRedirection, masterConnection } from "../../redis/client.ts";
-import { userKeys, type UserKeys } from "../../redis/keys.ts";
+import { counterKeys } from "../../redis/keys.ts";
 import type { LabOp } from "../workload.ts";
 import { connectionEpoch } from "../scripts.ts";
 import {
@@ -28,7 +28,7 @@ export function watchStrategy(ctx: StrategyContext): Strategy {
     name: "watch",
     prepare: async () => undefined,
     async apply(conn, op, hooks, stats) {
-      const k = userKeys(op.userId, ctx.prefix);
+      const k = counterKeys(op.userId, ctx.prefix);
       if (!isCluster(conn)) return transaction(conn, k, op, hooks, stats, ctx.watch.maxRetries);
       const node = masterConnection(conn, k.meta);
       try {
@@ -39,14 +39,14 @@ export function watchStrategy(ctx: StrategyContext): Strategy {
         throw err;
       }
     },
-    read: (conn, userIds) => readCounters(conn, (id) => userKeys(id, ctx.prefix), userIds),
+    read: (conn, userIds) => readCounters(conn, (id) => counterKeys(id, ctx.prefix), userIds),
   };
 }
 
 /** WATCH, reads, MULTI and EXEC of one operation, all on `conn`, retried while EXEC answers nil. */
 async function transaction(
   conn: Redis,
-  k: UserKeys,
+  k: ReturnType<typeof counterKeys>,
   op: LabOp,
   hooks: OpHooks,
   stats: OpStats,

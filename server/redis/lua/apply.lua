@@ -1,15 +1,10 @@
 --[[
   Apply one event about one conversation to one user's unread state.
-  KEYS[1] {u:<id>}:meta    hash: total, mentions, version, epoch (and repairs, which rebuild.lua counts)
-  KEYS[2] {u:<id>}:unread  hash: conversation id -> unread count (absent = 0)
-  KEYS[3] {u:<id>}:seen    hash: conversation id -> highest message seq seen (max-register)
-  KEYS[4] {u:<id>}:read    hash: conversation id -> the user's read cursor (max-register)
-  KEYS[5] {u:<id>}:gone    hash: conversation id -> 1 once the user left it or it was deleted
-  KEYS[6] {u:<id>}:times   zset: unread messages that may still expire -> createdAt ms (see includes/ttl.lua)
-  KEYS[7] {u:<id>}:aged    hash: conversation id -> highest expired seq above the cursor (max-register)
-  KEYS[8] {u:<id>}:ment    zset: '<conv>:<seq>' of messages that mention the user (score 0, lex order)
-  KEYS[9] {u:<id>}:mcount  hash: conversation id -> mention count (absent = 0)
-  KEYS[10] {u:<id>}:state  hash: conversation id -> mute and mark registers (includes/unread.lua)
+  KEYS[1] {u:<id>}:meta   hash: total, mentions, version, epoch, term, layout (includes/unread.lua)
+  KEYS[2] {u:<id>}:convs  hash: conversation id -> its record (registers and derived values, includes/unread.lua)
+  KEYS[3] {u:<id>}:gone   hash: conversation id -> 1 once the user left it or it was deleted
+  KEYS[4] {u:<id>}:times  zset: unread messages that may still expire -> createdAt ms (see includes/ttl.lua)
+  KEYS[5] {u:<id>}:ment   zset: '<conv>:<seq>' of messages that mention the user (score 0, lex order)
   ARGV[1] conversation id
   ARGV[2] a message seq seen in the conversation, 0 for none
   ARGV[3] a read cursor of the user in the conversation, 0 for none
@@ -26,13 +21,14 @@
   is 1 when the user's state changed (version then grew by exactly 1, or an expiry in other conversations started
   a new epoch at version 1) and 0 otherwise, and markVersion is the mark's version while the conversation is
   marked unread, else 0; returns { -1 } and writes nothing when the user's state is missing (or fenced: written
-  under another replication term, includes/fence.lua): the caller rebuilds it from the database.
+  under another replication term, includes/fence.lua; or written by an earlier layout): the caller rebuilds it from
+  the database.
   Idempotent and order-insensitive: seen, read, aged and cleared only grow, mentions only join a set, mute and
   mark keep the highest version, and every value is a function of those registers (includes/unread.lua), so
   replaying an event or swapping two events ends in the same state. Events for a
   conversation the user left are ignored.
-  Its work does not grow with the user's conversations: it reads and writes the event's conversation and the
-  two sums, which it moves by that conversation's change and never recomputes (with expiry on, add what expires
+  Its work does not grow with the user's conversations: it reads and writes the event's conversation (one hash
+  field, its record) and the two sums, which it moves by that conversation's change and never recomputes (with expiry on, add what expires
   and the timestamps a read covers, includes/ttl.lua). So a stored sum that drifted from its parts (it cannot
   through these scripts; a manual write or a bug can) stays off by exactly its drift, neither grown nor hidden,
   until a sync finds it (snapshot.lua answers { -2 }) or reconciliation does, and rebuild.lua repairs it,
@@ -46,9 +42,7 @@ local rcall = redis.call
 --- @include "ttl"
 --- @include "fence"
 
-local function bad()
-  return redis.error_reply('ERR tally apply: expected conversation id, seen seq >= 0, read seq >= 0, createdAt ms >= 0, ttl ms >= 0, now ms >= 0 or empty, then mention | mute version 0|1 | mark version seq | clear version')
-end
+local BAD = 'ERR tally apply: expected conversation id, seen seq >= 0, read seq >= 0, createdAt ms >= 0, ttl ms >= 0, now ms >= 0 or empty, then mention | mute version 0|1 | mark version seq | clear version'
 
 local conv = ARGV[1]
 local seen_in = tonumber(ARGV[2])
@@ -58,11 +52,11 @@ local ttl = tonumber(ARGV[5] or '0')
 local now_in = nil
 if ARGV[6] and ARGV[6] ~= '' then
   now_in = tonumber(ARGV[6])
-  if now_in == nil or now_in < 0 then return bad() end
+  if now_in == nil or now_in < 0 then return redis.error_reply(BAD) end
 end
 if conv == nil or conv == '' or seen_in == nil or read_in == nil or seen_in < 0 or read_in < 0
   or created_in == nil or created_in < 0 or ttl == nil or ttl < 0 or (ttl > 0 and not numeric(conv)) then
-  return bad()
+  return redis.error_reply(BAD)
 end
 
 local mention, mute_v, muted, mark_v, mark_at, cleared = false, nil, nil, nil, nil, nil
@@ -74,24 +68,24 @@ while i <= #ARGV do
     i = i + 1
   elseif part == 'mute' then
     mute_v, muted = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-    if mute_v == nil or mute_v < 0 or (muted ~= 0 and muted ~= 1) then return bad() end
+    if mute_v == nil or mute_v < 0 or (muted ~= 0 and muted ~= 1) then return redis.error_reply(BAD) end
     i = i + 3
   elseif part == 'mark' then
     mark_v, mark_at = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-    if mark_v == nil or mark_v < 0 or mark_at == nil or mark_at < 0 then return bad() end
+    if mark_v == nil or mark_v < 0 or mark_at == nil or mark_at < 0 then return redis.error_reply(BAD) end
     i = i + 3
   elseif part == 'clear' then
     cleared = tonumber(ARGV[i + 1])
-    if cleared == nil or cleared < 0 then return bad() end
+    if cleared == nil or cleared < 0 then return redis.error_reply(BAD) end
     i = i + 2
   else
-    return bad()
+    return redis.error_reply(BAD)
   end
 end
-if mention and (seen_in < 1 or not numeric(conv)) then return bad() end
+if mention and (seen_in < 1 or not numeric(conv)) then return redis.error_reply(BAD) end
 
-local meta = rcall('HMGET', KEYS[1], 'total', 'version', 'epoch', 'mentions', 'term')
-if not meta[3] or fenced(meta[5]) then
+local meta = rcall('HMGET', KEYS[1], 'total', 'version', 'epoch', 'mentions', 'term', 'layout')
+if not meta[3] or meta[6] ~= LAYOUT or fenced(meta[5]) then
   return { -1 }
 end
 local total = tonumber(meta[1]) or 0
@@ -99,47 +93,45 @@ local version = tonumber(meta[2]) or 0
 local epoch = meta[3]
 local total_mentions = tonumber(meta[4]) or 0
 
-local seen_old = tonumber(rcall('HGET', KEYS[3], conv)) or 0
-local read_old = tonumber(rcall('HGET', KEYS[4], conv)) or 0
--- A conversation marked gone has no registers (includes/gone.lua drops them, and nothing writes them after the
--- mark), so only one without any can be gone.
-if seen_old == 0 and read_old == 0 and rcall('HEXISTS', KEYS[5], conv) == 1 then
+local raw = rcall('HGET', KEYS[2], conv)
+-- A conversation marked gone has no record (includes/gone.lua drops it, and nothing writes one after the mark), so
+-- only one without a record can be gone.
+if not raw and rcall('HEXISTS', KEYS[3], conv) == 1 then
   return { 0, total, version, epoch, 0, 0, total_mentions, 0, 0 }
 end
+local r = parse_record(raw)
+local before = view(r)
+local read_old = r[READ]
+r[SEEN] = math.max(r[SEEN], seen_in)
+r[READ] = math.max(read_old, read_in)
 
-local seen = math.max(seen_old, seen_in)
-local read = math.max(read_old, read_in)
-if seen ~= seen_old then rcall('HSET', KEYS[3], conv, seen) end
-if read ~= read_old then rcall('HSET', KEYS[4], conv, read) end
-
-local cutoff = 0
+local cutoff, E = 0, nil
 if ttl > 0 then
-  cutoff = expiry_now(now_in) - ttl
-  if read ~= read_old then
-    local aged = tonumber(rcall('HGET', KEYS[7], conv)) or 0
-    forget_times(conv, math.max(read_old, aged), math.min(read, seen))
-  end
-  if seen_in > 0 and created_in > 0 then track_message(conv, seen_in, created_in, cutoff) end
+  E = expiry()
+  cutoff = E.now(now_in) - ttl
+  if r[READ] ~= read_old then E.forget_times(conv, math.max(read_old, r[AGED]), math.min(r[READ], r[SEEN])) end
+  if seen_in > 0 and created_in > 0 then E.track_message(conv, r, seen_in, created_in, cutoff) end
 end
-if mention then add_mention(conv, seen_in) end
-local st = get_state(conv)
-local before = view(conv, st)
-merge_state(st, mute_v, muted, mark_v, mark_at, cleared)
-local _, after = recompute_unread(conv, st, { before = before, seen = seen, read = read })
+if mention then add_mention(conv, r, seen_in) end
+if mute_v or mark_v or cleared then merge_state(r, mute_v, muted, mark_v, mark_at, cleared) end
+recompute(conv, r)
+put_record(conv, r)
+local after = view(r)
 local delta = after[5] - before[5]
 local delta_mentions = after[2] - before[2]
 
 local new_epoch = false
 if ttl > 0 then
-  local expired, d, dm = expire_before(cutoff)
+  local expired, d, dm = E.expire_before(cutoff)
   delta = delta + d
   delta_mentions = delta_mentions + dm
   for _, c in ipairs(expired) do
     if c == conv then
-      after = view(conv)
+      r = get_record(conv)
+      after = view(r)
     elseif not new_epoch then
       new_epoch = true
-      epoch = next_epoch(epoch)
+      epoch = E.next_epoch(epoch)
       version = 0
     end
   end
@@ -153,7 +145,7 @@ if not same_view(before, after) or new_epoch then
   version = version + 1
   rcall('HSET', KEYS[1], 'total', total, 'version', version, 'epoch', epoch, 'mentions', total_mentions)
 end
--- Expiry never moves a mark (it depends on read, not aged): st still holds its version.
+-- Expiry never moves a mark (it depends on read, not aged): the record still holds its version.
 local mark = 0
-if after[4] == 1 then mark = st[3] end
+if after[4] == 1 then mark = r[MARK_V] end
 return { after[1], total, version, epoch, changed, after[2], total_mentions, after[3], mark }

@@ -1,6 +1,8 @@
 --[[
   Create one user's unread state from the database's truth, merge that truth into existing state, or replace it.
-  KEYS[1..10] the unread scripts' keys: meta, unread, seen, read, gone, times, aged, ment, mcount, state
+  KEYS[1..5] the unread scripts' keys: meta, convs, gone, times, ment (includes/unread.lua)
+  KEYS[6..11] the hashes an earlier layout kept per register (unread, seen, read, aged, mcount, state): state
+  written by it counts as missing, and they go when it is replaced
   ARGV[1] a new epoch (unique string)
   ARGV[2] 'merge' or 'replace'
   ARGV[3..] 8-tuples, one per current membership: conversation id, the conversation's lastSeq, the user's
@@ -15,12 +17,12 @@
   judged at (tests pass it; without it, the server's TIME), and triples conversation id, seq, createdAt ms of
   the user's unread messages (seq above lastReadSeq; of those already expired, the highest seq per conversation
   is enough). They are tracked as apply.lua tracks them, then expired at "now".
-  Missing state, fenced state (written under another replication term, includes/fence.lua) or 'replace': written
-  from the database's registers alone, the sums from the values, version 1, epoch ARGV[1]. Fenced state is
+  Missing state (also state an earlier layout wrote), fenced state (written under another replication term,
+  includes/fence.lua) or 'replace': written from the database's registers alone, the sums from the values, version 1, epoch ARGV[1]. Fenced state is
   replaced only by a caller that read the database after seeing it fenced: ARGV[3] 'term' and ARGV[4] the term the
   'fenced' answer named, before the tuples; without them (or with an older term) nothing is written and the answer
   is { '', 0, 0, 'fenced', 0, term }. The meta is stamped with this master's replication term ('-' on a single
-  Redis).
+  Redis) and the layout (includes/unread.lua).
   'merge' into existing state: every register merges as apply.lua would merge it (a rebuild that read the
   database before a later event was applied must not undo it); if any value
   changed, or a stored sum differs from its parts, the sums are recomputed and the epoch replaced, so every
@@ -35,6 +37,7 @@
 ]]
 local rcall = redis.call
 --- @include "unread"
+--- @include "sums"
 --- @include "ttl"
 --- @include "gone"
 --- @include "fence"
@@ -111,9 +114,10 @@ for j = first, #ARGV, 3 do
   end
 end
 
-local stamp = rcall('HMGET', KEYS[1], 'epoch', 'term')
-local exists = stamp[1] ~= false
-local term = node_term()
+local E = expiry()
+local stamp = rcall('HMGET', KEYS[1], 'epoch', 'term', 'layout')
+local exists = stamp[1] ~= false and stamp[3] == LAYOUT
+local term = fencing().node_term()
 local is_fenced = exists and fenced(stamp[2])
 if is_fenced and seen_term ~= term then
   -- The caller's database read may predate the promotion, and so miss events the old master applied and the
@@ -130,69 +134,72 @@ if exists then
   end
 end
 if fresh then
-  -- Not KEYS[5]: a "gone" mark is always true (remove.lua sets it only after the departure committed).
-  rcall('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10])
+  -- Not KEYS[3]: a "gone" mark is always true (remove.lua sets it only after the departure committed).
+  rcall('DEL', KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11])
 end
 local left = {}
-for _, conv in ipairs(rcall('HKEYS', KEYS[5])) do left[conv] = true end
+for _, conv in ipairs(rcall('HKEYS', KEYS[3])) do left[conv] = true end
 for j = gfirst, glast do left[ARGV[j]] = true end
+-- What clients see of every conversation, and the mute and mark registers: what a merge compares (the seen and
+-- read registers may move without changing it, and then no client needs to resync).
 local function everything()
   local out = {}
-  for _, key in ipairs({ KEYS[2], KEYS[9], KEYS[10] }) do
-    local flat = rcall('HGETALL', key)
-    for j = 1, #flat, 2 do out[key .. '|' .. flat[j]] = flat[j + 1] end
+  local values = stored_values()
+  for conv, r in pairs(values.records) do
+    local shown = table.concat({ r[UNREAD], r[MENTIONS], r[MARKED], r[MUTE_V], r[MUTED], r[MARK_V], r[MARK_AT],
+      r[CLEARED] }, ':')
+    if shown ~= '0:0:0:0:0:0:0:0' then out[conv] = shown end
   end
   return out
 end
 local before = everything()
 
-local states = {}
--- Merges one membership's registers; a conversation in `left` is not one any more.
+local records, order = {}, {}
+-- Merges one membership's registers into its record (stored below, once derived, in the order given).
 local function merge_membership(j)
   local conv = ARGV[j]
-  local seen_old = tonumber(rcall('HGET', KEYS[3], conv)) or 0
-  local read_old = tonumber(rcall('HGET', KEYS[4], conv)) or 0
-  local seen = math.max(seen_old, tonumber(ARGV[j + 1]))
-  local read = math.max(read_old, tonumber(ARGV[j + 2]))
-  if seen ~= seen_old then rcall('HSET', KEYS[3], conv, seen) end
-  if read ~= read_old then
-    rcall('HSET', KEYS[4], conv, read)
-    if ttl > 0 then
-      local aged = tonumber(rcall('HGET', KEYS[7], conv)) or 0
-      forget_times(conv, math.max(read_old, aged), math.min(read, seen))
-    end
+  local r = records[conv]
+  if not r then
+    r = get_record(conv)
+    records[conv] = r
+    order[#order + 1] = conv
   end
-  local st = get_state(conv)
-  merge_state(st, tonumber(ARGV[j + 3]), tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5]), tonumber(ARGV[j + 6]),
+  local read_old = r[READ]
+  r[SEEN] = math.max(r[SEEN], tonumber(ARGV[j + 1]))
+  r[READ] = math.max(read_old, tonumber(ARGV[j + 2]))
+  if r[READ] ~= read_old and ttl > 0 then
+    E.forget_times(conv, math.max(read_old, r[AGED]), math.min(r[READ], r[SEEN]))
+  end
+  merge_state(r, tonumber(ARGV[j + 3]), tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5]), tonumber(ARGV[j + 6]),
     tonumber(ARGV[j + 7]))
-  states[conv] = st
 end
+-- A conversation in `left` is not one any more.
 for j = tfirst, last, 8 do
   if not left[ARGV[j]] then merge_membership(j) end
 end
 for j = mfirst, mlast, 2 do
-  if states[ARGV[j]] then add_mention(ARGV[j], tonumber(ARGV[j + 1])) end
+  local r = records[ARGV[j]]
+  if r then add_mention(ARGV[j], r, tonumber(ARGV[j + 1])) end
 end
 -- The departures listed may still hold values (merge mode); a conversation marked gone before holds none: nothing
 -- writes to it after its mark.
 for j = gfirst, glast do drop_conversation(ARGV[j]) end
+local cutoff = 0
 if ttl > 0 then
-  local cutoff = expiry_now(now_in) - ttl
+  cutoff = E.now(now_in) - ttl
   for j = first, #ARGV, 3 do
-    if states[ARGV[j]] then track_message(ARGV[j], tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), cutoff) end
-  end
-  for j = tfirst, last, 8 do
-    if states[ARGV[j]] then recompute_unread(ARGV[j], states[ARGV[j]]) end
-  end
-  expire_before(cutoff)
-else
-  for j = tfirst, last, 8 do
-    if states[ARGV[j]] then recompute_unread(ARGV[j], states[ARGV[j]]) end
+    local r = records[ARGV[j]]
+    if r then E.track_message(ARGV[j], r, tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), cutoff) end
   end
 end
+for _, conv in ipairs(order) do
+  recompute(conv, records[conv])
+  put_record(conv, records[conv])
+end
+if ttl > 0 then E.expire_before(cutoff) end
 
 local sum, sum_mentions = stored_sums()
-if stamp[2] ~= term then rcall('HSET', KEYS[1], 'term', term) end
+if stamp[2] ~= term or stamp[3] ~= LAYOUT then rcall('HSET', KEYS[1], 'term', term, 'layout', LAYOUT) end
 if fresh then
   rcall('HSET', KEYS[1], 'total', sum, 'version', 1, 'epoch', epoch_new, 'mentions', sum_mentions)
   if exists then return { epoch_new, 1, sum, 'replaced', sum_mentions } end

@@ -1,6 +1,6 @@
 --[[
   Read one user's whole unread state in one atomic step, so a snapshot is never torn.
-  KEYS[1..10] the unread scripts' keys: meta, unread, seen, read, gone, times, aged, ment, mcount, state
+  KEYS[1..5] the unread scripts' keys: meta, convs, gone, times, ment (includes/unread.lua)
   ARGV[1] unread expiry in ms, 0 = off (optional)
   ARGV[2] "now" in ms, the instant expiry is judged at (optional: tests pass it; without it, the server's TIME)
   With expiry off it only reads. With it on, messages created before now - ARGV[1] first stop counting (expiry
@@ -9,12 +9,14 @@
   Returns { epoch, version, total, totalMentions, expired, conv1, unread1, mentions1, muted1, markVersion1, ... }
   for every conversation with anything to show (unread or mentions > 0, muted or marked unread; markVersion is
   the mark's version while it is marked, else 0) where expired is 1 when a new epoch was started; { -1 } when the
-  user's state is missing (or fenced, includes/fence.lua) and must be rebuilt from the database; { -2 } when a
-  stored sum differs from its parts and must be repaired (rebuild.lua) first. It reads every conversation's values
-  once (three HGETALLs) and both checks the sums and lists from them: the full check costs no more than the listing.
+  user's state is missing (or fenced, includes/fence.lua, or written by an earlier layout) and must be rebuilt from
+  the database; { -2 } when a stored sum differs from its parts and must be repaired (rebuild.lua) first. It reads
+  every conversation's record once (one HGETALL) and both checks the sums and lists from them: the full check costs
+  no more than the listing.
 ]]
 local rcall = redis.call
 --- @include "unread"
+--- @include "sums"
 --- @include "ttl"
 --- @include "fence"
 
@@ -24,8 +26,8 @@ if ttl == nil or ttl < 0 or (ARGV[2] and (now_in == nil or now_in < 0)) then
   return redis.error_reply('ERR tally snapshot: expected ttl ms >= 0, now ms >= 0')
 end
 
-local meta = rcall('HMGET', KEYS[1], 'epoch', 'version', 'total', 'mentions', 'term')
-if not meta[1] or fenced(meta[5]) then
+local meta = rcall('HMGET', KEYS[1], 'epoch', 'version', 'total', 'mentions', 'term', 'layout')
+if not meta[1] or meta[6] ~= LAYOUT or fenced(meta[5]) then
   return { -1 }
 end
 local epoch = meta[1]
@@ -41,10 +43,11 @@ end
 
 local expired = 0
 if ttl > 0 then
-  local changed, delta, dm = expire_before(expiry_now(now_in) - ttl)
+  local E = expiry()
+  local changed, delta, dm = E.expire_before(E.now(now_in) - ttl)
   if #changed > 0 then
     expired = 1
-    epoch = next_epoch(epoch)
+    epoch = E.next_epoch(epoch)
     version = 1
     total = total + delta
     total_mentions = total_mentions + dm
@@ -55,16 +58,14 @@ end
 
 local out = { epoch, version, total, total_mentions, expired }
 for _, conv in ipairs(values.order) do
-  local unread = values.unread[conv] or 0
-  local mentions = values.mentions[conv] or 0
-  local st = values.state[conv] or parse_state(nil)
-  if unread > 0 or mentions > 0 or st[2] == 1 or st[6] == 1 then
+  local r = values.records[conv]
+  if r[UNREAD] > 0 or r[MENTIONS] > 0 or r[MUTED] == 1 or r[MARKED] == 1 then
     local mark = 0
-    if st[6] == 1 then mark = st[3] end
+    if r[MARKED] == 1 then mark = r[MARK_V] end
     out[#out + 1] = conv
-    out[#out + 1] = unread
-    out[#out + 1] = mentions
-    out[#out + 1] = st[2]
+    out[#out + 1] = r[UNREAD]
+    out[#out + 1] = r[MENTIONS]
+    out[#out + 1] = r[MUTED]
     out[#out + 1] = mark
   end
 end

@@ -49,6 +49,7 @@ import type { LocalRedisCluster } from "../../embedded/redis-cluster.ts";
 import type { RedisServer } from "../../embedded/redis.ts";
 import { createRedis, type RedisClient, type RedisTarget } from "../../redis/client.ts";
 import { unreadScriptKeys, userKeys } from "../../redis/keys.ts";
+import { hash, NO_STATE, states } from "../../unread/reconcile.ts";
 import { createUnreadService, type MembershipRegisters } from "../../unread/unread.service.ts";
 import { createTestDatabase, type TestDatabase } from "../db.ts";
 import { rng } from "../random.ts";
@@ -1091,19 +1092,6 @@ async function checkDatabase(db: Db, journal: Journal, report: RoundReport): Pro
       report.problems.push(`#${d.conversationId} deleted (acknowledged) but still there`);
 }
 
-function hash(flat: string[]): Map<string, number> {
-  const out = new Map<string, number>();
-  for (let i = 0; i + 1 < flat.length; i += 2) out.set(flat[i]!, Number(flat[i + 1]));
-  return out;
-}
-
-/** The `state` hash: conversation → 'muteVersion:muted:markVersion:markAt:cleared:marked' as numbers. */
-function states(flat: string[]): Map<string, number[]> {
-  const out = new Map<string, number[]>();
-  for (let i = 0; i + 1 < flat.length; i += 2) out.set(flat[i]!, flat[i + 1]!.split(":").map(Number));
-  return out;
-}
-
 /**
  * Every user's Redis state, read in one step by inspect.lua (which only reads with unread expiry off), against the
  * database: per conversation unread, mentions, muted and marked, both totals (meta total = Σ effective, meta
@@ -1129,12 +1117,12 @@ async function checkRedis(
       }
       continue;
     }
-    const [meta, unread, seen, read, gone] = reply.slice(0, 5).map((flat) => hash(flat as string[]));
+    const [meta, unread, seen, read, gone] = reply.slice(0, 5).map((flat) => hash(flat as (string | number)[]));
     const mcount = hash(reply[8]);
     const state = states(reply[9]);
     const problems: string[] = [];
     for (const [conv, t] of truth) {
-      const [muteVersion = 0, muted = 0, markVersion = 0, , cleared = 0, marked = 0] = state.get(String(conv)) ?? [];
+      const { muteVersion, muted, markVersion, cleared, marked } = state.get(String(conv)) ?? NO_STATE;
       const stored = {
         unread: unread!.get(String(conv)) ?? 0,
         mentions: mcount.get(String(conv)) ?? 0,
@@ -1158,8 +1146,8 @@ async function checkRedis(
     for (const conv of new Set([...seen!.keys(), ...read!.keys(), ...state.keys()]))
       if (!truth.has(Number(conv)) && !gone!.has(conv)) problems.push(`registers for #${conv}, not a member`);
     let sum = 0;
-    for (const [conv, n] of unread!) if (state.get(conv)?.[1] !== 1) sum += n;
-    for (const [conv, n] of mcount) if (state.get(conv)?.[1] === 1) sum += n;
+    for (const [conv, n] of unread!) if (state.get(conv)?.muted !== 1) sum += n;
+    for (const [conv, n] of mcount) if (state.get(conv)?.muted === 1) sum += n;
     const sumMentions = [...mcount.values()].reduce((a, b) => a + b, 0);
     const want = totalsOf(truth);
     const total = meta!.get("total") ?? 0;

@@ -1,22 +1,20 @@
 --[[
-  Forgetting a conversation the user is no longer in (`--- @include "gone"`, after "unread" and "ttl"): every
-  value and register of it goes, and a "gone" mark (KEYS[5]) makes apply.lua ignore late events for it.
-  Written by remove.lua when the user leaves or the conversation is deleted, and by rebuild.lua for the
-  departures the database lists, so the mark survives Redis losing the state in between.
+  Forgetting a conversation the user is no longer in (`--- @include "gone"`, after "unread" and "ttl"): its record
+  goes with every register and value in it, its mentions and its expiry timestamps, and a "gone" mark (KEYS[3])
+  makes apply.lua ignore late events for it. Written by remove.lua when the user leaves or the conversation is
+  deleted, and by rebuild.lua for the departures the database lists, so the mark survives Redis losing the state
+  in between.
 ]]
 
 -- Returns the view of conv before it went ({ unread, mentions, muted, marked, effective }).
 local function drop_conversation(conv)
-  local old = view(conv)
-  drop_expiry(conv)
+  local r = get_record(conv)
   if numeric(conv) then
-    rcall('ZREMRANGEBYLEX', KEYS[8], '[' .. mention_member(conv, 0), '[' .. mention_member(conv, 9999999999))
+    -- Expiry state from when expiry was on: the registers bound the timestamps it may hold.
+    expiry().forget_times(conv, math.max(r[READ], r[AGED]), r[SEEN])
+    rcall('ZREMRANGEBYLEX', KEYS[5], '[' .. mention_member(conv, 0), '[' .. mention_member(conv, 9999999999))
   end
   rcall('HDEL', KEYS[2], conv)
-  rcall('HDEL', KEYS[3], conv)
-  rcall('HDEL', KEYS[4], conv)
-  rcall('HDEL', KEYS[9], conv)
-  rcall('HDEL', KEYS[10], conv)
-  rcall('HSET', KEYS[5], conv, 1)
-  return old
+  rcall('HSET', KEYS[3], conv, 1)
+  return view(r)
 end
