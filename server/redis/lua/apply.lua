@@ -112,8 +112,8 @@ if ttl > 0 then
   if r[READ] ~= read_old then E.forget_times(conv, math.max(read_old, r[AGED]), math.min(r[READ], r[SEEN])) end
   if seen_in > 0 and created_in > 0 then E.track_message(conv, r, seen_in, created_in, cutoff) end
 end
-if mention then add_mention(conv, r, seen_in) end
-if mute_v or mark_v or cleared then merge_state(r, mute_v, muted, mark_v, mark_at, cleared) end
+if mention then extras().add_mention(conv, r, seen_in) end
+if mute_v or mark_v or cleared then extras().merge_state(r, mute_v, muted, mark_v, mark_at, cleared) end
 recompute(conv, r)
 put_record(conv, r)
 local after = view(r)
@@ -127,7 +127,7 @@ if ttl > 0 then
   delta_mentions = delta_mentions + dm
   for _, c in ipairs(expired) do
     if c == conv then
-      r = get_record(conv)
+      r = parse_record(rcall('HGET', KEYS[2], conv))
       after = view(r)
     elseif not new_epoch then
       new_epoch = true

@@ -114,7 +114,7 @@ for j = first, #ARGV, 3 do
   end
 end
 
-local E = expiry()
+local E, X = expiry(), extras()
 local stamp = rcall('HMGET', KEYS[1], 'epoch', 'term', 'layout')
 local exists = stamp[1] ~= false and stamp[3] == LAYOUT
 local term = fencing().node_term()
@@ -160,7 +160,7 @@ local function merge_membership(j)
   local conv = ARGV[j]
   local r = records[conv]
   if not r then
-    r = get_record(conv)
+    r = parse_record(rcall('HGET', KEYS[2], conv))
     records[conv] = r
     order[#order + 1] = conv
   end
@@ -170,7 +170,7 @@ local function merge_membership(j)
   if r[READ] ~= read_old and ttl > 0 then
     E.forget_times(conv, math.max(read_old, r[AGED]), math.min(r[READ], r[SEEN]))
   end
-  merge_state(r, tonumber(ARGV[j + 3]), tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5]), tonumber(ARGV[j + 6]),
+  X.merge_state(r, tonumber(ARGV[j + 3]), tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5]), tonumber(ARGV[j + 6]),
     tonumber(ARGV[j + 7]))
 end
 -- A conversation in `left` is not one any more.
@@ -179,7 +179,7 @@ for j = tfirst, last, 8 do
 end
 for j = mfirst, mlast, 2 do
   local r = records[ARGV[j]]
-  if r then add_mention(ARGV[j], r, tonumber(ARGV[j + 1])) end
+  if r then X.add_mention(ARGV[j], r, tonumber(ARGV[j + 1])) end
 end
 -- The departures listed may still hold values (merge mode); a conversation marked gone before holds none: nothing
 -- writes to it after its mark.

@@ -8,11 +8,12 @@
 
 -- Returns the view of conv before it went ({ unread, mentions, muted, marked, effective }).
 local function drop_conversation(conv)
-  local r = get_record(conv)
+  local r = parse_record(rcall('HGET', KEYS[2], conv))
   if numeric(conv) then
     -- Expiry state from when expiry was on: the registers bound the timestamps it may hold.
     expiry().forget_times(conv, math.max(r[READ], r[AGED]), r[SEEN])
-    rcall('ZREMRANGEBYLEX', KEYS[5], '[' .. mention_member(conv, 0), '[' .. mention_member(conv, 9999999999))
+    local member = extras().mention_member
+    rcall('ZREMRANGEBYLEX', KEYS[5], '[' .. member(conv, 0), '[' .. member(conv, 9999999999))
   end
   rcall('HDEL', KEYS[2], conv)
   rcall('HSET', KEYS[3], conv, 1)

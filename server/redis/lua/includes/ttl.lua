@@ -80,7 +80,7 @@ local function expiry()
     end
     local changed, delta, mentions = {}, 0, 0
     for conv, seq in pairs(top) do
-      local r = get_record(conv)
+      local r = parse_record(rcall('HGET', KEYS[2], conv))
       local before = view(r)
       raise_aged(conv, r, seq)
       recompute(conv, r)

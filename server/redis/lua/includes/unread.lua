@@ -27,10 +27,6 @@ local SEEN, READ, UNREAD, MENTIONS, MARKED, AGED = 1, 2, 3, 4, 5, 6
 --- @constants
 local MUTE_V, MUTED, MARK_V, MARK_AT, CLEARED, FIELDS = 7, 8, 9, 10, 11, 11
 
-local function mention_member(conv, seq)
-  return string.format('%010d:%010d', tonumber(conv), seq)
-end
-
 -- A conversation id as the database makes them (mentions and expiry need one; the lab's need not be).
 local function numeric(conv)
   return #conv <= 15 and (conv == '0' or string.find(conv, '^[1-9]%d*$') ~= nil)
@@ -49,10 +45,6 @@ local function parse_record(raw)
     end
   end
   return r
-end
-
-local function get_record(conv)
-  return parse_record(rcall('HGET', KEYS[2], conv))
 end
 
 -- Stores the record if a field changed since it was read: its numbers joined by ':', trailing zeros left out, or
@@ -74,17 +66,6 @@ local function put_record(conv, r)
   end
 end
 
--- Merges the mute and mark registers (a nil argument leaves its register alone).
-local function merge_state(r, mute_v, muted, mark_v, mark_at, cleared)
-  if mute_v and (mute_v > r[MUTE_V] or (mute_v == r[MUTE_V] and muted > r[MUTED])) then
-    r[MUTE_V], r[MUTED] = mute_v, muted
-  end
-  if mark_v and (mark_v > r[MARK_V] or (mark_v == r[MARK_V] and mark_at > r[MARK_AT])) then
-    r[MARK_V], r[MARK_AT] = mark_v, mark_at
-  end
-  if cleared and cleared > r[CLEARED] then r[CLEARED] = cleared end
-end
-
 -- What a client sees of a conversation, as its record holds it: { unread, mentions, muted, marked, effective }.
 local function view(r)
   local effective = r[UNREAD]
@@ -96,25 +77,46 @@ local function same_view(a, b)
   return a[1] == b[1] and a[2] == b[2] and a[3] == b[3] and a[4] == b[4]
 end
 
--- Adds a mention of the user in message seq of conv, unless the cursor (or expiry) is already past it.
-local function add_mention(conv, r, seq)
-  if seq > math.max(r[READ], r[AGED]) then rcall('ZADD', KEYS[5], 0, mention_member(conv, seq)) end
+-- What an event with mentions or registers needs, and rebuilds: built only then, since Redis runs a script's
+-- whole body on every call and every function defined at the top would be a new closure each time.
+local function extras()
+  local function mention_member(conv, seq)
+    return string.format('%010d:%010d', tonumber(conv), seq)
+  end
+  return {
+    mention_member = mention_member,
+    -- Adds a mention of the user in message seq of conv, unless the cursor (or expiry) is already past it.
+    add_mention = function(conv, r, seq)
+      if seq > math.max(r[READ], r[AGED]) then rcall('ZADD', KEYS[5], 0, mention_member(conv, seq)) end
+    end,
+    -- The mentions of conv in (floor, seen]; those at or below the floor can never count again and leave the set.
+    count_mentions = function(conv, seen, floor)
+      if floor > 0 then
+        rcall('ZREMRANGEBYLEX', KEYS[5], '[' .. mention_member(conv, 0), '[' .. mention_member(conv, floor))
+      end
+      if seen <= floor then return 0 end
+      return rcall('ZLEXCOUNT', KEYS[5], '(' .. mention_member(conv, floor), '[' .. mention_member(conv, seen))
+    end,
+    -- Merges the mute and mark registers (a nil argument leaves its register alone).
+    merge_state = function(r, mute_v, muted, mark_v, mark_at, cleared)
+      if mute_v and (mute_v > r[MUTE_V] or (mute_v == r[MUTE_V] and muted > r[MUTED])) then
+        r[MUTE_V], r[MUTED] = mute_v, muted
+      end
+      if mark_v and (mark_v > r[MARK_V] or (mark_v == r[MARK_V] and mark_at > r[MARK_AT])) then
+        r[MARK_V], r[MARK_AT] = mark_v, mark_at
+      end
+      if cleared and cleared > r[CLEARED] then r[CLEARED] = cleared end
+    end,
+  }
 end
 
 -- Derives the record's values from its registers, in place (an aged mark the read cursor has caught up with says
--- nothing more and goes; mentions at or below the floor leave the set). The caller stores it (put_record).
+-- nothing more and goes). The caller stores it (put_record).
 local function recompute(conv, r)
   if r[AGED] > 0 and r[AGED] <= r[READ] then r[AGED] = 0 end
   local floor = math.max(r[READ], r[AGED])
   local mentions = 0
-  if numeric(conv) and rcall('EXISTS', KEYS[5]) == 1 then
-    if floor > 0 then
-      rcall('ZREMRANGEBYLEX', KEYS[5], '[' .. mention_member(conv, 0), '[' .. mention_member(conv, floor))
-    end
-    if r[SEEN] > floor then
-      mentions = rcall('ZLEXCOUNT', KEYS[5], '(' .. mention_member(conv, floor), '[' .. mention_member(conv, r[SEEN]))
-    end
-  end
+  if numeric(conv) and rcall('EXISTS', KEYS[5]) == 1 then mentions = extras().count_mentions(conv, r[SEEN], floor) end
   local marked = 0
   if r[MARK_V] > r[CLEARED] and r[READ] <= r[MARK_AT] then marked = 1 end
   local unread = math.max(0, r[SEEN] - floor)
