@@ -99,7 +99,7 @@ export function createApp({
     allowRequest: (req, callback) => callback(null, originAllowed(req, config.allowedOrigins)),
     ...(adapterClients ? { adapter: redisAdapter(adapterClients) } : {}),
   });
-  const notifier = socketNotifier(io);
+  const notifier = socketNotifier(io, { acrossInstances: adapterClients !== undefined });
   notifyStale = (userIds) => notifier.unreadStale(userIds);
   const outbox = createOutbox(db, log);
   const metrics = createMetrics({

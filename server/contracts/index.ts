@@ -103,8 +103,21 @@ export interface ServerToClientEvents {
   "unread:stale": () => void;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
-export interface InterServerEvents {}
+/**
+ * Between instances (the adapter's server-side emit): a stored message and the counters it changed, so that one
+ * message between instances carries what every tab needs, `message:new` to every member and `unread:changed` to
+ * each member in `updates`, whichever instance holds their sockets.
+ */
+export interface InterServerEvents {
+  "message:delivered": (delivery: MessageDelivery) => void;
+}
+
+export interface MessageDelivery {
+  memberIds: number[];
+  message: MessageDTO;
+  /** The members whose counts the message changed, and their new state. */
+  updates: { userId: number; update: UnreadUpdate }[];
+}
 
 // HTTP bodies
 export interface SessionResponse {

@@ -30,9 +30,9 @@ export function messageEvents(
 export type MessageFanout = ReturnType<typeof createMessageFanout>;
 
 /**
- * A stored message reaching its members: a `message:new` push to every tab and one counter event per member.
- * Always runs after the commit, whose outbox entry is completed here once Redis has the counters, or replayed
- * by the relay (`replay`) if the process dies first.
+ * A stored message reaching its members: one counter event per member, then one delivery of the message and the
+ * counts it changed to every tab. Always runs after the commit, whose outbox entry is completed here once Redis has
+ * the counters, or replayed by the relay (`replay`) if the process dies first.
  */
 export function createMessageFanout(deps: {
   db: Db;
@@ -45,23 +45,38 @@ export function createMessageFanout(deps: {
 }) {
   const { db, unread, notifier, outbox, log, observe } = deps;
 
-  async function applyCounters(
+  /**
+   * Applies a message to every member's counters, then pushes it with what changed: one delivery for all members
+   * and tabs. Without `message` (the relay found it deleted since) only the counters' changes go out. If the
+   * counters fail (Redis away), the message still goes out, without counts, and the error is thrown on.
+   */
+  async function applyAndPush(
     event: Parameters<typeof messageEvents>[0],
+    message: MessageDTO | null,
     memberIds: number[],
     mentionedIds: readonly number[],
   ): Promise<void> {
     let start = process.hrtime.bigint();
-    const applied = await unread.applyMany(messageEvents(event, memberIds, mentionedIds));
+    let applied: Awaited<ReturnType<UnreadService["applyMany"]>>;
+    try {
+      applied = await unread.applyMany(messageEvents(event, memberIds, mentionedIds));
+    } catch (err) {
+      if (message) notifier.messageDelivered({ memberIds, message, updates: [] });
+      throw err;
+    }
     observe?.("counters", since(start));
     start = process.hrtime.bigint();
-    for (const a of applied) if (a.changed) notifier.unreadChanged(a.userId, a.update);
+    const updates = applied.filter((a) => a.changed).map(({ userId, update }) => ({ userId, update }));
+    if (message) notifier.messageDelivered({ memberIds, message, updates });
+    else for (const u of updates) notifier.unreadChanged(u.userId, u.update);
     observe?.("push", since(start));
   }
 
   /**
-   * Announces a stored message and applies it to every member's counters (one script call each; a pipeline for
-   * large groups). The sender's call also moves their own cursor, so their unread never counts it.
-   * A failure here loses nothing: the message is in the database and its outbox entry stays for the relay.
+   * Applies a stored message to every member's counters (one script call each; a pipeline for large groups) and
+   * announces it with the counts it changed. The sender's call also moves their own cursor, so their unread never
+   * counts it. A failure here loses nothing: the message is in the database and its outbox entry stays for the
+   * relay.
    */
   async function deliver(
     message: MessageDTO,
@@ -70,11 +85,8 @@ export function createMessageFanout(deps: {
     /** The send's outbox entry, completed in the background; null (a retried send): completed by content. */
     outboxId: number | null,
   ): Promise<void> {
-    const start = process.hrtime.bigint();
-    notifier.messageNew(memberIds, message);
-    observe?.("push", since(start));
     try {
-      await applyCounters({ ...message, createdAtMs: Date.parse(message.createdAt) }, memberIds, mentionedIds);
+      await applyAndPush({ ...message, createdAtMs: Date.parse(message.createdAt) }, message, memberIds, mentionedIds);
       if (outboxId !== null) outbox.completeSoon([outboxId]);
       else
         await outbox.complete([
@@ -104,14 +116,14 @@ export function createMessageFanout(deps: {
       }),
     ]);
     // Tabs connected to the instance that died never heard of it; clients drop duplicates by id.
-    if (message) notifier.messageNew(memberIds, toMessageDTO(message));
-    await applyCounters(
+    await applyAndPush(
       {
         conversationId: entry.conversationId,
         seq: entry.seq,
         senderId: entry.userId,
         ...(message ? { createdAtMs: message.createdAt.getTime() } : {}),
       },
+      message ? toMessageDTO(message) : null,
       memberIds,
       mentions.map((m) => m.userId),
     );
