@@ -7,7 +7,7 @@ import { testApi } from "../testing/api.ts";
 import { createMessageService } from "./messages.service.ts";
 
 // The send path stores the sends of one turn (and those that wait for a batch in flight) with one call of
-// tally_send_messages: one transaction for all of them. These tests drive the service on the real database.
+// tally_store_messages: one transaction for all of them. These tests drive the service on the real database.
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness(1);

@@ -89,15 +89,16 @@ export function createMessageService({
     seq: number;
     createdAt: Date | string;
     kind: "direct" | "group";
-    members: { id: number; name: string }[];
+    /** The conversation's members, ascending. */
+    members: number[];
     outboxId: number;
   }
 
-  /** `tally_send_messages`' answer for one message, in the order given. */
-  const SEND_MESSAGES = `
+  /** `tally_store_messages`' answer for one message, in the order given. */
+  const STORE_MESSAGES = `
     SELECT r_status AS "status", r_id AS "id", r_seq AS "seq", r_created_at AT TIME ZONE 'UTC' AS "createdAt",
       r_kind AS "kind", r_outbox_id AS "outboxId", r_members AS "members"
-    FROM tally_send_messages($1::int[], $2::int[], $3::text[], $4::text[], $5::int[])
+    FROM tally_store_messages($1::int[], $2::int[], $3::text[], $4::text[], $5::int[])
     ORDER BY r_idx`;
 
   function sendArgs(items: { sender: UserDTO; input: SendInput }[], completed: number[]) {
@@ -111,10 +112,10 @@ export function createMessageService({
   }
 
   /**
-   * Stores messages with one call of `tally_send_messages` (prisma/migrations/20261125100000_send_messages): for
+   * Stores messages with one call of `tally_store_messages` (prisma/migrations/20261125200000_store_messages): for
    * each, in the order given, membership checked, the next seq (the conversation's row lock orders concurrent
    * sends), the message, the sender's read cursor moved to it and an outbox entry for the counters, answered with
-   * the members (names and the conversation's kind, which the mention rule needs); or `duplicate` / `forbidden`
+   * the members' ids and the conversation's kind (which the mention rule needs); or `duplicate` / `forbidden`
    * with nothing written. Outside a transaction it runs as a named prepared statement on the pool under Prisma
    * (planned once per connection, none of Prisma's per-query work: the send path's hottest statement), and also
    * deletes the outbox entries completed since the last group (outbox.take): given back if the statement fails.
@@ -123,22 +124,22 @@ export function createMessageService({
     items: { sender: UserDTO; input: SendInput }[],
     tx?: Pick<Db, "$queryRawUnsafe">,
   ): Promise<StoredRow[]> {
-    if (tx) return tx.$queryRawUnsafe<StoredRow[]>(SEND_MESSAGES, ...sendArgs(items, []));
+    if (tx) return tx.$queryRawUnsafe<StoredRow[]>(STORE_MESSAGES, ...sendArgs(items, []));
     const completed = outbox?.take() ?? [];
     try {
       const values = sendArgs(items, completed);
-      return (await pool.query<StoredRow>({ name: "tally_send_messages", text: SEND_MESSAGES, values })).rows;
+      return (await pool.query<StoredRow>({ name: "tally_store_messages", text: STORE_MESSAGES, values })).rows;
     } catch (err) {
       if (completed.length > 0) outbox?.completeSoon(completed);
       throw err;
     }
   }
 
-  /** A send's answer from its row of `tally_send_messages` (none: the function answered fewer rows than sends). */
+  /** A send's answer from its row of `tally_store_messages` (none: the function answered fewer rows than sends). */
   function outcome(row: StoredRow | undefined): PromiseSettledResult<StoredRow> {
     return row
       ? { status: "fulfilled", value: row }
-      : { status: "rejected", reason: new Error("tally_send_messages answered fewer rows than it was given sends") };
+      : { status: "rejected", reason: new Error("tally_store_messages answered fewer rows than it was given sends") };
   }
 
   /**
@@ -202,7 +203,11 @@ export function createMessageService({
         ? db.$transaction(async (tx) => {
             const [row] = await storeMessages([{ sender, input }], tx);
             if (row?.status !== "stored") return { row, mentionedIds: [] };
-            const ids = mentionedUserIds(content, row.members, sender.id, row.kind);
+            const members = await tx.user.findMany({
+              where: { id: { in: row.members } },
+              select: { id: true, name: true },
+            });
+            const ids = mentionedUserIds(content, members, sender.id, row.kind);
             if (ids.length > 0) {
               await tx.$executeRaw`
                 INSERT INTO "Mention" ("userId", "conversationId", "seq")
@@ -224,7 +229,7 @@ export function createMessageService({
         createdAt: new Date(row.createdAt).toISOString(),
         clientMsgId,
       };
-      return { message, memberIds: row.members.map((m) => Number(m.id)), mentionedIds, outboxId: row.outboxId };
+      return { message, memberIds: row.members, mentionedIds, outboxId: row.outboxId };
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
       const resent = await resend(sender, input);
