@@ -337,6 +337,7 @@ async function main(): Promise<void> {
             modes: LOAD_MODES,
             rates: e2eRates ?? (quick ? [100, 300, 1000] : [100, 300, 600, 1000, 1500]),
             seconds: e2eSeconds ?? (quick ? 2 : 4),
+            warmUp: quick ? { perSec: 500, seconds: 2 } : { perSec: 500, seconds: 4 },
             log,
           });
           report.endToEnd = { ...e2e, cpuTarget: E2E_CPU_TARGET };

@@ -146,14 +146,19 @@ export async function measureEndToEnd(opts: {
   modes: readonly LoadMode[];
   rates: number[];
   seconds: number;
+  /** Offered to each system before the windows: 2000 messages by default. */
+  warmUp?: { perSec: number; seconds: number };
   targetP99Ms?: number;
   log?: (line: string) => void;
 }): Promise<EndToEndResult> {
   const targetP99Ms = opts.targetP99Ms ?? 50;
   const drainMs = 5_000;
   const generators = opts.systems.map((s) => new LoadGenerator(s.transport));
-  // A short warm-up of each (JIT, connection pools, prepared statements, the adapter's subscription); not reported.
-  for (const g of generators) await g.run({ mode: "open", perSec: 100, seconds: 1, drainMs, targetP99Ms });
+  const warmUp = opts.warmUp ?? { perSec: 500, seconds: 4 };
+  // A warm-up of each, not reported: connection pools, prepared statements, the adapter's subscriptions, and V8's
+  // optimizing compiler, which takes a few thousand calls to compile the hot path (after 100 messages, `perf` found
+  // its threads busy in the first window and the send path still running unoptimized code).
+  for (const g of generators) await g.run({ mode: "open", ...warmUp, drainMs, targetP99Ms });
 
   const rows: EndToEndRow[] = [];
   for (const mode of opts.modes) {
