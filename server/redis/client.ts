@@ -1,3 +1,4 @@
+import type { Writable } from "node:stream";
 import calculateSlot from "cluster-key-slot";
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
 import { logger } from "../log.ts";
@@ -86,9 +87,40 @@ function logErrors<T extends RedisClient>(redis: T, role: string): T {
 }
 
 /**
- * A command connection with Tally's scripts defined. Without ioredis' auto-pipelining: it builds a Pipeline object
- * per turn of the event loop (copying every defined script onto it), which on the send path cost more CPU than the
- * writes it saved (docs/benchmarks.md, "Where the time went").
+ * Makes each connection of `client` send the commands issued in one turn of the event loop with one write: the
+ * socket is corked at the turn's first command and uncorked once its callbacks and promise continuations have run
+ * (process.nextTick). A group of sends issues its counter scripts in one turn, and on this kind of machine a write
+ * to a loopback socket, with the wake-up of Redis it causes, costs more than the command (docs/benchmarks.md, "Where
+ * the time went"). ioredis' auto-pipelining batches the same way but builds a Pipeline object per turn, which cost
+ * more CPU than it saved; a cork costs nothing.
+ */
+export function coalesceWrites<T extends RedisClient>(client: T): T {
+  const corkPerTurn = (stream: Writable) => {
+    const write = stream.write.bind(stream) as (...args: unknown[]) => boolean;
+    let corked = false;
+    const uncork = () => {
+      corked = false;
+      stream.uncork();
+    };
+    stream.write = ((...args: unknown[]) => {
+      if (!corked) {
+        corked = true;
+        stream.cork();
+        process.nextTick(uncork);
+      }
+      return write(...args);
+    }) as Writable["write"];
+  };
+  // Every connection, reconnections included (each has a new socket).
+  const watch = (redis: Redis) => redis.on("connect", () => corkPerTurn(redis.stream));
+  if (isCluster(client)) client.on("+node", watch);
+  else watch(client);
+  return client;
+}
+
+/**
+ * A command connection with Tally's scripts defined, its writes coalesced per turn of the event loop
+ * (coalesceWrites), without ioredis' auto-pipelining.
  */
 export function createRedis(target: RedisTarget | string, options: RedisOptions = {}): RedisClient {
   const t = redisTarget(target);
@@ -97,7 +129,7 @@ export function createRedis(target: RedisTarget | string, options: RedisOptions 
     ? new Cluster(seedNodes(t.clusterNodes), { ...CLUSTER_OPTIONS, redisOptions })
     : new Redis(t.url, redisOptions);
   defineScripts(client);
-  return logErrors(client, "commands");
+  return logErrors(coalesceWrites(client), "commands");
 }
 
 export interface AdapterClients {
@@ -108,7 +140,7 @@ export interface AdapterClients {
 }
 
 /**
- * Pub/sub connections for the Socket.IO Redis adapter. RESP2 keeps the adapter on the protocol it was
+ * Pub/sub connections for the Socket.IO Redis adapter (the publisher's writes coalesced per turn). RESP2 keeps the adapter on the protocol it was
  * written against (ioredis 6 defaults to RESP3). On a cluster they are cluster clients with sharded
  * subscribers (one subscriber connection per shard), for the adapter's sharded pub/sub (SSUBSCRIBE/SPUBLISH).
  */
@@ -116,10 +148,10 @@ export function createAdapterClients(target: RedisTarget | string): AdapterClien
   const t = redisTarget(target);
   if (isClusterTarget(t)) {
     const options: ClusterOptions = { ...CLUSTER_OPTIONS, shardedSubscribers: true, redisOptions: { protocol: 2 } };
-    const pub = logErrors(new Cluster(seedNodes(t.clusterNodes), options), "adapter-pub");
+    const pub = logErrors(coalesceWrites(new Cluster(seedNodes(t.clusterNodes), options)), "adapter-pub");
     return { pub, sub: logErrors(new Cluster(seedNodes(t.clusterNodes), options), "adapter-sub"), sharded: true };
   }
-  const pub = logErrors(new Redis(t.url, { protocol: 2 }), "adapter-pub");
+  const pub = logErrors(coalesceWrites(new Redis(t.url, { protocol: 2 })), "adapter-pub");
   return { pub, sub: logErrors(new Redis(t.url, { protocol: 2 }), "adapter-sub"), sharded: false };
 }
 

@@ -1,0 +1,44 @@
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { Redis } from "ioredis";
+import { coalesceWrites, redisTarget } from "./client.ts";
+
+const clients: Redis[] = [];
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.quit().catch(() => undefined)));
+});
+
+function connect(): Redis {
+  const target = redisTarget(inject("redisTarget"));
+  if (!("url" in target)) throw new Error("this file runs on one redis-server");
+  const client = coalesceWrites(new Redis(target.url));
+  clients.push(client);
+  return client;
+}
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe("coalesceWrites", () => {
+  it("holds the commands of one turn in the socket and sends them together once the turn is over", async () => {
+    const redis = connect();
+    await redis.ping();
+    const replies = Promise.all([redis.ping("a"), redis.ping("b"), redis.ping("c")]);
+    expect(redis.stream.writableCorked).toBe(1);
+    expect(redis.stream.writableLength).toBeGreaterThan(0); // buffered, not written yet
+    await nextTurn();
+    expect(redis.stream.writableCorked).toBe(0);
+    expect(await replies).toEqual(["a", "b", "c"]);
+  });
+
+  it("also coalesces the socket of a reconnection", async () => {
+    const redis = connect();
+    await redis.ping();
+    const first = redis.stream;
+    const reconnected = new Promise((resolve) => redis.once("ready", resolve));
+    redis.disconnect(true);
+    await reconnected;
+    expect(redis.stream).not.toBe(first);
+    const reply = redis.ping("again");
+    expect(redis.stream.writableCorked).toBe(1);
+    expect(await reply).toBe("again");
+  });
+});
