@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { constantsOf, formatRecord, parseRecord, RECORD_FIELDS, scripts } from "./scripts.ts";
 
 describe("conversation records", () => {
-  it("name the fields in the order includes/unread.lua stores them", () => {
-    const lua = readFileSync(new URL("./lua/includes/unread.lua", import.meta.url), "utf8");
+  it("name the fields in the order the scripts store them (includes/layout.lua)", () => {
+    const lua = readFileSync(new URL("./lua/includes/layout.lua", import.meta.url), "utf8");
     const constants = constantsOf(lua);
     const asLua = (field: string) =>
       field

@@ -38,9 +38,7 @@
   would; at the same "now" it changes nothing.
 ]]
 local rcall = redis.call
---- @include "unread"
---- @include "ttl"
---- @include "fence"
+--- @include "layout"
 
 local BAD = 'ERR tally apply: expected conversation id, seen seq >= 0, read seq >= 0, createdAt ms >= 0, ttl ms >= 0, now ms >= 0 or empty, then mention | mute version 0|1 | mark version seq | clear version'
 
@@ -85,15 +83,69 @@ end
 if mention and (seen_in < 1 or not numeric(conv)) then return redis.error_reply(BAD) end
 
 local meta = rcall('HMGET', KEYS[1], 'total', 'version', 'epoch', 'mentions', 'term', 'layout')
-if not meta[3] or meta[6] ~= LAYOUT or fenced(meta[5]) then
-  return { -1 }
-end
 local total = tonumber(meta[1]) or 0
 local version = tonumber(meta[2]) or 0
 local epoch = meta[3]
 local total_mentions = tonumber(meta[4]) or 0
-
 local raw = rcall('HGET', KEYS[2], conv)
+
+-- The common event (only the two registers: a message reaching a member, the sender's cursor moving with it, a
+-- view; expiry off) on state of this layout on a single Redis (a cluster node checks its term: the general path),
+-- for a conversation with no mentions pending, takes this straight path, the general one below
+-- specialised to it: the same registers, rule (includes/unread.lua recompute, with no mention to count) and
+-- writes. It calls and defines no function: Redis runs a script's whole body on every call, so each function the
+-- includes below define is a new closure each time (docs/benchmarks.md). scripts.int.test.ts checks, event by
+-- event, that both paths leave the same state and answer the same.
+if ttl == 0 and not (mention or mute_v or mark_v or cleared) and epoch and meta[6] == LAYOUT and meta[5] == '-'
+  and (raw or rcall('HEXISTS', KEYS[3], conv) == 0) and not (numeric(conv) and rcall('EXISTS', KEYS[5]) == 1) then
+  local r = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+  if raw then
+    local i = 0
+    for n in string.gmatch(raw, '[^:]+') do
+      i = i + 1
+      r[i] = tonumber(n) or 0
+    end
+  end
+  local seen, read, aged = math.max(r[SEEN], seen_in), math.max(r[READ], read_in), r[AGED]
+  if aged > 0 and aged <= read then aged = 0 end
+  local marked = 0
+  if r[MARK_V] > r[CLEARED] and read <= r[MARK_AT] then marked = 1 end
+  local unread = math.max(0, seen - math.max(read, aged))
+  if unread == 0 and marked == 1 then unread = 1 end
+  -- No mention counts (none pending): a count stored without them goes, as recompute would drop it.
+  local mentions_before = r[MENTIONS]
+  local changed = 0
+  if unread ~= r[UNREAD] or mentions_before ~= 0 or marked ~= r[MARKED] then
+    changed = 1
+    if r[MUTED] == 1 then total = total - mentions_before else total = total + unread - r[UNREAD] end
+    total_mentions = total_mentions - mentions_before
+    version = version + 1
+  end
+  if changed == 1 or seen ~= r[SEEN] or read ~= r[READ] or aged ~= r[AGED] then
+    r[SEEN], r[READ], r[UNREAD], r[MENTIONS], r[MARKED], r[AGED] = seen, read, unread, 0, marked, aged
+    local last = FIELDS
+    while last > 0 and r[last] == 0 do last = last - 1 end
+    if last == 0 then
+      rcall('HDEL', KEYS[2], conv)
+    else
+      rcall('HSET', KEYS[2], conv, table.concat(r, ':', 1, last))
+    end
+  end
+  if changed == 1 then
+    rcall('HSET', KEYS[1], 'total', total, 'version', version, 'epoch', epoch, 'mentions', total_mentions)
+  end
+  local mark = 0
+  if marked == 1 then mark = r[MARK_V] end
+  return { unread, total, version, epoch, changed, 0, total_mentions, r[MUTED], mark }
+end
+
+--- @include "unread"
+--- @include "ttl"
+--- @include "fence"
+
+if not epoch or meta[6] ~= LAYOUT or fenced(meta[5]) then
+  return { -1 }
+end
 -- A conversation marked gone has no record (includes/gone.lua drops it, and nothing writes one after the mark), so
 -- only one without a record can be gone.
 if not raw and rcall('HEXISTS', KEYS[3], conv) == 1 then

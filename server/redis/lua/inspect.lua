@@ -13,6 +13,7 @@
   an earlier layout).
 ]]
 local rcall = redis.call
+--- @include "layout"
 --- @include "unread"
 --- @include "sums"
 --- @include "ttl"

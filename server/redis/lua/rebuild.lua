@@ -36,6 +36,7 @@
   'unchanged', or { '', 0, 0, 'fenced', 0, term } (above).
 ]]
 local rcall = redis.call
+--- @include "layout"
 --- @include "unread"
 --- @include "sums"
 --- @include "ttl"

@@ -10,6 +10,7 @@
   removing twice changes nothing the second time.
 ]]
 local rcall = redis.call
+--- @include "layout"
 --- @include "unread"
 --- @include "ttl"
 --- @include "gone"

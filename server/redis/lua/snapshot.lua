@@ -15,6 +15,7 @@
   no more than the listing.
 ]]
 local rcall = redis.call
+--- @include "layout"
 --- @include "unread"
 --- @include "sums"
 --- @include "ttl"

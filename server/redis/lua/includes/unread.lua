@@ -1,6 +1,6 @@
 --[[
   One user's unread state, shared by every script that reads or writes it (`--- @include "unread"`, pasted by
-  scripts.ts). Expects the unread scripts' KEYS order: KEYS[1] meta, KEYS[2] convs, KEYS[3] gone, KEYS[4] times,
+  scripts.ts, after "layout", whose names it uses). Expects the unread scripts' KEYS order: KEYS[1] meta, KEYS[2] convs, KEYS[3] gone, KEYS[4] times,
   KEYS[5] ment (docs/consistency.md, "The Redis layout").
   meta:  hash: total, mentions (the two sums), version, epoch, term (includes/fence.lua), layout (LAYOUT; state
          without it was written by an earlier layout and counts as missing), repairs (rebuild.lua counts them).
@@ -17,20 +17,6 @@
     effective = muted and mentions or unread          (what the total sums)
   aged is raised only by unread expiry (includes/ttl.lua); with expiry off it stays 0 and floor = read.
 ]]
-
--- The layout meta names; state under any other (an earlier one kept a hash per register) is rebuilt.
-local LAYOUT = '2'
--- A record's fields, in stored order: the common ones first, so most records are two or three numbers. Folded into
--- numbers by scripts.ts (a constant a function reads would be one more upvalue of a closure made on every call).
---- @constants
-local SEEN, READ, UNREAD, MENTIONS, MARKED, AGED = 1, 2, 3, 4, 5, 6
---- @constants
-local MUTE_V, MUTED, MARK_V, MARK_AT, CLEARED, FIELDS = 7, 8, 9, 10, 11, 11
-
--- A conversation id as the database makes them (mentions and expiry need one; the lab's need not be).
-local function numeric(conv)
-  return #conv <= 15 and (conv == '0' or string.find(conv, '^[1-9]%d*$') ~= nil)
-end
 
 -- A record from its stored string (all 0 for none: nil, or the false HGET answers for a missing field). Fields
 -- FIELDS+1 … 2*FIELDS keep the values as stored, so put_record writes only when one changed.
