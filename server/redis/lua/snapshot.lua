@@ -36,8 +36,8 @@ local version = tonumber(meta[2]) or 0
 local total = tonumber(meta[3]) or 0
 local total_mentions = tonumber(meta[4]) or 0
 -- The sums are checked against the very values the snapshot hands out (apply.lua never sums: see its header).
-local values = stored_values()
-local sum, sum_mentions = stored_sums(values)
+local views = stored_views()
+local sum, sum_mentions = stored_sums(views)
 if sum ~= total or sum_mentions ~= total_mentions then
   return { -2 }
 end
@@ -53,20 +53,19 @@ if ttl > 0 then
     total = total + delta
     total_mentions = total_mentions + dm
     rcall('HSET', KEYS[1], 'total', total, 'version', version, 'epoch', epoch, 'mentions', total_mentions)
-    values = stored_values()
+    views = stored_views()
   end
 end
 
 local out = { epoch, version, total, total_mentions, expired }
-for _, conv in ipairs(values.order) do
-  local r = values.records[conv]
-  if r[UNREAD] > 0 or r[MENTIONS] > 0 or r[MUTED] == 1 or r[MARKED] == 1 then
+for i = 1, views.n do
+  if views.unread[i] > 0 or views.mentions[i] > 0 or views.muted[i] == 1 or views.marked[i] == 1 then
     local mark = 0
-    if r[MARKED] == 1 then mark = r[MARK_V] end
-    out[#out + 1] = conv
-    out[#out + 1] = r[UNREAD]
-    out[#out + 1] = r[MENTIONS]
-    out[#out + 1] = r[MUTED]
+    if views.marked[i] == 1 then mark = views.mark[i] end
+    out[#out + 1] = views.conv[i]
+    out[#out + 1] = views.unread[i]
+    out[#out + 1] = views.mentions[i]
+    out[#out + 1] = views.muted[i]
     out[#out + 1] = mark
   end
 end
