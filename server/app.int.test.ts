@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { io as connect } from "socket.io-client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { ConversationDTO, MessageDTO, UnreadUpdate } from "./contracts/index.ts";
 import { nextEvent, startHarness, TEST_PASSWORD, type ClientSocket, type Harness } from "./testing/harness.ts";
+import { isClusterTarget } from "./redis/client.ts";
 import { userKeys } from "./redis/keys.ts";
 
 let h: Harness;
@@ -52,6 +53,25 @@ async function snapshot(token: string) {
 }
 
 describe("two instances, one Redis", () => {
+  it.runIf(!isClusterTarget(inject("redisTarget")))(
+    "a message crosses to the other instances as one published delivery, however many of its pushes change",
+    async () => {
+      const { bob, conv, sender } = await aliceSendingToBob();
+      const tab = await h.connect(bob.token, 1);
+      await send(sender, conv.id, "warm-up");
+      const publishes = async () => {
+        const stats = await h.redis.info("commandstats");
+        return Number(/cmdstat_publish:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+      };
+      const before = await publishes();
+      const pushed = Promise.all([nextEvent(tab, "message:new"), nextEvent(tab, "unread:changed")]);
+      expect(await send(sender, conv.id, "one message between instances")).toMatchObject({ ok: true });
+      await pushed;
+      // message:new to both members and bob's unread:changed: one PUBLISH (the classic adapter's server-side emit).
+      expect((await publishes()) - before).toBe(1);
+    },
+  );
+
   it("a message sent through instance 1 updates the recipient's tabs on instances 1 and 2", async () => {
     const { alice, bob, conv, sender } = await aliceSendingToBob();
     const tab1 = await h.connect(bob.token, 0);

@@ -99,7 +99,9 @@ export function createApp({
     allowRequest: (req, callback) => callback(null, originAllowed(req, config.allowedOrigins)),
     ...(adapterClients ? { adapter: redisAdapter(adapterClients) } : {}),
   });
-  const notifier = socketNotifier(io, { acrossInstances: adapterClients !== undefined });
+  const notifier = socketNotifier(io, {
+    deliveries: adapterClients ? (adapterClients.sharded ? "per-room" : "one-message") : "local",
+  });
   notifyStale = (userIds) => notifier.unreadStale(userIds);
   const outbox = createOutbox(db, log);
   const metrics = createMetrics({

@@ -104,9 +104,9 @@ export interface ServerToClientEvents {
 }
 
 /**
- * Between instances (the adapter's server-side emit): a stored message and the counters it changed, so that one
- * message between instances carries what every tab needs, `message:new` to every member and `unread:changed` to
- * each member in `updates`, whichever instance holds their sockets.
+ * Between instances on one Redis (the classic adapter's server-side emit): a stored message and the counters it
+ * changed, so that one message between instances carries what every tab needs, `message:new` to every member and
+ * `unread:changed` to each member in `updates`, whichever instance holds their sockets (realtime/notifier.ts).
  */
 export interface InterServerEvents {
   "message:delivered": (delivery: MessageDelivery) => void;

@@ -4,10 +4,7 @@ import type { TallyServer } from "./types.ts";
 
 /** What the services announce; the Socket.IO implementation reaches every tab on every instance. */
 export interface Notifier {
-  /**
-   * A stored message: `message:new` to every member's tabs and `unread:changed` to each member in `updates`, with
-   * one message between instances for all of them (two before: a broadcast each, decoded by every instance).
-   */
+  /** A stored message: `message:new` to every member's tabs and `unread:changed` to each member in `updates`. */
   messageDelivered(delivery: MessageDelivery): void;
   unreadChanged(userId: number, update: UnreadUpdate): void;
   conversationCreated(userId: number, conversation: ConversationDTO): void;
@@ -25,15 +22,26 @@ function deliverLocally(io: TallyServer, { memberIds, message, updates }: Messag
 }
 
 /**
- * Pushes through Socket.IO. With `acrossInstances` (the Redis adapter), deliveries also go to the other instances
- * (server-side emit), each of which hands them to its own tabs: the listener is registered here.
+ * How a message's pushes reach the other instances. `one-message` (the classic adapter, one Redis): one server-side
+ * emit carries the message and every count it changed, and each instance hands it to its own tabs; the classic
+ * adapter sends every broadcast to every instance anyway, so this is one message for all where there were two or
+ * more. `per-room` (the sharded adapter, a cluster): a broadcast per room, which reaches only the instances holding
+ * that room, so push traffic per instance follows its users, not the size of the deployment. `local`: no adapter.
  */
-export function socketNotifier(io: TallyServer, { acrossInstances }: { acrossInstances: boolean }): Notifier {
-  if (acrossInstances) io.on("message:delivered", (delivery) => deliverLocally(io, delivery));
+export type DeliveryMode = "one-message" | "per-room" | "local";
+
+/** Pushes through Socket.IO; with `one-message`, the listener for other instances' deliveries is registered here. */
+export function socketNotifier(io: TallyServer, { deliveries }: { deliveries: DeliveryMode }): Notifier {
+  if (deliveries === "one-message") io.on("message:delivered", (delivery) => deliverLocally(io, delivery));
   return {
     messageDelivered: (delivery) => {
+      if (deliveries === "per-room") {
+        io.to(delivery.memberIds.map(userRoom)).emit("message:new", { message: delivery.message });
+        for (const { userId, update } of delivery.updates) io.to(userRoom(userId)).emit("unread:changed", update);
+        return;
+      }
       deliverLocally(io, delivery);
-      if (acrossInstances) io.serverSideEmit("message:delivered", delivery);
+      if (deliveries === "one-message") io.serverSideEmit("message:delivered", delivery);
     },
     unreadChanged: (userId, update) => void io.to(userRoom(userId)).emit("unread:changed", update),
     conversationCreated: (userId, conversation) =>
