@@ -15,8 +15,15 @@ export interface UserKeys {
   ment: string;
 }
 
+/**
+ * The layout's number is part of its key names: scripts of the layout before it (a hash per register, under
+ * `{u:<id>}:meta` …) never read this state, nor these scripts theirs, so instances of both versions can run side by
+ * side during a rolling restart, each with a cache of its own rebuilt from the database.
+ */
+const LAYOUT = "v2";
+
 export function userKeys(userId: number, prefix = ""): UserKeys {
-  const tag = `${prefix}{u:${userId}}`;
+  const tag = `${prefix}{u:${userId}}:${LAYOUT}`;
   return {
     meta: `${tag}:meta`,
     convs: `${tag}:convs`,
@@ -34,17 +41,25 @@ export function unreadScriptKeys(userId: number, prefix = ""): UnreadScriptKeys 
   return [k.meta, k.convs, k.gone, k.times, k.ment];
 }
 
-/**
- * The hashes an earlier layout kept per register (unread, seen, read, aged, mcount, state). State it wrote counts
- * as missing; rebuild.lua deletes them when it replaces it.
- */
-export type LegacyKeys = [unread: string, seen: string, read: string, aged: string, mcount: string, state: string];
+/** The keys of the layout before this one, a hash per register: every rebuild deletes what they still hold. */
+export type LegacyKeys = [
+  meta: string,
+  unread: string,
+  seen: string,
+  read: string,
+  gone: string,
+  times: string,
+  aged: string,
+  ment: string,
+  mcount: string,
+  state: string,
+];
 
 /** rebuild.lua's KEYS: the unread scripts' keys, then the earlier layout's. */
 export function rebuildScriptKeys(userId: number, prefix = ""): [...UnreadScriptKeys, ...LegacyKeys] {
   const tag = `${prefix}{u:${userId}}`;
-  const legacy = ["unread", "seen", "read", "aged", "mcount", "state"].map((name) => `${tag}:${name}`) as LegacyKeys;
-  return [...unreadScriptKeys(userId, prefix), ...legacy];
+  const names = ["meta", "unread", "seen", "read", "gone", "times", "aged", "ment", "mcount", "state"];
+  return [...unreadScriptKeys(userId, prefix), ...(names.map((name) => `${tag}:${name}`) as LegacyKeys)];
 }
 
 /**

@@ -43,8 +43,8 @@ export const scripts = {
   tallySnapshot: { numberOfKeys: 5, lua: lua("snapshot"), readOnly: true },
   /** snapshot.lua with expiry: expires unread messages past the TTL first, so it may write. */
   tallySnapshotExpiring: { numberOfKeys: 5, lua: lua("snapshot") },
-  /** Also given the earlier layout's hashes, which it deletes (keys.ts rebuildScriptKeys). */
-  tallyRebuild: { numberOfKeys: 11, lua: lua("rebuild") },
+  /** Also given the earlier layout's keys, which it deletes (keys.ts rebuildScriptKeys). */
+  tallyRebuild: { numberOfKeys: 15, lua: lua("rebuild") },
   tallyRemove: { numberOfKeys: 5, lua: lua("remove") },
   tallyInspect: { numberOfKeys: 5, lua: lua("inspect") },
 } as const;

@@ -1,10 +1,10 @@
 --[[
   Apply one event about one conversation to one user's unread state.
-  KEYS[1] {u:<id>}:meta   hash: total, mentions, version, epoch, term, layout (includes/unread.lua)
-  KEYS[2] {u:<id>}:convs  hash: conversation id -> its record (registers and derived values, includes/unread.lua)
-  KEYS[3] {u:<id>}:gone   hash: conversation id -> 1 once the user left it or it was deleted
-  KEYS[4] {u:<id>}:times  zset: unread messages that may still expire -> createdAt ms (see includes/ttl.lua)
-  KEYS[5] {u:<id>}:ment   zset: '<conv>:<seq>' of messages that mention the user (score 0, lex order)
+  KEYS[1] {u:<id>}:v2:meta   hash: total, mentions, version, epoch, term (includes/unread.lua)
+  KEYS[2] {u:<id>}:v2:convs  hash: conversation id -> its record (registers and derived values, includes/unread.lua)
+  KEYS[3] {u:<id>}:v2:gone   hash: conversation id -> 1 once the user left it or it was deleted
+  KEYS[4] {u:<id>}:v2:times  zset: unread messages that may still expire -> createdAt ms (see includes/ttl.lua)
+  KEYS[5] {u:<id>}:v2:ment   zset: '<conv>:<seq>' of messages that mention the user (score 0, lex order)
   ARGV[1] conversation id
   ARGV[2] a message seq seen in the conversation, 0 for none
   ARGV[3] a read cursor of the user in the conversation, 0 for none
@@ -21,8 +21,7 @@
   is 1 when the user's state changed (version then grew by exactly 1, or an expiry in other conversations started
   a new epoch at version 1) and 0 otherwise, and markVersion is the mark's version while the conversation is
   marked unread, else 0; returns { -1 } and writes nothing when the user's state is missing (or fenced: written
-  under another replication term, includes/fence.lua; or written by an earlier layout): the caller rebuilds it from
-  the database.
+  under another replication term, includes/fence.lua): the caller rebuilds it from the database.
   Idempotent and order-insensitive: seen, read, aged and cleared only grow, mentions only join a set, mute and
   mark keep the highest version, and every value is a function of those registers (includes/unread.lua), so
   replaying an event or swapping two events ends in the same state. Events for a
@@ -82,7 +81,7 @@ while i <= #ARGV do
 end
 if mention and (seen_in < 1 or not numeric(conv)) then return redis.error_reply(BAD) end
 
-local meta = rcall('HMGET', KEYS[1], 'total', 'version', 'epoch', 'mentions', 'term', 'layout')
+local meta = rcall('HMGET', KEYS[1], 'total', 'version', 'epoch', 'mentions', 'term')
 local total = tonumber(meta[1]) or 0
 local version = tonumber(meta[2]) or 0
 local epoch = meta[3]
@@ -90,14 +89,15 @@ local total_mentions = tonumber(meta[4]) or 0
 local raw = rcall('HGET', KEYS[2], conv)
 
 -- The common event (only the two registers: a message reaching a member, the sender's cursor moving with it, a
--- view; expiry off) on state of this layout on a single Redis (a cluster node checks its term: the general path),
--- for a conversation with no mentions pending, takes this straight path, the general one below
+-- view; expiry off) on a single Redis (a cluster node checks its term: the general path), for a conversation that
+-- has seen or read something (else it may be gone) and no mentions pending, takes this straight path, the general one below
 -- specialised to it: the same registers, rule (includes/unread.lua recompute, with no mention to count) and
 -- writes. It calls and defines no function: Redis runs a script's whole body on every call, so each function the
 -- includes below define is a new closure each time (docs/benchmarks.md). scripts.int.test.ts checks, event by
 -- event, that both paths leave the same state and answer the same.
-if ttl == 0 and not (mention or mute_v or mark_v or cleared) and epoch and meta[6] == LAYOUT and meta[5] == '-'
-  and (raw or rcall('HEXISTS', KEYS[3], conv) == 0) and not (numeric(conv) and rcall('EXISTS', KEYS[5]) == 1) then
+if ttl == 0 and not (mention or mute_v or mark_v or cleared) and epoch and meta[5] == '-'
+  and ((raw and string.sub(raw, 1, 4) ~= '0:0:') or rcall('HEXISTS', KEYS[3], conv) == 0)
+  and not (numeric(conv) and rcall('EXISTS', KEYS[5]) == 1) then
   local r = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
   if raw then
     local i = 0
@@ -143,15 +143,15 @@ end
 --- @include "ttl"
 --- @include "fence"
 
-if not epoch or meta[6] ~= LAYOUT or fenced(meta[5]) then
+if not epoch or fenced(meta[5]) then
   return { -1 }
 end
--- A conversation marked gone has no record (includes/gone.lua drops it, and nothing writes one after the mark), so
--- only one without a record can be gone.
-if not raw and rcall('HEXISTS', KEYS[3], conv) == 1 then
+local r = parse_record(raw)
+-- A conversation marked gone has no registers seen or read (includes/gone.lua drops its record, and no event writes
+-- one after the mark; expiry may still raise `aged` in one from timestamps left behind), so only such a one can be.
+if r[SEEN] == 0 and r[READ] == 0 and rcall('HEXISTS', KEYS[3], conv) == 1 then
   return { 0, total, version, epoch, 0, 0, total_mentions, 0, 0 }
 end
-local r = parse_record(raw)
 local before = view(r)
 local read_old = r[READ]
 r[SEEN] = math.max(r[SEEN], seen_in)

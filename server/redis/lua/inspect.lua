@@ -9,8 +9,7 @@
   and gone's as stored, the others one per record field (conversation -> value, zeros left out; state: the mute
   and mark registers as 'muteVersion:muted:markVersion:markAt:cleared:marked', for conversations with any of them),
   the "now" it used in ms (the database's truth is computed for that instant) and 1 when expiry started a new
-  epoch; { -1 } when missing (or fenced: written under another replication term, includes/fence.lua; or written by
-  an earlier layout).
+  epoch; { -1 } when missing (or fenced: written under another replication term, includes/fence.lua).
 ]]
 local rcall = redis.call
 --- @include "layout"
@@ -24,8 +23,8 @@ local now_in = ARGV[2] and tonumber(ARGV[2])
 if ttl == nil or ttl < 0 or (ARGV[2] and (now_in == nil or now_in < 0)) then
   return redis.error_reply('ERR tally inspect: expected ttl ms >= 0, now ms >= 0')
 end
-local meta = rcall('HMGET', KEYS[1], 'epoch', 'total', 'mentions', 'term', 'layout')
-if not meta[1] or meta[5] ~= LAYOUT or fenced(meta[4]) then
+local meta = rcall('HMGET', KEYS[1], 'epoch', 'total', 'mentions', 'term')
+if not meta[1] or fenced(meta[4]) then
   return { -1 }
 end
 

@@ -1,8 +1,9 @@
 --[[
   Create one user's unread state from the database's truth, merge that truth into existing state, or replace it.
   KEYS[1..5] the unread scripts' keys: meta, convs, gone, times, ment (includes/unread.lua)
-  KEYS[6..11] the hashes an earlier layout kept per register (unread, seen, read, aged, mcount, state): state
-  written by it counts as missing, and they go when it is replaced
+  KEYS[6..15] the keys of the layout before it ({u:<id>}:meta, :unread, :seen, :read, :gone, :times, :aged, :ment,
+  :mcount, :state), which these scripts never read: every rebuild deletes them (an instance of the earlier version
+  still running during a rolling restart rebuilds its own, from the database)
   ARGV[1] a new epoch (unique string)
   ARGV[2] 'merge' or 'replace'
   ARGV[3..] 8-tuples, one per current membership: conversation id, the conversation's lastSeq, the user's
@@ -17,12 +18,12 @@
   judged at (tests pass it; without it, the server's TIME), and triples conversation id, seq, createdAt ms of
   the user's unread messages (seq above lastReadSeq; of those already expired, the highest seq per conversation
   is enough). They are tracked as apply.lua tracks them, then expired at "now".
-  Missing state (also state an earlier layout wrote), fenced state (written under another replication term,
-  includes/fence.lua) or 'replace': written from the database's registers alone, the sums from the values, version 1, epoch ARGV[1]. Fenced state is
+  Missing state, fenced state (written under another replication term, includes/fence.lua) or 'replace': written
+  from the database's registers alone, the sums from the values, version 1, epoch ARGV[1]. Fenced state is
   replaced only by a caller that read the database after seeing it fenced: ARGV[3] 'term' and ARGV[4] the term the
   'fenced' answer named, before the tuples; without them (or with an older term) nothing is written and the answer
   is { '', 0, 0, 'fenced', 0, term }. The meta is stamped with this master's replication term ('-' on a single
-  Redis) and the layout (includes/unread.lua).
+  Redis).
   'merge' into existing state: every register merges as apply.lua would merge it (a rebuild that read the
   database before a later event was applied must not undo it); if any value
   changed, or a stored sum differs from its parts, the sums are recomputed and the epoch replaced, so every
@@ -116,8 +117,8 @@ for j = first, #ARGV, 3 do
 end
 
 local E, X = expiry(), extras()
-local stamp = rcall('HMGET', KEYS[1], 'epoch', 'term', 'layout')
-local exists = stamp[1] ~= false and stamp[3] == LAYOUT
+local stamp = rcall('HMGET', KEYS[1], 'epoch', 'term')
+local exists = stamp[1] ~= false
 local term = fencing().node_term()
 local is_fenced = exists and fenced(stamp[2])
 if is_fenced and seen_term ~= term then
@@ -134,9 +135,10 @@ if exists then
     rcall('HINCRBY', KEYS[1], 'repairs', 1)
   end
 end
+rcall('DEL', unpack(KEYS, 6, 15))
 if fresh then
   -- Not KEYS[3]: a "gone" mark is always true (remove.lua sets it only after the departure committed).
-  rcall('DEL', KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11])
+  rcall('DEL', KEYS[2], KEYS[4], KEYS[5])
 end
 local left = {}
 for _, conv in ipairs(rcall('HKEYS', KEYS[3])) do left[conv] = true end
@@ -200,7 +202,7 @@ end
 if ttl > 0 then E.expire_before(cutoff) end
 
 local sum, sum_mentions = stored_sums()
-if stamp[2] ~= term or stamp[3] ~= LAYOUT then rcall('HSET', KEYS[1], 'term', term, 'layout', LAYOUT) end
+if stamp[2] ~= term then rcall('HSET', KEYS[1], 'term', term) end
 if fresh then
   rcall('HSET', KEYS[1], 'total', sum, 'version', 1, 'epoch', epoch_new, 'mentions', sum_mentions)
   if exists then return { epoch_new, 1, sum, 'replaced', sum_mentions } end

@@ -5,9 +5,9 @@
   Its values leave the sums in the same step, and a "gone" mark makes apply.lua ignore late events for it; its
   expiry state (message timestamps, aged mark), mentions, mute and mark go too.
   Returns { 0, total, version, epoch, changed, 0, totalMentions, 0, 0 } like apply.lua (changed when a sum
-  moved), or { -1 } when the user's state is missing (or fenced, includes/fence.lua, or written by an earlier
-  layout): nothing to remove but the "gone" mark, which it still sets (rebuild.lua never removes one). Idempotent:
-  removing twice changes nothing the second time.
+  moved), or { -1 } when the user's state is missing (or fenced, includes/fence.lua): nothing to remove but the
+  "gone" mark, which it still sets (rebuild.lua never removes one). Idempotent: removing twice changes nothing the
+  second time.
 ]]
 local rcall = redis.call
 --- @include "layout"
@@ -20,8 +20,8 @@ local conv = ARGV[1]
 if conv == nil or conv == '' then
   return redis.error_reply('ERR tally remove: expected a conversation id')
 end
-local meta = rcall('HMGET', KEYS[1], 'total', 'version', 'epoch', 'mentions', 'term', 'layout')
-if not meta[3] or meta[6] ~= LAYOUT or fenced(meta[5]) then
+local meta = rcall('HMGET', KEYS[1], 'total', 'version', 'epoch', 'mentions', 'term')
+if not meta[3] or fenced(meta[5]) then
   -- Nothing to remove, but the mark outlives the missing state: a rebuild whose database read came just
   -- before the departure committed keeps it, and so leaves the conversation out.
   rcall('HSET', KEYS[3], conv, 1)

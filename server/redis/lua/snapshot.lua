@@ -9,8 +9,7 @@
   Returns { epoch, version, total, totalMentions, expired, conv1, unread1, mentions1, muted1, markVersion1, ... }
   for every conversation with anything to show (unread or mentions > 0, muted or marked unread; markVersion is
   the mark's version while it is marked, else 0) where expired is 1 when a new epoch was started; { -1 } when the
-  user's state is missing (or fenced, includes/fence.lua, or written by an earlier layout) and must be rebuilt from
-  the database; { -2 } when a stored sum differs from its parts and must be repaired (rebuild.lua) first. It reads
+  user's state is missing (or fenced, includes/fence.lua) and must be rebuilt from the database; { -2 } when a stored sum differs from its parts and must be repaired (rebuild.lua) first. It reads
   every conversation's record once (one HGETALL) and both checks the sums and lists from them: the full check costs
   no more than the listing.
 ]]
@@ -27,8 +26,8 @@ if ttl == nil or ttl < 0 or (ARGV[2] and (now_in == nil or now_in < 0)) then
   return redis.error_reply('ERR tally snapshot: expected ttl ms >= 0, now ms >= 0')
 end
 
-local meta = rcall('HMGET', KEYS[1], 'epoch', 'version', 'total', 'mentions', 'term', 'layout')
-if not meta[1] or meta[6] ~= LAYOUT or fenced(meta[5]) then
+local meta = rcall('HMGET', KEYS[1], 'epoch', 'version', 'total', 'mentions', 'term')
+if not meta[1] or fenced(meta[5]) then
   return { -1 }
 end
 local epoch = meta[1]
