@@ -28,7 +28,7 @@ type ListRow = Omit<ConversationRow, "memberships"> & {
 export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadService }) {
   /**
    * Conversations with their members (names, cursors) and their message at lastSeq, from one statement: the
-   * user's whole list (`memberId`) or one conversation. The members of all of them are gathered in one pass, as
+   * user's whole list (`memberId`) or one conversation. Each conversation's members are gathered from its index, as
    * parallel arrays in one order (building JSON took PostgreSQL twice as long), and each newest message is a join
    * on the (conversationId, seq) key. For a user in 5000 conversations that is one statement of about 40 ms in
    * PostgreSQL instead of Prisma's query per relation and an OR of 5000 pairs for the messages, which took over
@@ -41,21 +41,26 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
       "memberId" in where
         ? Prisma.sql`SELECT "conversationId" AS "id" FROM "Membership" WHERE "userId" = ${where.memberId}`
         : Prisma.sql`SELECT ${where.conversationId}::int AS "id"`;
+    // The members are aggregated per conversation (LATERAL, an index scan each), not in one GROUP BY joined
+    // afterwards: with statistics taken before a user's memberships arrived in bulk, the planner expects one
+    // wanted conversation and puts that whole aggregate inside a nested loop, rebuilding it for every
+    // conversation (2000 groups: 4.5 s instead of 0.1 s, docs/benchmarks.md). Names come from one primary-key
+    // lookup per member: joined to "User" in the lateral, the same stale statistics chose a merge join that walked
+    // the user table for every conversation (1 s). No plan of this statement is quadratic.
     const rows = await db.$queryRaw<ListRow[]>`
-      WITH wanted AS (${wanted}),
-      members AS (
-        SELECT mb."conversationId" AS "id", array_agg(mb."userId" ORDER BY mb."userId") AS "ids",
-          array_agg(mb."lastReadSeq" ORDER BY mb."userId") AS "cursors", array_agg(u."name" ORDER BY mb."userId") AS "names",
-          array_agg(u."isBot" ORDER BY mb."userId") AS "bots"
-        FROM wanted JOIN "Membership" mb ON mb."conversationId" = wanted."id" JOIN "User" u ON u."id" = mb."userId"
-        GROUP BY mb."conversationId")
+      WITH wanted AS (${wanted})
       SELECT c."id", c."kind"::TEXT AS "kind", c."title", c."lastSeq", c."createdAt",
         members."ids", members."cursors", members."names", members."bots",
         m."id" AS "lastId", m."senderId" AS "lastSenderId", s."name" AS "lastSenderName", m."content" AS "lastContent",
         m."createdAt" AS "lastCreatedAt", m."clientMsgId" AS "lastClientMsgId"
       FROM wanted
       JOIN "Conversation" c ON c."id" = wanted."id"
-      LEFT JOIN members ON members."id" = c."id"
+      CROSS JOIN LATERAL (
+        SELECT array_agg(mb."userId" ORDER BY mb."userId") AS "ids",
+          array_agg(mb."lastReadSeq" ORDER BY mb."userId") AS "cursors",
+          array_agg((SELECT u."name" FROM "User" u WHERE u."id" = mb."userId") ORDER BY mb."userId") AS "names",
+          array_agg((SELECT u."isBot" FROM "User" u WHERE u."id" = mb."userId") ORDER BY mb."userId") AS "bots"
+        FROM "Membership" mb WHERE mb."conversationId" = c."id") members
       LEFT JOIN "Message" m ON m."conversationId" = c."id" AND m."seq" = c."lastSeq"
       LEFT JOIN "User" s ON s."id" = m."senderId"`;
     return rows.map((r) => ({
