@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { Redis } from "ioredis";
 import { io as connect } from "socket.io-client";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { ConversationDTO, MessageDTO, UnreadUpdate } from "./contracts/index.ts";
@@ -56,7 +57,7 @@ describe("two instances, one Redis", () => {
   it.runIf(!isClusterTarget(inject("redisTarget")))(
     "a message crosses to the other instances as one published delivery, however many of its pushes change",
     async () => {
-      const { bob, conv, sender } = await aliceSendingToBob();
+      const { alice, bob, conv, sender } = await aliceSendingToBob();
       const tab = await h.connect(bob.token, 1);
       await send(sender, conv.id, "warm-up");
       const publishes = async () => {
@@ -64,11 +65,27 @@ describe("two instances, one Redis", () => {
         return Number(/cmdstat_publish:calls=(\d+)/.exec(stats)?.[1] ?? 0);
       };
       const before = await publishes();
+      // Every command Redis runs meanwhile, with who ran it: a client's address, or "lua" inside a script.
+      const monitor = await (h.redis as Redis).monitor();
+      const seen: { args: string[]; source: string }[] = [];
+      monitor.on("monitor", (_time: string, args: string[], source: string) => seen.push({ args, source }));
       const pushed = Promise.all([nextEvent(tab, "message:new"), nextEvent(tab, "unread:changed")]);
       expect(await send(sender, conv.id, "one message between instances")).toMatchObject({ ok: true });
-      await pushed;
-      // message:new to both members and bob's unread:changed: one PUBLISH (the classic adapter's server-side emit).
+      const [, update] = await pushed;
+      expect(update).toMatchObject({ conversationId: conv.id, unreadCount: 2 });
+      await monitor.disconnect();
+      // message:new to both members and bob's unread:changed: one PUBLISH, run by the script that applied both
+      // members' counters (deliver.lua): one Redis call from the sending instance for the counters and the push.
       expect((await publishes()) - before).toBe(1);
+      const published = seen.filter((c) => c.args[0]?.toLowerCase() === "publish");
+      expect(published.map((c) => [c.source, c.args[1]])).toEqual([["lua", "tally:deliveries"]]);
+      const both = seen.filter(
+        (c) =>
+          c.source !== "lua" &&
+          c.args.includes(userKeys(alice.user.id).meta) &&
+          c.args.includes(userKeys(bob.user.id).meta),
+      );
+      expect(both.map((c) => c.args[0]?.toLowerCase())).toEqual(["evalsha"]);
     },
   );
 

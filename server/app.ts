@@ -101,6 +101,8 @@ export function createApp({
   });
   const notifier = socketNotifier(io, {
     deliveries: adapterClients ? (adapterClients.sharded ? "per-room" : "one-message") : "local",
+    ...(adapterClients && !adapterClients.sharded ? { subscriber: adapterClients.sub } : {}),
+    log,
   });
   notifyStale = (userIds) => notifier.unreadStale(userIds);
   const outbox = createOutbox(db, log);

@@ -58,8 +58,13 @@ export function createMessageFanout(deps: {
   ): Promise<void> {
     let start = process.hrtime.bigint();
     let applied: Awaited<ReturnType<UnreadService["applyMany"]>>;
+    let published = false;
     try {
-      applied = await unread.applyMany(messageEvents(event, memberIds, mentionedIds));
+      const events = messageEvents(event, memberIds, mentionedIds);
+      // On one redis-server the counters and the delivery to the other instances are one Redis call.
+      const target = message ? notifier.deliveryTarget(memberIds, message) : null;
+      if (target) ({ applied, published } = await unread.applyAndPublish(events, target.channel, target.head));
+      else applied = await unread.applyMany(events);
     } catch (err) {
       if (message) notifier.messageDelivered({ memberIds, message, updates: [] });
       throw err;
@@ -67,7 +72,7 @@ export function createMessageFanout(deps: {
     observe?.("counters", since(start));
     start = process.hrtime.bigint();
     const updates = applied.filter((a) => a.changed).map(({ userId, update }) => ({ userId, update }));
-    if (message) notifier.messageDelivered({ memberIds, message, updates });
+    if (message) notifier.messageDelivered({ memberIds, message, updates }, published);
     else for (const u of updates) notifier.unreadChanged(u.userId, u.update);
     observe?.("push", since(start));
   }

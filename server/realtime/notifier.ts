@@ -1,11 +1,24 @@
-import type { ConversationDTO, MessageDelivery, UnreadUpdate } from "../contracts/index.ts";
+import { randomBytes } from "node:crypto";
+import type { ConversationDTO, MessageDelivery, MessageDTO, UnreadUpdate } from "../contracts/index.ts";
+import type { Logger } from "../log.ts";
+import type { RedisClient } from "../redis/client.ts";
 import { sessionRoom, userRoom } from "../redis/keys.ts";
+import { updateOf, type ApplyReply } from "../redis/scripts.ts";
 import type { TallyServer } from "./types.ts";
 
 /** What the services announce; the Socket.IO implementation reaches every tab on every instance. */
 export interface Notifier {
-  /** A stored message: `message:new` to every member's tabs and `unread:changed` to each member in `updates`. */
-  messageDelivered(delivery: MessageDelivery): void;
+  /**
+   * A stored message: `message:new` to every member's tabs and `unread:changed` to each member in `updates`.
+   * `published`: the other instances have it already (deliver.lua published it with the counts); only this
+   * instance's tabs are left.
+   */
+  messageDelivered(delivery: MessageDelivery, published?: boolean): void;
+  /**
+   * Where deliver.lua may publish a message's delivery, and the payload's head (the members' replies follow it);
+   * null when this notifier's deliveries do not go that way (a cluster, no adapter).
+   */
+  deliveryTarget(memberIds: number[], message: MessageDTO): { channel: string; head: string } | null;
   unreadChanged(userId: number, update: UnreadUpdate): void;
   conversationCreated(userId: number, conversation: ConversationDTO): void;
   conversationUpdated(userId: number, conversation: ConversationDTO): void;
@@ -30,18 +43,70 @@ function deliverLocally(io: TallyServer, { memberIds, message, updates }: Messag
  */
 export type DeliveryMode = "one-message" | "per-room" | "local";
 
-/** Pushes through Socket.IO; with `one-message`, the listener for other instances' deliveries is registered here. */
-export function socketNotifier(io: TallyServer, { deliveries }: { deliveries: DeliveryMode }): Notifier {
+/** The channel deliver.lua publishes deliveries on (one redis-server: `one-message`). */
+export const DELIVERY_CHANNEL = "tally:deliveries";
+
+/** What precedes the members' replies in a published delivery; the replies are in the order of `memberIds`. */
+interface DeliveryHead {
+  from: string;
+  memberIds: number[];
+  message: MessageDTO;
+}
+
+/**
+ * A delivery deliver.lua published: the head's JSON, a newline (JSON.stringify never writes one), then the members'
+ * apply.lua replies as a JSON array. null if it is not one.
+ */
+export function parseDelivery(payload: string): (MessageDelivery & { from: string }) | null {
+  const cut = payload.indexOf("\n");
+  if (cut < 0) return null;
+  const head = JSON.parse(payload.slice(0, cut)) as DeliveryHead;
+  const replies = JSON.parse(payload.slice(cut + 1)) as ApplyReply[];
+  const updates: MessageDelivery["updates"] = [];
+  head.memberIds.forEach((userId, i) => {
+    const result = updateOf(head.message.conversationId, replies[i] ?? [-1]);
+    if (result?.changed) updates.push({ userId, update: result.update });
+  });
+  return { from: head.from, memberIds: head.memberIds, message: head.message, updates };
+}
+
+/**
+ * Pushes through Socket.IO. With `one-message`, the listeners for other instances' deliveries are registered here:
+ * the adapter's server-side emits, and with `subscriber` (the adapter's subscriber connection) the deliveries
+ * deliver.lua publishes on DELIVERY_CHANNEL.
+ */
+export function socketNotifier(
+  io: TallyServer,
+  { deliveries, subscriber, log }: { deliveries: DeliveryMode; subscriber?: RedisClient; log?: Logger },
+): Notifier {
+  const self = randomBytes(8).toString("hex");
+  const published = deliveries === "one-message" && subscriber !== undefined;
   if (deliveries === "one-message") io.on("message:delivered", (delivery) => deliverLocally(io, delivery));
+  if (published) {
+    // Subscribed (and, after a reconnection, subscribed again by ioredis) on the adapter's connection, whose
+    // reconnections already make every local tab resync (app.ts).
+    void subscriber.subscribe(DELIVERY_CHANNEL).catch((err: unknown) => log?.error({ err }, "subscribing failed"));
+    subscriber.on("message", (channel: string, payload: string) => {
+      if (channel !== DELIVERY_CHANNEL) return;
+      try {
+        const delivery = parseDelivery(payload);
+        if (delivery && delivery.from !== self) deliverLocally(io, delivery);
+      } catch (err) {
+        log?.warn({ err }, "ignoring a malformed delivery");
+      }
+    });
+  }
   return {
-    messageDelivered: (delivery) => {
+    deliveryTarget: (memberIds, message) =>
+      published ? { channel: DELIVERY_CHANNEL, head: `${JSON.stringify({ from: self, memberIds, message })}\n` } : null,
+    messageDelivered: (delivery, alreadyPublished = false) => {
       if (deliveries === "per-room") {
         io.to(delivery.memberIds.map(userRoom)).emit("message:new", { message: delivery.message });
         for (const { userId, update } of delivery.updates) io.to(userRoom(userId)).emit("unread:changed", update);
         return;
       }
       deliverLocally(io, delivery);
-      if (deliveries === "one-message") io.serverSideEmit("message:delivered", delivery);
+      if (deliveries === "one-message" && !alreadyPublished) io.serverSideEmit("message:delivered", delivery);
     },
     unreadChanged: (userId, update) => void io.to(userRoom(userId)).emit("unread:changed", update),
     conversationCreated: (userId, conversation) =>

@@ -453,6 +453,98 @@ describe("apply.lua's straight path", () => {
   });
 });
 
+describe.runIf(!isClusterTarget(inject("redisTarget")))("deliver.lua (one redis-server)", () => {
+  let subscriber: RedisClient;
+  const received: string[] = [];
+  let arrived: () => void = () => {};
+  beforeAll(async () => {
+    subscriber = createRedis(inject("redisTarget"));
+    subscriber.on("message", (_channel: string, payload: string) => {
+      received.push(payload);
+      arrived();
+    });
+  });
+  afterAll(() => subscriber.quit());
+  /** The next payload published on the channel (in publication order). */
+  const nextPayload = async () => {
+    while (received.length === 0) await new Promise<void>((resolve) => (arrived = resolve));
+    return received.shift()!;
+  };
+  type Plain = { conv: number; seen: number; read: number };
+  const deliver = (channel: string, head: string, members: [number, Plain][]) =>
+    redis.tallyDeliver(
+      members.length * 5,
+      ...members.flatMap(([user]) => keysOf(user)),
+      channel,
+      head,
+      ...members.flatMap(([, e]) => [e.conv, e.seen, e.read, 0, 0, ""]),
+    );
+
+  it("applies each member's event as apply.lua does, and publishes the head and every reply once", async () => {
+    // Users 1 and 2 get each event through deliver.lua, users 3 and 4 through apply.lua: the same replies, the
+    // same state, and one publication per call carrying exactly the replies.
+    const channel = `${prefix}deliveries`;
+    await subscriber.subscribe(channel);
+    expect(received).toEqual([]);
+    const r = rng(testSeed());
+    for (const user of [1, 2, 3, 4]) await create(user, "e1");
+    const lastSeq = new Map<number, number>();
+    for (let op = 0; op < 400; op++) {
+      const c = 300 + r.int(0, 5);
+      const last = lastSeq.get(c) ?? 0;
+      let events: [Plain, Plain];
+      if (r.chance(0.6)) {
+        lastSeq.set(c, last + 1); // a message from the first member: their cursor moves with it
+        events = [
+          { conv: c, seen: last + 1, read: last + 1 },
+          { conv: c, seen: last + 1, read: 0 },
+        ];
+      } else {
+        events = [
+          { conv: c, seen: r.int(0, last), read: r.int(0, last) },
+          { conv: c, seen: r.int(0, last), read: r.int(0, last) },
+        ];
+      }
+      const head = `{"op":${op}}\n`;
+      const replies = await deliver(channel, head, [
+        [1, events[0]],
+        [2, events[1]],
+      ]);
+      const one = await Promise.all([
+        redis.tallyApply(...keysOf(3), events[0].conv, events[0].seen, events[0].read),
+        redis.tallyApply(...keysOf(4), events[1].conv, events[1].seen, events[1].read),
+      ]);
+      expect(replies, `event ${op}`).toEqual(one);
+      expect(await nextPayload()).toBe(`${head}${JSON.stringify(replies)}`);
+    }
+    for (const [a, b] of [
+      [1, 3],
+      [2, 4],
+    ] as const) {
+      expect(await redis.hgetall(userKeys(a, prefix).convs)).toEqual(await redis.hgetall(userKeys(b, prefix).convs));
+      const { term: _a, ...metaA } = await redis.hgetall(userKeys(a, prefix).meta);
+      const { term: _b, ...metaB } = await redis.hgetall(userKeys(b, prefix).meta);
+      expect(metaA).toEqual(metaB);
+    }
+  });
+
+  it("publishes nothing when a member's state is missing, and still applies the others", async () => {
+    const channel = `${prefix}deliveries`;
+    await subscriber.subscribe(channel);
+    await create(5, "e1");
+    const replies = await deliver(channel, "first\n", [
+      [5, { conv: 10, seen: 1, read: 0 }],
+      [6, { conv: 10, seen: 1, read: 0 }],
+    ]);
+    expect(replies).toEqual([[1, 1, 2, "e1", 1, 0, 0, 0, 0], [-1]]);
+    expect(await redis.exists(...keysOf(6))).toBe(0);
+    await create(6, "e1");
+    await deliver(channel, "second\n", [[6, { conv: 10, seen: 1, read: 0 }]]);
+    // Publications arrive in order: the first call's would come before this one.
+    expect(await nextPayload()).toBe(`second\n${JSON.stringify([[1, 1, 2, "e1", 1, 0, 0, 0, 0]])}`);
+  });
+});
+
 describe("replication fencing (includes/fence.lua)", () => {
   const termOf = (user: number) => replicationTerm(redis, userKeys(user, prefix).meta);
 

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Cluster, Redis, Result } from "ioredis";
+import type { UnreadUpdate } from "../contracts/index.ts";
 import type { LegacyKeys, UnreadScriptKeys } from "./keys.ts";
 
 function read(path: string): string {
@@ -26,7 +27,11 @@ export function constantsOf(text: string): Map<string, number> {
  * one more upvalue to make (docs/benchmarks.md, "apply.lua against a trivial script").
  */
 function lua(name: string): string {
-  const text = read(name).replace(/^--- @include "([\w-]+)"$/gm, (_, include: string) => read(`includes/${include}`));
+  return expand(read(name));
+}
+
+function expand(source: string): string {
+  const text = source.replace(/^--- @include "([\w-]+)"$/gm, (_, include: string) => read(`includes/${include}`));
   let folded = text.replace(/^--- @constants\nlocal [\w, ]+ = [\d, ]+\n/gm, "");
   for (const [constant, value] of constantsOf(text))
     folded = folded.replace(new RegExp(`\\b${constant}\\b`, "g"), String(value));
@@ -39,6 +44,11 @@ function lua(name: string): string {
  */
 export const scripts = {
   tallyApply: { numberOfKeys: 5, lua: lua("apply") },
+  /**
+   * deliver.lua: apply.lua for each member of a message (its body wrapped as `apply_one`), then one PUBLISH of the
+   * delivery. Called with the number of keys first (five per member).
+   */
+  tallyDeliver: { lua: expand(`local function apply_one(KEYS, ARGV)\n${read("apply")}\nend\n${read("deliver")}`) },
   /** snapshot.lua without expiry: a pure read (the lab, raw checks). */
   tallySnapshot: { numberOfKeys: 5, lua: lua("snapshot"), readOnly: true },
   /** snapshot.lua with expiry: expires unread messages past the TTL first, so it may write. */
@@ -59,6 +69,27 @@ export function defineScripts<T extends Redis | Cluster>(redis: T): T {
  * muted, markVersion] (markVersion while marked unread, else 0), or [-1] when state is missing.
  */
 export type ApplyReply = [number, number, number, string, 0 | 1, number, number, 0 | 1, number] | [-1];
+
+/** What an apply.lua reply says about its conversation, and whether it changed the user's state; null: missing. */
+export function updateOf(conversationId: number, reply: ApplyReply): { update: UnreadUpdate; changed: boolean } | null {
+  if (reply.length === 1) return null;
+  const [unreadCount, totalUnread, version, epoch, changed, mentionCount, totalMentions, muted, markVersion] = reply;
+  return {
+    update: {
+      conversationId,
+      unreadCount,
+      mentionCount,
+      muted: muted === 1,
+      markedUnread: markVersion > 0,
+      markVersion,
+      totalUnread,
+      totalMentions,
+      version,
+      epoch,
+    },
+    changed: changed === 1,
+  };
+}
 /**
  * Raw reply of snapshot.lua: [epoch, version, total, totalMentions, expired, then per conversation with anything
  * to show: conv, unread, mentions, muted, markVersion], [-1] (missing) or [-2] (needs repair).
@@ -131,6 +162,11 @@ declare module "ioredis" {
         ...parts: ApplyPart[],
       ]
     ): Result<ApplyReply, Context>;
+    /**
+     * `numberOfKeys` (five per member), the members' apply.lua keys, the channel, the payload's head, then per
+     * member: conversationId, seenSeq, readSeq, createdAtMs, ttlMs, nowMs or ''.
+     */
+    tallyDeliver(numberOfKeys: number, ...args: (string | number)[]): Result<ApplyReply[], Context>;
     tallySnapshot(...keys: UnreadScriptKeys): Result<SnapshotReply, Context>;
     tallySnapshotExpiring(
       ...args: [...UnreadScriptKeys, ttlMs: number, nowMs?: number]

@@ -4,7 +4,7 @@ import type { UnreadState, UnreadUpdate } from "../contracts/index.ts";
 import type { Db } from "../db/prisma.ts";
 import { groupByNode, type RedisClient } from "../redis/client.ts";
 import { rebuildScriptKeys, unreadScriptKeys } from "../redis/keys.ts";
-import type { ApplyPart, ApplyReply, InspectReply, RebuildReply } from "../redis/scripts.ts";
+import { updateOf, type ApplyPart, type ApplyReply, type InspectReply, type RebuildReply } from "../redis/scripts.ts";
 
 /** A membership's mute and mark registers, as the database holds them (docs/consistency.md). */
 export interface MembershipRegisters {
@@ -110,26 +110,6 @@ const PIPELINE_FROM = 16;
 /** Epochs only need to differ from every earlier epoch of the same user. */
 export function newEpoch(): string {
   return `${Date.now().toString(36)}-${randomBytes(4).toString("hex")}`;
-}
-
-function toUpdate(conversationId: number, reply: ApplyReply): { update: UnreadUpdate; changed: boolean } | null {
-  if (reply.length === 1) return null;
-  const [unreadCount, totalUnread, version, epoch, changed, mentionCount, totalMentions, muted, markVersion] = reply;
-  return {
-    update: {
-      conversationId,
-      unreadCount,
-      mentionCount,
-      muted: muted === 1,
-      markedUnread: markVersion > 0,
-      markVersion,
-      totalUnread,
-      totalMentions,
-      version,
-      epoch,
-    },
-    changed: changed === 1,
-  };
 }
 
 /** apply.lua's named parts for an event's mention and registers. */
@@ -284,13 +264,13 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
 
   async function applyOne(event: UnreadEvent): Promise<AppliedEvent> {
     const { userId, conversationId } = event;
-    let result = toUpdate(conversationId, await redis.tallyApply(...applyArgs(event)));
+    let result = updateOf(conversationId, await redis.tallyApply(...applyArgs(event)));
     if (result) return { userId, ...result };
     // State was missing: the rebuild reads the database, which already holds this event. If the event is late,
     // for a conversation the user has left since, the rebuild marked it "gone" from the departures, and the
     // apply ignores it.
     const rebuilt = await rebuild(userId);
-    result = toUpdate(conversationId, await redis.tallyApply(...applyArgs(event)));
+    result = updateOf(conversationId, await redis.tallyApply(...applyArgs(event)));
     if (!result) throw new Error(`unread state of user ${userId} vanished right after its rebuild`);
     return { userId, update: result.update, changed: result.changed || rebuilt[3] !== "unchanged" };
   }
@@ -306,7 +286,7 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
       return Promise.all(
         events.map(async (event) => {
           const reply = await redis.tallyApply(...applyArgs(event)).catch(() => null);
-          const result = reply === null ? null : toUpdate(event.conversationId, reply);
+          const result = reply === null ? null : updateOf(event.conversationId, reply);
           return result ? { userId: event.userId, ...result } : applyOne(event);
         }),
       );
@@ -324,13 +304,51 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
           group.map(async (i, at) => {
             const event = events[i]!;
             const [err, reply] = replies[at] ?? [new Error("missing pipeline reply"), null];
-            const result = err ? null : toUpdate(event.conversationId, reply as ApplyReply);
+            const result = err ? null : updateOf(event.conversationId, reply as ApplyReply);
             applied[i] = result ? { userId: event.userId, ...result } : await applyOne(event);
           }),
         );
       }),
     );
     return applied;
+  }
+
+  /**
+   * applyMany for a message's events, and the delivery published in the same Redis call (deliver.lua): the payload
+   * is `head` followed by every member's reply as a JSON array, in the order of `events`. Only for events without
+   * named parts (no mention, no registers) and fewer than PIPELINE_FROM, on one redis-server; anything else, and
+   * any member whose state was missing (rebuilt here), goes through applyMany, and `published` is false: the caller
+   * delivers on its own.
+   */
+  async function applyAndPublish(
+    events: UnreadEvent[],
+    channel: string,
+    head: string,
+  ): Promise<{ applied: AppliedEvent[]; published: boolean }> {
+    if (events.length >= PIPELINE_FROM || events.some((e) => applyParts(e).length > 0)) {
+      return { applied: await applyMany(events), published: false };
+    }
+    const keys = events.flatMap((e) => unreadScriptKeys(e.userId, prefix));
+    const args = events.flatMap((e) => [
+      e.conversationId,
+      e.seenSeq,
+      e.readSeq,
+      e.createdAtMs ?? 0,
+      ttlMs,
+      clock ? clock() : "",
+    ]);
+    const replies = await redis.tallyDeliver(keys.length, ...keys, channel, head, ...args).catch(() => null);
+    if (replies === null) return { applied: await applyMany(events), published: false };
+    let published = true;
+    const applied = await Promise.all(
+      events.map(async (event, i) => {
+        const result = updateOf(event.conversationId, replies[i] ?? [-1]);
+        if (result) return { userId: event.userId, ...result };
+        published = false;
+        return applyOne(event);
+      }),
+    );
+    return { applied, published };
   }
 
   async function snapshot(userId: number): Promise<UnreadCounts> {
@@ -372,7 +390,7 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
 
   /** Takes a conversation out of a user's counters (they left it, or it was deleted). */
   async function remove(userId: number, conversationId: number): Promise<AppliedEvent | null> {
-    const result = toUpdate(
+    const result = updateOf(
       conversationId,
       await redis.tallyRemove(...unreadScriptKeys(userId, prefix), conversationId),
     );
@@ -403,5 +421,5 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
     return reply;
   }
 
-  return { applyOne, applyMany, snapshot, view, rebuild, remove, truth, inspect, ttlMs };
+  return { applyOne, applyMany, applyAndPublish, snapshot, view, rebuild, remove, truth, inspect, ttlMs };
 }
