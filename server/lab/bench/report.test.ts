@@ -89,6 +89,29 @@ describe("endToEndReport", () => {
     );
   });
 
+  it("lists the stages of the systems that report them, and no stage table when none does", () => {
+    const staged: EndToEndWindow = {
+      ...window(4.5, 1, tally),
+      stages: [
+        { stage: "commit", sends: 4000, meanMs: 1.234, p50Ms: 0.9, p99Ms: 7.5 },
+        { stage: "counters", sends: 4000, meanMs: 0.21, p50Ms: 0.15, p99Ms: 1.9 },
+      ],
+    };
+    const text = endToEndReport(
+      result([{ mode: "open", offeredPerSec: 1000, results: [staged, window(1.2, 1, floor)] }]),
+      target,
+    ).join("\n");
+    expect(text).toContain("### Where a send's time went, by stage");
+    expect(text).toMatch(/\| open loop \| 1000 +\| Tally +\| commit +\| 4000 +\| 1\.23 +\| 0\.9 +\| 7\.5 +\|/);
+    expect(text).toMatch(/\| Tally +\| counters +\| 4000 +\| 0\.21 +\| 0\.15 +\| 1\.9 +\|/);
+    expect(text).not.toMatch(/\| floor +\| commit/);
+    const plain = endToEndReport(
+      result([{ mode: "open", offeredPerSec: 1000, results: [window(4.5, 1, tally), window(1.2, 1, floor)] }]),
+      target,
+    ).join("\n");
+    expect(plain).not.toContain("by stage");
+  });
+
   it("says MISSED over the target, and not measured without the rate or without /proc", () => {
     const over = cpu([["instance A", 1.5]]);
     expect(

@@ -78,6 +78,32 @@ export function endToEndReport(e2e: EndToEndResult, opts: { cpuTargetMs: number;
     ),
   );
 
+  const staged = e2e.rows.flatMap((r) =>
+    r.results.flatMap((w, i) =>
+      (w.stages ?? []).map((st) => [
+        MODE_LABEL[r.mode],
+        r.offeredPerSec,
+        e2e.systems[i]!,
+        st.stage,
+        st.sends,
+        significant(st.meanMs),
+        significant(st.p50Ms),
+        significant(st.p99Ms),
+      ]),
+    ),
+  );
+  const stages =
+    staged.length === 0
+      ? []
+      : [
+          "### Where a send's time went, by stage (the instances' `tally_send_stage_seconds` from /metrics, over each window)",
+          "",
+          "commit: from the send's limit to its stored row (waiting for a group included); counters: the members' counters in Redis and the push to the other instances; push: this instance's own tabs. p50 and p99 are estimated from the histogram's buckets.",
+          "",
+          table(["mode", "offered/s", "system", "stage", "sends", "mean ms", "p50 ms", "p99 ms"], staged),
+          "",
+        ];
+
   const atTarget = e2e.rows.filter((r) => r.offeredPerSec === opts.cpuTargetRate);
   const cpuVerdict = atTarget.length
     ? atTarget
@@ -97,6 +123,7 @@ export function endToEndReport(e2e: EndToEndResult, opts: { cpuTargetMs: number;
     "",
     cpu,
     "",
+    ...stages,
     `Highest open-loop rate held with p99 < ${e2e.targetP99Ms} ms: ${e2e.systems.map((s, i) => `${s} ${e2e.highestHeldPerSec[i]}`).join(", ")} messages/s`,
     `${e2e.systems[0]} CPU per delivered message at ${opts.cpuTargetRate} messages/s (target ≤ ${opts.cpuTargetMs} ms, instances + PostgreSQL + Redis): ${cpuVerdict}`,
     "",

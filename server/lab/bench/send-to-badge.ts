@@ -11,6 +11,7 @@ import type { Db } from "../../db/prisma.ts";
 import { percentile, round } from "../measure.ts";
 import { cpuBetween, sampleCpu, type CpuTarget, type WindowCpu } from "./cpu.ts";
 import { LoadGenerator, type LoadMode, type LoadResult, type LoadTransport } from "./load.ts";
+import { stagesBetween, type StageSnapshot, type StageWindow } from "./stages.ts";
 import type { Instance } from "./services.ts";
 
 type ClientSocket = Socket<ServerToClientEvents, ClientToServerEvents>;
@@ -110,11 +111,15 @@ export interface EndToEndSystem {
   transport: LoadTransport;
   /** Their CPU time per delivered message is this system's total. */
   cpu: CpuTarget[];
+  /** The system's send-stage histograms (Tally's /metrics), read at each window's edges. */
+  stages?: () => Promise<StageSnapshot>;
 }
 
 /** One window of one system: its load, and the CPU each of its processes spent over it (null without /proc). */
 export interface EndToEndWindow extends LoadResult {
   cpu: WindowCpu | null;
+  /** Where the system's sends spent their time in this window, by stage (a system with `stages` only). */
+  stages?: StageWindow[];
 }
 
 export interface EndToEndRow {
@@ -133,6 +138,9 @@ export interface EndToEndResult {
   /** Per system: the highest open-loop rate held (LoadResult.held), or 0. */
   highestHeldPerSec: number[];
 }
+
+/** The stages of server/metrics/metrics.ts' send histogram, in the order a send passes them. */
+const SEND_STAGES = ["commit", "counters", "push"];
 
 /**
  * Latency from a send on one instance to its arrival at the recipient on the other, for each system, mode and
@@ -165,16 +173,23 @@ export async function measureEndToEnd(opts: {
     for (const rate of opts.rates) {
       const row: EndToEndRow = { mode, offeredPerSec: rate, results: [] };
       for (const [i, system] of opts.systems.entries()) {
+        const stagesBefore = await system.stages?.();
         const before = sampleCpu(system.cpu);
         const load = await generators[i]!.run({ mode, perSec: rate, seconds: opts.seconds, drainMs, targetP99Ms });
         const after = sampleCpu(system.cpu);
+        const stagesAfter = await system.stages?.();
+        const stages = stagesBefore && stagesAfter ? stagesBetween(stagesBefore, stagesAfter, SEND_STAGES) : undefined;
         const cpu = cpuBetween(
           before,
           after,
           system.cpu.map((t) => t.name),
           load.delivered,
         );
-        row.results.push({ ...load, cpu: cpu.processes.every((p) => p.ms === null) ? null : cpu });
+        row.results.push({
+          ...load,
+          cpu: cpu.processes.every((p) => p.ms === null) ? null : cpu,
+          ...(stages ? { stages } : {}),
+        });
         opts.log?.(
           `  ${system.name} ${mode} ${rate}/s: p50 ${load.p50Ms} ms, p99 ${load.p99Ms} ms, delivered ${load.delivered}/${load.offered}` +
             (cpu.totalMsPerMessage === null ? "" : `, ${cpu.totalMsPerMessage.toFixed(3)} ms CPU per message`),

@@ -1,0 +1,53 @@
+import { Histogram, Registry } from "prom-client";
+import { describe, expect, it } from "vitest";
+import { bucketQuantile, mergeStages, parseStages, stagesBetween } from "./stages.ts";
+
+/** A registry with the instances' histogram (the same name, label and buckets as server/metrics/metrics.ts). */
+function instance() {
+  const registry = new Registry();
+  const histogram = new Histogram({
+    name: "tally_send_stage_seconds",
+    help: "stages",
+    labelNames: ["stage"] as const,
+    buckets: [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1],
+    registers: [registry],
+  });
+  return { registry, observe: (stage: string, seconds: number) => histogram.observe({ stage }, seconds) };
+}
+
+describe("the send stages from /metrics", () => {
+  it("reads prom-client's exposition and tells what a window added, per stage, over two instances", async () => {
+    const a = instance();
+    const b = instance();
+    a.observe("commit", 0.0008);
+    const before = mergeStages([parseStages(await a.registry.metrics()), parseStages(await b.registry.metrics())]);
+    // The window: 100 commits of 1.5 ms on A and 100 of 3 ms on B; counters of 0.3 ms on B only.
+    for (let i = 0; i < 100; i++) {
+      a.observe("commit", 0.0015);
+      b.observe("commit", 0.003);
+      b.observe("counters", 0.0003);
+    }
+    const after = mergeStages([parseStages(await a.registry.metrics()), parseStages(await b.registry.metrics())]);
+    const window = stagesBetween(before, after, ["commit", "counters", "push"]);
+    expect(window.map((w) => [w.stage, w.sends, w.meanMs])).toEqual([
+      ["commit", 200, 2.25],
+      ["counters", 100, 0.3],
+    ]);
+    const commit = window[0]!;
+    // Half the window's commits are in (1, 2] ms and half in (2, 5] ms: the median is the top of the first.
+    expect(commit.p50Ms).toBe(2);
+    expect(commit.p99Ms).toBeGreaterThan(4.9);
+    expect(commit.p99Ms).toBeLessThanOrEqual(5);
+  });
+
+  it("interpolates inside a bucket, answers the last finite bound past it, and null without samples", () => {
+    const buckets: [number, number][] = [
+      [0.001, 0],
+      [0.002, 10],
+      [Number.POSITIVE_INFINITY, 12],
+    ];
+    expect(bucketQuantile(buckets, 0.25)).toBeCloseTo(0.0013, 6);
+    expect(bucketQuantile(buckets, 0.99)).toBe(0.002);
+    expect(bucketQuantile([[0.001, 0]], 0.5)).toBeNull();
+  });
+});
