@@ -5,7 +5,10 @@ export interface MuteIssued {
   /** Its number among the pair's mutes. */
   ask: number;
   at: number;
-  /** No other mute of the pair was in flight. */
+  /**
+   * No other mute of the pair was in flight at any time during this one's: none when it was asked, and none asked
+   * before it was answered (a later one may commit a higher version first, and this one's answer then shows it).
+   */
   alone: boolean;
   /** No earlier mute of the pair went unanswered or was refused. */
   cleanBefore: boolean;
@@ -47,7 +50,7 @@ export class Journal {
   readonly muteChanges = new Map<string, number>();
   /** Acknowledged marks with the markVersion their acknowledgement showed (0: not marked any more). */
   readonly marks: { userId: number; conversationId: number; markVersion: number }[] = [];
-  private readonly muteAsks = new Map<string, { asked: number; inflight: number; failed: boolean }>();
+  private readonly muteAsks = new Map<string, { asked: number; inflight: Set<MuteIssued>; failed: boolean }>();
   private readonly muteSeen = new Map<string, { muted: boolean; at: number }>();
   private clock = 0;
   /** (user, conversation) pairs the user marked unread (or tried to). */
@@ -79,10 +82,12 @@ export class Journal {
   /** A mute or unmute is sent; returns what muteAnswered needs to judge its answer. */
   muteIssued(userId: number, conversationId: number): MuteIssued {
     const k = key(userId, conversationId);
-    const asks = this.muteAsks.get(k) ?? { asked: 0, inflight: 0, failed: false };
+    const asks = this.muteAsks.get(k) ?? { asked: 0, inflight: new Set<MuteIssued>(), failed: false };
     this.muteAsks.set(k, asks);
-    const issued = { ask: ++asks.asked, at: ++this.clock, alone: asks.inflight === 0, cleanBefore: !asks.failed };
-    asks.inflight++;
+    const issued = { ask: ++asks.asked, at: ++this.clock, alone: asks.inflight.size === 0, cleanBefore: !asks.failed };
+    // Those still in flight overlap this one now: any of them may be answered with the state it commits.
+    for (const other of asks.inflight) other.alone = false;
+    asks.inflight.add(issued);
     return issued;
   }
 
@@ -96,7 +101,7 @@ export class Journal {
   ): void {
     const k = key(userId, conversationId);
     const asks = this.muteAsks.get(k)!;
-    asks.inflight--;
+    asks.inflight.delete(issued);
     if (unread === null) {
       asks.failed = true;
       return;
