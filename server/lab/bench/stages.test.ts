@@ -1,18 +1,18 @@
-import { Histogram, Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
+import { createMetrics, type SendStage } from "../../metrics/metrics.ts";
 import { bucketQuantile, mergeStages, parseStages, stagesBetween } from "./stages.ts";
 
-/** A registry with the instances' histogram (the same name, label and buckets as server/metrics/metrics.ts). */
+/** An instance's metrics, as server/app.ts makes them; what its /metrics would answer. */
 function instance() {
-  const registry = new Registry();
-  const histogram = new Histogram({
-    name: "tally_send_stage_seconds",
-    help: "stages",
-    labelNames: ["stage"] as const,
-    buckets: [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1],
-    registers: [registry],
+  const metrics = createMetrics({
+    outbox: async () => ({ pending: 0, parked: 0 }),
+    sockets: () => 0,
+    sendsWaiting: () => 0,
   });
-  return { registry, observe: (stage: string, seconds: number) => histogram.observe({ stage }, seconds) };
+  return {
+    registry: metrics.registry,
+    observe: (stage: SendStage, seconds: number) => metrics.sendStage(stage, seconds),
+  };
 }
 
 describe("the send stages from /metrics", () => {
