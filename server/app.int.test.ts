@@ -89,6 +89,29 @@ describe("two instances, one Redis", () => {
     },
   );
 
+  it("pushes a delivery that names no member to nobody (Socket.IO's to([]) would reach every socket)", async () => {
+    const { bob, conv, sender } = await aliceSendingToBob();
+    const here = await h.connect(bob.token, 0);
+    const there = await h.connect(bob.token, 1);
+    const firsts = [here, there].map((tab) => nextEvent(tab, "message:new"));
+    // A replay of a message whose conversation has no member left reads no members.
+    const orphan: MessageDTO = {
+      id: 999_999,
+      conversationId: conv.id,
+      seq: 999,
+      senderId: 0,
+      senderName: "nobody",
+      content: "to no one",
+      createdAt: new Date().toISOString(),
+      clientMsgId: "orphan",
+    };
+    h.instances[0]!.app.notifier.messageDelivered({ memberIds: [], message: orphan, updates: [] });
+    expect(await send(sender, conv.id, "to bob")).toMatchObject({ ok: true });
+    // Pushes from one instance keep their order: the first each tab hears is the real message.
+    for (const first of await Promise.all(firsts))
+      expect((first as { message: MessageDTO }).message.content).toBe("to bob");
+  });
+
   it("a message sent through instance 1 updates the recipient's tabs on instances 1 and 2", async () => {
     const { alice, bob, conv, sender } = await aliceSendingToBob();
     const tab1 = await h.connect(bob.token, 0);

@@ -66,6 +66,23 @@ describe("the send limit's leases", () => {
     expect(await counted(key)).toBe(12);
   });
 
+  it("serves a subject's calls in the order they came, the one that leased first", async () => {
+    const limits = createLimits({ redis, rules: rules(60) });
+    const { userId } = freshUser();
+    const order: number[] = [];
+    await Promise.all(
+      Array.from({ length: 6 }, (_, i) => limits.consume("send", { userId }).then(() => void order.push(i))),
+    );
+    expect(order).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+
+  it("gives a refusal to the call that asked, and the calls behind it ask again", async () => {
+    const limits = createLimits({ redis, rules: rules(2) });
+    const { userId } = freshUser();
+    const results = await Promise.allSettled(Array.from({ length: 4 }, () => limits.consume("send", { userId })));
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "rejected", "rejected"]);
+  });
+
   it("serves no more than the window's points over two instances; the last lease is what was left", async () => {
     const a = createLimits({ redis, rules: rules(10) });
     const b = createLimits({ redis, rules: rules(10) });

@@ -80,6 +80,8 @@ interface Lease {
   until: number;
   /** The request for this lease while it is out: the subject's other calls wait for it instead of leasing too. */
   pending?: Promise<void>;
+  /** Why the request failed (a refusal, Redis away): given to the call that asked. */
+  error?: unknown;
 }
 
 /**
@@ -128,16 +130,15 @@ export function createLimits({
   let sweepAt = 1024;
 
   /**
-   * Takes up to `size` points for the subject from Redis. Refused, the counter has still moved by `size` (the
-   * library's script adds before it compares), so the points that were left before this request are still this
-   * instance's to hand out: a subject at 58 of 60 gets 2, not a refusal. A refusal from the library's memory (the
-   * subject is over, blocked until the window ends) counts nothing and grants nothing.
+   * Asks Redis for up to `size` points of the subject and records the answer on `lease` (its `pending` settles when
+   * it is in). Refused, the counter has still moved by `size` (the library's script adds before it compares), so the
+   * points that were left before this request are still this instance's to hand out: a subject at 58 of 60 gets 2,
+   * not a refusal. A refusal from the library's memory (the subject is over, blocked until the window ends) counts
+   * nothing and grants nothing. The lease ends when the window Redis reported does, counted from before the request
+   * (so never later than Redis' window).
    */
-  async function takeLease(name: LimitName, key: string, id: string, size: number): Promise<void> {
-    const lease: Lease = { left: 0, until: Number.POSITIVE_INFINITY };
-    let settle!: () => void;
-    lease.pending = new Promise<void>((resolve) => (settle = resolve));
-    leases.set(id, lease);
+  async function fillLease(name: LimitName, key: string, id: string, size: number, lease: Lease): Promise<void> {
+    const asked = now();
     try {
       let granted = size;
       let msLeft: number;
@@ -151,13 +152,10 @@ export function createLimits({
         msLeft = err.msBeforeNext;
       }
       lease.left = granted;
-      lease.until = now() + msLeft;
+      lease.until = asked + msLeft;
     } catch (err) {
+      lease.error = err;
       if (leases.get(id) === lease) leases.delete(id);
-      throw err;
-    } finally {
-      lease.pending = undefined;
-      settle();
     }
     if (leases.size >= sweepAt) {
       const t = now();
@@ -166,7 +164,11 @@ export function createLimits({
     }
   }
 
-  /** One point from the subject's lease, leasing more when it is spent or its window is over. */
+  /**
+   * One point from the subject's lease, leasing more when it is spent or its window is over. Calls are served in the
+   * order they came: the one that asks for a lease waits on it first, those arriving meanwhile after it, so a client's
+   * sends keep their order into the database.
+   */
   async function consumeLeased(name: LimitName, key: string, size: number): Promise<void> {
     const id = `${name}:${key}`;
     for (;;) {
@@ -179,7 +181,16 @@ export function createLimits({
         lease.left--;
         return;
       }
-      await takeLease(name, key, id, size);
+      const asking: Lease = { left: 0, until: Number.POSITIVE_INFINITY };
+      leases.set(id, asking);
+      asking.pending = fillLease(name, key, id, size, asking).finally(() => (asking.pending = undefined));
+      await asking.pending;
+      // The refusal (or Redis' error) is this call's; the calls waiting behind it ask again.
+      if (asking.error !== undefined) throw asking.error;
+      if (asking.left > 0 && asking.until > now()) {
+        asking.left--;
+        return;
+      }
     }
   }
 

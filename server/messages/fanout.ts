@@ -46,6 +46,18 @@ export function createMessageFanout(deps: {
   const { db, unread, notifier, outbox, log, observe } = deps;
 
   /**
+   * deliver.lua failed and the message went the general way (its counts pushed all the same): logged at most once a
+   * minute, since a cause such as an ACL without the delivery channel fails every message alike.
+   */
+  let lastDeliverWarning = Number.NEGATIVE_INFINITY;
+  function deliverFailed(err: unknown): void {
+    const now = Date.now();
+    if (now - lastDeliverWarning < 60_000) return;
+    lastDeliverWarning = now;
+    log.warn({ err }, "deliver.lua failed; messages go the general way (apply.lua, then a server-side emit)");
+  }
+
+  /**
    * Applies a message to every member's counters, then pushes it with what changed: one delivery for all members
    * and tabs. Without `message` (the relay found it deleted since) only the counters' changes go out. If the
    * counters fail (Redis away), the message still goes out, without counts, and the error is thrown on.
@@ -62,9 +74,12 @@ export function createMessageFanout(deps: {
     try {
       const events = messageEvents(event, memberIds, mentionedIds);
       // On one redis-server the counters and the delivery to the other instances are one Redis call.
-      const target = message ? notifier.deliveryTarget(memberIds, message) : null;
-      if (target) ({ applied, published } = await unread.applyAndPublish(events, target.channel, target.head));
-      else applied = await unread.applyMany(events);
+      const target = message && memberIds.length > 0 ? notifier.deliveryTarget(memberIds, message) : null;
+      if (target) {
+        let failure: unknown;
+        ({ applied, published, failure } = await unread.applyAndPublish(events, target.channel, target.head));
+        if (failure !== undefined) deliverFailed(failure);
+      } else applied = await unread.applyMany(events);
     } catch (err) {
       if (message) notifier.messageDelivered({ memberIds, message, updates: [] });
       throw err;

@@ -44,6 +44,15 @@ describe("parseDelivery", () => {
     });
   });
 
+  it("is not a delivery when it names no member, or members that are not user ids (a push to no room reaches everyone)", () => {
+    const payload = (memberIds: unknown) => `${JSON.stringify({ from: "x", memberIds, message })}\n[]`;
+    expect(parseDelivery(payload([]))).toBeNull();
+    expect(parseDelivery(payload(["1"]))).toBeNull();
+    expect(parseDelivery(payload([1.5]))).toBeNull();
+    expect(parseDelivery(payload(null))).toBeNull();
+    expect(parseDelivery(payload([1]))).not.toBeNull();
+  });
+
   it("is not a delivery without the newline after its head, and a missing reply changes nobody", () => {
     expect(parseDelivery(JSON.stringify({ from: "x", memberIds: [], message }))).toBeNull();
     const head = JSON.stringify({ from: "x", memberIds: [1, 2], message });

@@ -28,8 +28,12 @@ export interface Notifier {
   sessionsEnded(sessionIds: string[]): void;
 }
 
-/** One delivery to the tabs connected to this instance. */
+/**
+ * One delivery to the tabs connected to this instance. No members, no push: Socket.IO's `to([])` would reach every
+ * socket (a replay of a message whose conversation has no member left reads none).
+ */
 function deliverLocally(io: TallyServer, { memberIds, message, updates }: MessageDelivery): void {
+  if (memberIds.length === 0) return;
   io.local.to(memberIds.map(userRoom)).emit("message:new", { message });
   for (const { userId, update } of updates) io.local.to(userRoom(userId)).emit("unread:changed", update);
 }
@@ -55,13 +59,16 @@ interface DeliveryHead {
 
 /**
  * A delivery deliver.lua published: the head's JSON, a newline (JSON.stringify never writes one), then the members'
- * apply.lua replies as a JSON array. null if it is not one.
+ * apply.lua replies as a JSON array. null if it is not one (or names no member: a push to no room reaches everyone).
  */
 export function parseDelivery(payload: string): (MessageDelivery & { from: string }) | null {
   const cut = payload.indexOf("\n");
   if (cut < 0) return null;
   const head = JSON.parse(payload.slice(0, cut)) as DeliveryHead;
   const replies = JSON.parse(payload.slice(cut + 1)) as ApplyReply[];
+  const ids = head?.memberIds;
+  if (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => Number.isSafeInteger(id) && id > 0)) return null;
+  if (typeof head.message?.conversationId !== "number" || !Array.isArray(replies)) return null;
   const updates: MessageDelivery["updates"] = [];
   head.memberIds.forEach((userId, i) => {
     const result = updateOf(head.message.conversationId, replies[i] ?? [-1]);
@@ -100,6 +107,7 @@ export function socketNotifier(
     deliveryTarget: (memberIds, message) =>
       published ? { channel: DELIVERY_CHANNEL, head: `${JSON.stringify({ from: self, memberIds, message })}\n` } : null,
     messageDelivered: (delivery, alreadyPublished = false) => {
+      if (delivery.memberIds.length === 0) return; // to([]) would reach every socket
       if (deliveries === "per-room") {
         io.to(delivery.memberIds.map(userRoom)).emit("message:new", { message: delivery.message });
         for (const { userId, update } of delivery.updates) io.to(userRoom(userId)).emit("unread:changed", update);

@@ -470,15 +470,21 @@ describe.runIf(!isClusterTarget(inject("redisTarget")))("deliver.lua (one redis-
     while (received.length === 0) await new Promise<void>((resolve) => (arrived = resolve));
     return received.shift()!;
   };
-  type Plain = { conv: number; seen: number; read: number };
-  const deliver = (channel: string, head: string, members: [number, Plain][]) =>
-    redis.tallyDeliver(
+  type Plain = { conv: number; seen: number; read: number; mention?: boolean };
+  const deliverOn = (client: RedisClient, channel: string, head: string, members: [number, Plain][]) =>
+    client.tallyDeliver(
       members.length * 5,
       ...members.flatMap(([user]) => keysOf(user)),
       channel,
       head,
-      ...members.flatMap(([, e]) => [e.conv, e.seen, e.read, 0, 0, ""]),
+      ...members.flatMap(([, e]) => [e.conv, e.seen, e.read, 0, 0, "", e.mention ? "mention" : ""]),
     );
+  /** deliver.lua's replies, after checking that it published. */
+  const deliver = async (channel: string, head: string, members: [number, Plain][]) => {
+    const [published, ...replies] = await deliverOn(redis, channel, head, members);
+    expect(published).toBe(1);
+    return replies;
+  };
 
   it("applies each member's event as apply.lua does, and publishes the head and every reply once", async () => {
     // Users 1 and 2 get each event through deliver.lua, users 3 and 4 through apply.lua: the same replies, the
@@ -497,7 +503,7 @@ describe.runIf(!isClusterTarget(inject("redisTarget")))("deliver.lua (one redis-
         lastSeq.set(c, last + 1); // a message from the first member: their cursor moves with it
         events = [
           { conv: c, seen: last + 1, read: last + 1 },
-          { conv: c, seen: last + 1, read: 0 },
+          { conv: c, seen: last + 1, read: 0, mention: r.chance(0.2) },
         ];
       } else {
         events = [
@@ -512,7 +518,9 @@ describe.runIf(!isClusterTarget(inject("redisTarget")))("deliver.lua (one redis-
       ]);
       const one = await Promise.all([
         redis.tallyApply(...keysOf(3), events[0].conv, events[0].seen, events[0].read),
-        redis.tallyApply(...keysOf(4), events[1].conv, events[1].seen, events[1].read),
+        events[1].mention
+          ? redis.tallyApply(...keysOf(4), events[1].conv, events[1].seen, events[1].read, 0, 0, "", "mention")
+          : redis.tallyApply(...keysOf(4), events[1].conv, events[1].seen, events[1].read),
       ]);
       expect(replies, `event ${op}`).toEqual(one);
       expect(await nextPayload()).toBe(`${head}${JSON.stringify(replies)}`);
@@ -532,16 +540,34 @@ describe.runIf(!isClusterTarget(inject("redisTarget")))("deliver.lua (one redis-
     const channel = `${prefix}deliveries`;
     await subscriber.subscribe(channel);
     await create(5, "e1");
-    const replies = await deliver(channel, "first\n", [
+    const replies = await deliverOn(redis, channel, "first\n", [
       [5, { conv: 10, seen: 1, read: 0 }],
       [6, { conv: 10, seen: 1, read: 0 }],
     ]);
-    expect(replies).toEqual([[1, 1, 2, "e1", 1, 0, 0, 0, 0], [-1]]);
+    expect(replies).toEqual([0, [1, 1, 2, "e1", 1, 0, 0, 0, 0], [-1]]);
     expect(await redis.exists(...keysOf(6))).toBe(0);
     await create(6, "e1");
     await deliver(channel, "second\n", [[6, { conv: 10, seen: 1, read: 0 }]]);
     // Publications arrive in order: the first call's would come before this one.
     expect(await nextPayload()).toBe(`second\n${JSON.stringify([[1, 1, 2, "e1", 1, 0, 0, 0, 0]])}`);
+  });
+
+  it("applies every member and answers published 0 when the PUBLISH is refused (an ACL without the channel)", async () => {
+    const channel = `${prefix}deliveries`;
+    const user = `${prefix}nochannel`;
+    // A user of this test's own redis-server that may run every command on every key, and publish on no channel.
+    await redis.call("ACL", "SETUSER", user, "on", "nopass", "~*", "resetchannels", "+@all");
+    const limited = createRedis(inject("redisTarget"), { username: user, password: "x" });
+    try {
+      await create(7, "e1");
+      expect(await deliverOn(limited, channel, "refused\n", [[7, { conv: 10, seen: 2, read: 0 }]])).toEqual([
+        0,
+        [2, 2, 2, "e1", 1, 0, 0, 0, 0],
+      ]);
+    } finally {
+      await limited.quit();
+      await redis.call("ACL", "DELUSER", user);
+    }
   });
 });
 

@@ -46,7 +46,7 @@ export const scripts = {
   tallyApply: { numberOfKeys: 5, lua: lua("apply") },
   /**
    * deliver.lua: apply.lua for each member of a message (its body wrapped as `apply_one`), then one PUBLISH of the
-   * delivery. Called with the number of keys first (five per member).
+   * delivery. Called with the number of keys first (five per member); answers [published, ...replies].
    */
   tallyDeliver: { lua: expand(`local function apply_one(KEYS, ARGV)\n${read("apply")}\nend\n${read("deliver")}`) },
   /** snapshot.lua without expiry: a pure read (the lab, raw checks). */
@@ -164,9 +164,10 @@ declare module "ioredis" {
     ): Result<ApplyReply, Context>;
     /**
      * `numberOfKeys` (five per member), the members' apply.lua keys, the channel, the payload's head, then per
-     * member: conversationId, seenSeq, readSeq, createdAtMs, ttlMs, nowMs or ''.
+     * member: conversationId, seenSeq, readSeq, createdAtMs, ttlMs, nowMs or '', "mention" or ''. Answers whether
+     * it published (1), then each member's reply.
      */
-    tallyDeliver(numberOfKeys: number, ...args: (string | number)[]): Result<ApplyReply[], Context>;
+    tallyDeliver(numberOfKeys: number, ...args: (string | number)[]): Result<[0 | 1, ...ApplyReply[]], Context>;
     tallySnapshot(...keys: UnreadScriptKeys): Result<SnapshotReply, Context>;
     tallySnapshotExpiring(
       ...args: [...UnreadScriptKeys, ttlMs: number, nowMs?: number]

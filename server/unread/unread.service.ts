@@ -315,17 +315,19 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
 
   /**
    * applyMany for a message's events, and the delivery published in the same Redis call (deliver.lua): the payload
-   * is `head` followed by every member's reply as a JSON array, in the order of `events`. Only for events without
-   * named parts (no mention, no registers) and fewer than PIPELINE_FROM, on one redis-server; anything else, and
-   * any member whose state was missing (rebuilt here), goes through applyMany, and `published` is false: the caller
-   * delivers on its own.
+   * is `head` followed by every member's reply as a JSON array, in the order of `events`. For message events (a
+   * mention included; no registers) of fewer than PIPELINE_FROM members, on one redis-server; anything else goes
+   * through applyMany, and `published` is false: the caller delivers on its own. So does a member whose state was
+   * missing (rebuilt here). When the script failed (`failure`: after writing some members, perhaps), every member's
+   * state is applied again and answered as changed, so the caller pushes each member's current counts: a member
+   * already applied would otherwise answer "unchanged" and its push be lost (clients ignore a version they have).
    */
   async function applyAndPublish(
     events: UnreadEvent[],
     channel: string,
     head: string,
-  ): Promise<{ applied: AppliedEvent[]; published: boolean }> {
-    if (events.length >= PIPELINE_FROM || events.some((e) => applyParts(e).length > 0)) {
+  ): Promise<{ applied: AppliedEvent[]; published: boolean; failure?: unknown }> {
+    if (events.length === 0 || events.length >= PIPELINE_FROM || events.some((e) => e.registers !== undefined)) {
       return { applied: await applyMany(events), published: false };
     }
     const keys = events.flatMap((e) => unreadScriptKeys(e.userId, prefix));
@@ -336,10 +338,17 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
       e.createdAtMs ?? 0,
       ttlMs,
       clock ? clock() : "",
+      e.mention ? "mention" : "",
     ]);
-    const replies = await redis.tallyDeliver(keys.length, ...keys, channel, head, ...args).catch(() => null);
-    if (replies === null) return { applied: await applyMany(events), published: false };
-    let published = true;
+    let reply: [0 | 1, ...ApplyReply[]];
+    try {
+      reply = await redis.tallyDeliver(keys.length, ...keys, channel, head, ...args);
+    } catch (failure) {
+      const applied = await applyMany(events);
+      return { applied: applied.map((a) => ({ ...a, changed: true })), published: false, failure };
+    }
+    const [sent, ...replies] = reply;
+    let published = sent === 1;
     const applied = await Promise.all(
       events.map(async (event, i) => {
         const result = updateOf(event.conversationId, replies[i] ?? [-1]);
@@ -348,7 +357,11 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
         return applyOne(event);
       }),
     );
-    return { applied, published };
+    // Every member applied and still not published: the PUBLISH itself failed (an ACL without the channel).
+    const unpublishable = sent !== 1 && replies.length === events.length && replies.every((r) => r.length > 1);
+    return unpublishable
+      ? { applied, published, failure: new Error(`deliver.lua could not publish on ${channel}`) }
+      : { applied, published };
   }
 
   async function snapshot(userId: number): Promise<UnreadCounts> {
