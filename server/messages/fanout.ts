@@ -74,7 +74,7 @@ export function createMessageFanout(deps: {
     try {
       const events = messageEvents(event, memberIds, mentionedIds);
       // On one redis-server the counters and the delivery to the other instances are one Redis call.
-      const target = message && memberIds.length > 0 ? notifier.deliveryTarget(memberIds, message) : null;
+      const target = message ? notifier.deliveryTarget(memberIds, message) : null;
       if (target) {
         let failure: unknown;
         ({ applied, published, failure } = await unread.applyAndPublish(events, target.channel, target.head));

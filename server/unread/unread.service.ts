@@ -347,19 +347,17 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
       const applied = await applyMany(events);
       return { applied: applied.map((a) => ({ ...a, changed: true })), published: false, failure };
     }
+    // The script publishes only when no member was missing; a missing one is rebuilt and applied here.
     const [sent, ...replies] = reply;
-    let published = sent === 1;
+    const published = sent === 1;
     const applied = await Promise.all(
       events.map(async (event, i) => {
         const result = updateOf(event.conversationId, replies[i] ?? [-1]);
-        if (result) return { userId: event.userId, ...result };
-        published = false;
-        return applyOne(event);
+        return result ? { userId: event.userId, ...result } : applyOne(event);
       }),
     );
     // Every member applied and still not published: the PUBLISH itself failed (an ACL without the channel).
-    const unpublishable = sent !== 1 && replies.length === events.length && replies.every((r) => r.length > 1);
-    return unpublishable
+    return !published && replies.every((r) => r.length > 1)
       ? { applied, published, failure: new Error(`deliver.lua could not publish on ${channel}`) }
       : { applied, published };
   }
