@@ -1,6 +1,17 @@
 import { existsSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { cpuBetween, parseProcStat, readProcesses, treeTicks, type CpuSample, type ProcStat } from "./cpu.ts";
+import {
+  cpuBetween,
+  parseProcStat,
+  parseVoluntarySwitches,
+  readProcesses,
+  readSleeps,
+  sleepsBetween,
+  treeMembers,
+  treeTicks,
+  type CpuSample,
+  type ProcStat,
+} from "./cpu.ts";
 
 /** A /proc/<pid>/stat line with the given name, ppid and utime, stime, cutime, cstime (fields 14–17). */
 function statLine(pid: number, name: string, ppid: number, [u, s, cu, cs]: number[]): string {
@@ -59,6 +70,11 @@ describe("treeTicks", () => {
 
   it("is undefined for a process that is gone", () => {
     expect(treeTicks(processes, 999)).toBeUndefined();
+    expect(treeMembers(processes, 999)).toEqual([]);
+  });
+
+  it("walks the same tree for its members, the root first", () => {
+    expect(treeMembers(processes, postmaster).map((p) => p.pid)).toEqual([postmaster, 102, 103, 101]);
   });
 
   it("keeps a child's time when the child exits and is reaped", () => {
@@ -69,8 +85,47 @@ describe("treeTicks", () => {
   });
 });
 
+describe("sleeps", () => {
+  const status = (voluntary: number) =>
+    `Name:\tnode\nState:\tS (sleeping)\nvoluntary_ctxt_switches:\t${voluntary}\nnonvoluntary_ctxt_switches:\t7\n`;
+
+  it("reads a thread's voluntary context switches, not its involuntary ones", () => {
+    expect(parseVoluntarySwitches(status(1234))).toBe(1234);
+    expect(parseVoluntarySwitches("Name:\tnode\nnonvoluntary_ctxt_switches:\t7\n")).toBeUndefined();
+  });
+
+  it("adds up each process's growth, counting a new process from zero and a reused pid from its own count", () => {
+    const before = new Map([
+      [1, 100],
+      [2, 50],
+      [3, 900],
+    ]);
+    // 1 grew by 10, 2 exited (its sleeps are gone with it), 4 is new, 3 is a new process under a reused pid.
+    const after = new Map([
+      [1, 110],
+      [3, 5],
+      [4, 20],
+    ]);
+    expect(sleepsBetween(before, after)).toBe(10 + 5 + 20);
+    expect(sleepsBetween(null, after)).toBeNull();
+    expect(sleepsBetween(before, null)).toBeNull();
+  });
+
+  it.runIf(existsSync("/proc/self/task"))("counts this process going to sleep and waking up", async () => {
+    const before = readSleeps(process.pid)!;
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => setTimeout(resolve, 2));
+    expect(readSleeps(process.pid)! - before).toBeGreaterThanOrEqual(5);
+    expect(readSleeps(2 ** 22 + 1)).toBeUndefined();
+  });
+});
+
 describe("cpuBetween", () => {
-  const sample = (selfMs: number, trees: [string, number | null][]): CpuSample => ({ selfMs, trees: new Map(trees) });
+  const sample = (
+    selfMs: number,
+    trees: [string, number | null][],
+    sleeps: [string, Map<number, number> | null][] = [],
+    selfSleeps: number | null = null,
+  ): CpuSample => ({ selfMs, trees: new Map(trees), sleeps: new Map(sleeps), selfSleeps });
 
   it("gives each process's milliseconds, per delivered message, and the total without the generator", () => {
     const cpu = cpuBetween(
@@ -86,11 +141,60 @@ describe("cpuBetween", () => {
       200,
     );
     expect(cpu.processes).toEqual([
-      { name: "A", ms: 400, msPerMessage: 2 },
-      { name: "Redis", ms: 40, msPerMessage: 0.2 },
+      { name: "A", ms: 400, msPerMessage: 2, sleeps: null, sleepsPerMessage: null },
+      { name: "Redis", ms: 40, msPerMessage: 0.2, sleeps: null, sleepsPerMessage: null },
     ]);
     expect([cpu.totalMs, cpu.totalMsPerMessage]).toEqual([440, 2.2]);
     expect([cpu.generatorMs, cpu.generatorMsPerMessage]).toEqual([60, 0.3]);
+    expect([cpu.totalSleepsPerMessage, cpu.generatorSleepsPerMessage]).toEqual([null, null]);
+  });
+
+  it("gives each process's sleeps per delivered message and their total", () => {
+    const cpu = cpuBetween(
+      sample(
+        0,
+        [
+          ["A", 0],
+          ["PostgreSQL", 0],
+        ],
+        [
+          ["A", new Map([[10, 1000]])],
+          [
+            "PostgreSQL",
+            new Map([
+              [20, 5],
+              [21, 7],
+            ]),
+          ],
+        ],
+        300,
+      ),
+      sample(
+        0,
+        [
+          ["A", 1],
+          ["PostgreSQL", 1],
+        ],
+        [
+          ["A", new Map([[10, 1600]])],
+          [
+            "PostgreSQL",
+            new Map([
+              [20, 205],
+              [21, 107],
+            ]),
+          ],
+        ],
+        500,
+      ),
+      ["A", "PostgreSQL"],
+      200,
+    );
+    expect(cpu.processes.map((p) => [p.name, p.sleeps, p.sleepsPerMessage])).toEqual([
+      ["A", 600, 3],
+      ["PostgreSQL", 300, 1.5],
+    ]);
+    expect([cpu.totalSleepsPerMessage, cpu.generatorSleepsPerMessage]).toEqual([4.5, 1]);
   });
 
   it("leaves the total unknown when one process could not be read, and per-message figures without messages", () => {
@@ -107,9 +211,9 @@ describe("cpuBetween", () => {
       0,
     );
     expect(cpu.processes).toEqual([
-      { name: "A", ms: 10, msPerMessage: null },
-      { name: "B", ms: null, msPerMessage: null },
-      { name: "C", ms: null, msPerMessage: null },
+      { name: "A", ms: 10, msPerMessage: null, sleeps: null, sleepsPerMessage: null },
+      { name: "B", ms: null, msPerMessage: null, sleeps: null, sleepsPerMessage: null },
+      { name: "C", ms: null, msPerMessage: null, sleeps: null, sleepsPerMessage: null },
     ]);
     expect([cpu.totalMs, cpu.totalMsPerMessage, cpu.generatorMsPerMessage]).toEqual([null, null, null]);
   });

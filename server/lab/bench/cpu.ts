@@ -43,12 +43,8 @@ export function parseProcStat(text: string): ProcStat {
   };
 }
 
-/**
- * CPU ticks of `root` and every live descendant, plus what their exited children left in cutime/cstime: a backend
- * that exits moves its time from the live sum into its parent's reaped ticks, so the total only ever grows.
- * Undefined when `root` is not among `processes`.
- */
-export function treeTicks(processes: Iterable<ProcStat>, root: number): number | undefined {
+/** `root` and every live descendant among `processes`, root first; empty when `root` is not among them. */
+export function treeMembers(processes: Iterable<ProcStat>, root: number): ProcStat[] {
   const byParent = new Map<number, ProcStat[]>();
   let rootStat: ProcStat | undefined;
   for (const p of processes) {
@@ -57,17 +53,60 @@ export function treeTicks(processes: Iterable<ProcStat>, root: number): number |
     if (siblings) siblings.push(p);
     else byParent.set(p.ppid, [p]);
   }
-  if (!rootStat) return undefined;
-  let ticks = 0;
+  if (!rootStat) return [];
+  const members: ProcStat[] = [];
   const seen = new Set<number>();
   const stack = [rootStat];
   for (let p = stack.pop(); p; p = stack.pop()) {
     if (seen.has(p.pid)) continue;
     seen.add(p.pid);
-    ticks += p.ownTicks + p.reapedTicks;
+    members.push(p);
     stack.push(...(byParent.get(p.pid) ?? []));
   }
-  return ticks;
+  return members;
+}
+
+/**
+ * CPU ticks of `root` and every live descendant, plus what their exited children left in cutime/cstime: a backend
+ * that exits moves its time from the live sum into its parent's reaped ticks, so the total only ever grows.
+ * Undefined when `root` is not among `processes`.
+ */
+export function treeTicks(processes: Iterable<ProcStat>, root: number): number | undefined {
+  const members = treeMembers(processes, root);
+  return members.length === 0 ? undefined : ticksOf(members);
+}
+
+function ticksOf(members: ProcStat[]): number {
+  return members.reduce((ticks, p) => ticks + p.ownTicks + p.reapedTicks, 0);
+}
+
+/** `voluntary_ctxt_switches` of a /proc/<pid>/task/<tid>/status text: the times the thread went to sleep. */
+export function parseVoluntarySwitches(text: string): number | undefined {
+  const match = /^voluntary_ctxt_switches:\s*(\d+)$/m.exec(text);
+  return match ? Number(match[1]) : undefined;
+}
+
+/**
+ * How many times the threads of process `pid` have gone to sleep so far (their voluntary context switches, summed;
+ * the kernel counts them per thread). Each is followed by a wake-up, which on this kind of virtual machine costs more
+ * CPU than most of the work it wakes up for (docs/benchmarks.md). Undefined when the process is gone.
+ */
+export function readSleeps(pid: number): number | undefined {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return undefined;
+  }
+  let sleeps = 0;
+  for (const tid of tids) {
+    try {
+      sleeps += parseVoluntarySwitches(readFileSync(`/proc/${pid}/task/${tid}/status`, "utf8")) ?? 0;
+    } catch {
+      // A thread that ended between the listing and the read.
+    }
+  }
+  return sleeps;
 }
 
 /** Every process /proc lists now; null without /proc (macOS). Processes that exit while it reads are skipped. */
@@ -110,10 +149,15 @@ export interface CpuTarget {
   pid: () => number | undefined;
 }
 
-/** CPU milliseconds so far of each target's tree (null: not running, or no /proc) and of this process. */
+/**
+ * CPU milliseconds so far of each target's tree (null: not running, or no /proc) and of this process; and the sleeps
+ * so far of each live process of each tree, by pid, and of this process.
+ */
 export interface CpuSample {
   trees: Map<string, number | null>;
   selfMs: number;
+  sleeps: Map<string, Map<number, number> | null>;
+  selfSleeps: number | null;
 }
 
 /** One instant's CPU time of `targets` and of this process (the load generator); read at window edges. */
@@ -121,13 +165,36 @@ export function sampleCpu(targets: CpuTarget[]): CpuSample {
   const processes = readProcesses();
   const msPerTick = 1000 / clockTicksPerSecond();
   const trees = new Map<string, number | null>();
+  const sleeps = new Map<string, Map<number, number> | null>();
   for (const t of targets) {
     const pid = t.pid();
-    const ticks = processes && pid !== undefined ? treeTicks(processes, pid) : undefined;
-    trees.set(t.name, ticks === undefined ? null : ticks * msPerTick);
+    const members = processes && pid !== undefined ? treeMembers(processes, pid) : [];
+    trees.set(t.name, members.length === 0 ? null : ticksOf(members) * msPerTick);
+    const byPid = new Map<number, number>();
+    for (const p of members) {
+      const n = readSleeps(p.pid);
+      if (n !== undefined) byPid.set(p.pid, n);
+    }
+    sleeps.set(t.name, byPid.size === 0 ? null : byPid);
   }
   const { user, system } = process.cpuUsage();
-  return { trees, selfMs: (user + system) / 1000 };
+  return { trees, selfMs: (user + system) / 1000, sleeps, selfSleeps: readSleeps(process.pid) ?? null };
+}
+
+/**
+ * The sleeps of one tree between two samples: each process's growth, a process that started since counted from
+ * zero. A process that exited in between takes its sleeps with it (the kernel keeps no reaped count of them), so
+ * where processes come and go within a window the figure is a lower bound.
+ */
+export function sleepsBetween(before: Map<number, number> | null, after: Map<number, number> | null): number | null {
+  if (before === null || after === null) return null;
+  let sleeps = 0;
+  for (const [pid, n] of after) {
+    const earlier = before.get(pid) ?? 0;
+    // A smaller count is a new process under a reused pid.
+    sleeps += n >= earlier ? n - earlier : n;
+  }
+  return sleeps;
 }
 
 /** CPU spent by one process tree over a window. */
@@ -136,6 +203,9 @@ export interface ProcessCpu {
   /** Milliseconds, or null when it could not be read at both edges. */
   ms: number | null;
   msPerMessage: number | null;
+  /** Times its threads went to sleep (and woke up again), or null when they could not be read at both edges. */
+  sleeps: number | null;
+  sleepsPerMessage: number | null;
 }
 
 export interface WindowCpu {
@@ -146,6 +216,9 @@ export interface WindowCpu {
   /** This process: the load generator and its client sockets, not part of the total. */
   generatorMs: number;
   generatorMsPerMessage: number | null;
+  /** Σ of the processes' sleeps (null when any is unknown). */
+  totalSleepsPerMessage: number | null;
+  generatorSleepsPerMessage: number | null;
 }
 
 /** The CPU each target spent between two samples, also per delivered message (null for none delivered). */
@@ -155,15 +228,22 @@ export function cpuBetween(before: CpuSample, after: CpuSample, names: string[],
     const a = before.trees.get(name);
     const b = after.trees.get(name);
     const ms = a === undefined || a === null || b === undefined || b === null ? null : b - a;
-    return { name, ms, msPerMessage: per(ms) };
+    const sleeps = sleepsBetween(before.sleeps.get(name) ?? null, after.sleeps.get(name) ?? null);
+    return { name, ms, msPerMessage: per(ms), sleeps, sleepsPerMessage: per(sleeps) };
   });
-  const totalMs = processes.some((p) => p.ms === null) ? null : processes.reduce((sum, p) => sum + p.ms!, 0);
+  const total = (of: (p: ProcessCpu) => number | null) =>
+    processes.some((p) => of(p) === null) ? null : processes.reduce((sum, p) => sum + of(p)!, 0);
+  const totalMs = total((p) => p.ms);
   const generatorMs = after.selfMs - before.selfMs;
+  const generatorSleeps =
+    before.selfSleeps === null || after.selfSleeps === null ? null : after.selfSleeps - before.selfSleeps;
   return {
     processes,
     totalMs,
     totalMsPerMessage: per(totalMs),
     generatorMs,
     generatorMsPerMessage: per(generatorMs),
+    totalSleepsPerMessage: per(total((p) => p.sleeps)),
+    generatorSleepsPerMessage: per(generatorSleeps),
   };
 }

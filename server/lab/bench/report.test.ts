@@ -24,12 +24,21 @@ describe("cells", () => {
 });
 
 describe("endToEndReport", () => {
+  /** Each process's CPU ms a message; its sleeps a message are ten times that. */
   const cpu = (per: [string, number][]): WindowCpu => ({
-    processes: per.map(([name, msPerMessage]) => ({ name, ms: msPerMessage * 100, msPerMessage })),
+    processes: per.map(([name, msPerMessage]) => ({
+      name,
+      ms: msPerMessage * 100,
+      msPerMessage,
+      sleeps: msPerMessage * 1000,
+      sleepsPerMessage: msPerMessage * 10,
+    })),
     totalMs: per.reduce((s, [, v]) => s + v * 100, 0),
     totalMsPerMessage: per.reduce((s, [, v]) => s + v, 0),
     generatorMs: 30,
     generatorMsPerMessage: 0.3,
+    totalSleepsPerMessage: per.reduce((s, [, v]) => s + v * 10, 0),
+    generatorSleepsPerMessage: 4,
   });
   const window = (p50Ms: number, carried: number, c: WindowCpu | null): EndToEndWindow => ({
     mode: "open",
@@ -83,6 +92,9 @@ describe("endToEndReport", () => {
     expect(text).toContain("| 50% / 98%");
     expect(text).toMatch(/\| Tally +\| 100 +\| 0\.25 +\| 0\.25 +\| 0\.4 +\| 0\.05 +\| 0\.95 +\| 0\.3 +\|/);
     expect(text).toMatch(/\| floor +\| 100 +\| 0\.1 +\| 0\.1 +\| — +\| 0\.02 +\| 0\.22 +\| 0\.3 +\|/);
+    const [, sleeps] = text.split("### Sleeps per delivered message");
+    expect(sleeps).toMatch(/\| Tally +\| 100 +\| 2\.5 +\| 2\.5 +\| 4 +\| 0\.5 +\| 9\.5 +\| 4 +\|/);
+    expect(sleeps).toMatch(/\| floor +\| 100 +\| 1 +\| 1 +\| — +\| 0\.2 +\| 2\.2 +\| 4 +\|/);
     expect(text).toContain("Tally 600, floor 1500 messages/s");
     expect(text).toContain(
       "at 1000 messages/s (target ≤ 1 ms, instances + PostgreSQL + Redis): open loop 0.95 ms (met)",

@@ -1,3 +1,4 @@
+import type { ProcessCpu, WindowCpu } from "./cpu.ts";
 import type { EndToEndResult, EndToEndWindow } from "./send-to-badge.ts";
 
 /** A Markdown table, columns padded to their widest cell. */
@@ -60,22 +61,38 @@ export function endToEndReport(e2e: EndToEndResult, opts: { cpuTargetMs: number;
   for (const r of e2e.rows)
     for (const w of r.results)
       for (const p of w.cpu?.processes ?? []) if (!processes.includes(p.name)) processes.push(p.name);
-  const cpu = table(
-    ["mode", "offered/s", "system", "delivered", ...processes, "total", "load generator"],
-    e2e.rows.flatMap((r) =>
-      r.results.map((w, i) => [
-        MODE_LABEL[r.mode],
-        r.offeredPerSec,
-        e2e.systems[i]!,
-        w.delivered,
-        ...processes.map((name) => {
-          const p = w.cpu?.processes.find((q) => q.name === name);
-          return p ? significant(p.msPerMessage) : "—";
-        }),
-        significant(w.cpu?.totalMsPerMessage),
-        significant(w.cpu?.generatorMsPerMessage),
-      ]),
-    ),
+  /** One row per window and system, one column per process: `of` picks the figure (CPU ms or sleeps a message). */
+  const perProcess = (
+    of: (p: ProcessCpu) => number | null,
+    total: (w: WindowCpu) => number | null,
+    generator: (w: WindowCpu) => number | null,
+  ) =>
+    table(
+      ["mode", "offered/s", "system", "delivered", ...processes, "total", "load generator"],
+      e2e.rows.flatMap((r) =>
+        r.results.map((w, i) => [
+          MODE_LABEL[r.mode],
+          r.offeredPerSec,
+          e2e.systems[i]!,
+          w.delivered,
+          ...processes.map((name) => {
+            const p = w.cpu?.processes.find((q) => q.name === name);
+            return p ? significant(of(p)) : "—";
+          }),
+          significant(w.cpu ? total(w.cpu) : null),
+          significant(w.cpu ? generator(w.cpu) : null),
+        ]),
+      ),
+    );
+  const cpu = perProcess(
+    (p) => p.msPerMessage,
+    (w) => w.totalMsPerMessage,
+    (w) => w.generatorMsPerMessage,
+  );
+  const sleeps = perProcess(
+    (p) => p.sleepsPerMessage,
+    (w) => w.totalSleepsPerMessage,
+    (w) => w.generatorSleepsPerMessage,
   );
 
   const staged = e2e.rows.flatMap((r) =>
@@ -122,6 +139,10 @@ export function endToEndReport(e2e: EndToEndResult, opts: { cpuTargetMs: number;
     "### CPU ms per delivered message, by process (total: the system's own processes, the load generator apart)",
     "",
     cpu,
+    "",
+    "### Sleeps per delivered message, by process (voluntary context switches of every thread: each one a sleep and a wake-up)",
+    "",
+    sleeps,
     "",
     ...stages,
     `Highest open-loop rate held with p99 < ${e2e.targetP99Ms} ms: ${e2e.systems.map((s, i) => `${s} ${e2e.highestHeldPerSec[i]}`).join(", ")} messages/s`,
