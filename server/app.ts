@@ -125,7 +125,7 @@ export function createApp({
   const reads = createReadService({ db, unread, notifier, outbox });
   const states = createStateService({ db, unread, notifier, outbox });
   const fanout = createMessageFanout({ db, unread, notifier, outbox, log, observe });
-  const messages = createMessageService({ db, outbox });
+  const messages = createMessageService({ db, outbox, onGroup: metrics.sendGroup });
   const conversations = createConversationService({ db });
   const removal = createRemoval({ unread, notifier, outbox, log });
   const relay = createRelay({

@@ -23,7 +23,7 @@ import { openFloorTransport } from "./bench/floor.ts";
 import { LOAD_MODES } from "./bench/load.ts";
 import { endToEndReport, table } from "./bench/report.ts";
 import { measureEndToEnd, measureFanout, openTallyTransport, type FanoutResult } from "./bench/send-to-badge.ts";
-import { readStages } from "./bench/stages.ts";
+import { readSendMetrics } from "./bench/stages.ts";
 import { startBenchServices, startFloor, startInstance, type Instance } from "./bench/services.ts";
 import { measureSyncAbuse } from "./bench/sync-abuse.ts";
 import { openLabRedis } from "./lab-redis.ts";
@@ -328,7 +328,7 @@ async function main(): Promise<void> {
                   { name: "PostgreSQL", pid: () => services.postgresPid },
                   redisCpu,
                 ],
-                stages: () => readStages([a.url, b.url]),
+                stages: () => readSendMetrics([a.url, b.url]),
               },
               {
                 name: "floor",

@@ -42,11 +42,14 @@ export function createMessageService({
   db,
   outbox,
   maxQueuedSends = MAX_QUEUED_SENDS,
+  onGroup,
 }: {
   db: Db;
   outbox?: Pick<Outbox, "take" | "completeSoon">;
   /** Sends that may wait for a group (tests make it small). */
   maxQueuedSends?: number;
+  /** Hears how many sends each group stores (the /metrics histogram `tally_send_group_size`). */
+  onGroup?: (sends: number) => void;
 }) {
   const pool = poolOf(db);
   /** Members only; anyone else (or a conversation that does not exist) gets the same `forbidden`. */
@@ -183,6 +186,7 @@ export function createMessageService({
       maxBatch: 64,
       maxQueued: maxQueuedSends,
       full: () => new AppError("unavailable", "The server is busy; try again."),
+      ...(onGroup ? { onBatch: onGroup } : {}),
     },
   );
 

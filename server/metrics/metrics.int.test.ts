@@ -21,7 +21,7 @@ describe("/metrics", () => {
   });
   afterAll(() => h.close());
 
-  it("counts commands by outcome, times each stage of a send, and counts sockets and the outbox", async () => {
+  it("counts commands by outcome, times each stage of a send, sizes its groups, and counts sockets and the outbox", async () => {
     const [ann, ben] = [await h.signUp(`ann_${Date.now()}`), await h.signUp(`ben_${Date.now()}`)];
     const created = await h.http("/api/conversations", {
       method: "POST",
@@ -53,6 +53,9 @@ describe("/metrics", () => {
     // One timing of each stage per send (the push: one delivery of the message with the counts it changed).
     for (const stage of ["commit", "counters", "push"])
       expect(delta(`tally_send_stage_seconds_count{stage="${stage}"}`)).toBe(3);
+    // Each send waited for the one before, so each went to the database in a group of its own.
+    expect([delta("tally_send_group_size_count"), delta("tally_send_group_size_sum")]).toEqual([3, 3]);
+    expect(delta('tally_send_group_size_bucket{le="1"}')).toBe(3);
     expect(sample(text, "tally_connected_sockets")).toBe(1);
     expect(sample(text, "tally_sends_waiting")).toBe(0); // every send was answered
     // Each send's entry is completed once its counters are applied, by the next send's statement or, with no send

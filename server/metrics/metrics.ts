@@ -37,6 +37,12 @@ export function createMetrics(sources: {
     buckets: [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1],
     registers: [registry],
   });
+  const sendGroup = new Histogram({
+    name: "tally_send_group_size",
+    help: "Sends stored by one PostgreSQL statement, one transaction and one WAL flush (a group commit); sends that may mention someone are stored alone and not counted",
+    buckets: [1, 2, 3, 4, 8, 16, 32, 64],
+    registers: [registry],
+  });
   const reconciliation = new Counter({
     name: "tally_reconciliation_users_total",
     help: "Users reconciliation found drifted, and repaired",
@@ -77,6 +83,9 @@ export function createMetrics(sources: {
     },
     sendStage(stage: SendStage, seconds: number) {
       sendStage.observe({ stage }, seconds);
+    },
+    sendGroup(sends: number) {
+      sendGroup.observe(sends);
     },
     reconciled(report: { drifted: number; repaired: number }) {
       reconciliation.inc({ result: "drifted" }, report.drifted);

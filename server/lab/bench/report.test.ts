@@ -117,11 +117,26 @@ describe("endToEndReport", () => {
     expect(text).toMatch(/\| open loop \| 1000 +\| Tally +\| commit +\| 4000 +\| 1\.23 +\| 0\.9 +\| 7\.5 +\|/);
     expect(text).toMatch(/\| Tally +\| counters +\| 4000 +\| 0\.21 +\| 0\.15 +\| 1\.9 +\|/);
     expect(text).not.toMatch(/\| floor +\| commit/);
+    expect(text).not.toContain("Sends per PostgreSQL statement");
     const plain = endToEndReport(
       result([{ mode: "open", offeredPerSec: 1000, results: [window(4.5, 1, tally), window(1.2, 1, floor)] }]),
       target,
     ).join("\n");
     expect(plain).not.toContain("by stage");
+  });
+
+  it("lists the sends per PostgreSQL statement of the systems that report them", () => {
+    const grouped: EndToEndWindow = {
+      ...window(4.5, 1, tally),
+      groups: { statements: 3700, sends: 4000, mean: 1.081, p50: 1, p99: 2.5 },
+    };
+    const text = endToEndReport(
+      result([{ mode: "one-in-flight", offeredPerSec: 1000, results: [grouped, window(1.2, 1, floor)] }]),
+      target,
+    ).join("\n");
+    expect(text).toContain("### Sends per PostgreSQL statement");
+    expect(text).toMatch(/\| one in flight \| 1000 +\| Tally +\| 3700 +\| 4000 +\| 1\.08 +\| 1 +\| 2\.5 +\|/);
+    expect(text).not.toMatch(/\| floor +\| \d+ +\| 4000/);
   });
 
   it("says MISSED over the target, and not measured without the rate or without /proc", () => {

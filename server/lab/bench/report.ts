@@ -121,6 +121,36 @@ export function endToEndReport(e2e: EndToEndResult, opts: { cpuTargetMs: number;
           "",
         ];
 
+  const grouped = e2e.rows.flatMap((r) =>
+    r.results.flatMap((w, i) =>
+      w.groups
+        ? [
+            [
+              MODE_LABEL[r.mode],
+              r.offeredPerSec,
+              e2e.systems[i]!,
+              w.groups.statements,
+              w.groups.sends,
+              significant(w.groups.mean),
+              significant(w.groups.p50),
+              significant(w.groups.p99),
+            ],
+          ]
+        : [],
+    ),
+  );
+  const groups =
+    grouped.length === 0
+      ? []
+      : [
+          "### Sends per PostgreSQL statement (the instances' `tally_send_group_size` from /metrics, over each window)",
+          "",
+          "Each statement is one transaction and one WAL flush; sends that arrive while earlier groups are in the database share the next. p50 and p99 are the upper bounds of the histogram's buckets they fall in (1, 2, 3, 4, 8…).",
+          "",
+          table(["mode", "offered/s", "system", "statements", "sends", "mean", "p50", "p99"], grouped),
+          "",
+        ];
+
   const atTarget = e2e.rows.filter((r) => r.offeredPerSec === opts.cpuTargetRate);
   const cpuVerdict = atTarget.length
     ? atTarget
@@ -145,6 +175,7 @@ export function endToEndReport(e2e: EndToEndResult, opts: { cpuTargetMs: number;
     sleeps,
     "",
     ...stages,
+    ...groups,
     `Highest open-loop rate held with p99 < ${e2e.targetP99Ms} ms: ${e2e.systems.map((s, i) => `${s} ${e2e.highestHeldPerSec[i]}`).join(", ")} messages/s`,
     `${e2e.systems[0]} CPU per delivered message at ${opts.cpuTargetRate} messages/s (target ≤ ${opts.cpuTargetMs} ms, instances + PostgreSQL + Redis): ${cpuVerdict}`,
     "",

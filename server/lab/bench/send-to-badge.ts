@@ -11,7 +11,7 @@ import type { Db } from "../../db/prisma.ts";
 import { percentile, round } from "../measure.ts";
 import { cpuBetween, sampleCpu, type CpuTarget, type WindowCpu } from "./cpu.ts";
 import { LoadGenerator, type LoadMode, type LoadResult, type LoadTransport } from "./load.ts";
-import { stagesBetween, type StageSnapshot, type StageWindow } from "./stages.ts";
+import { groupsBetween, stagesBetween, type GroupWindow, type SendMetrics, type StageWindow } from "./stages.ts";
 import type { Instance } from "./services.ts";
 
 type ClientSocket = Socket<ServerToClientEvents, ClientToServerEvents>;
@@ -111,8 +111,8 @@ export interface EndToEndSystem {
   transport: LoadTransport;
   /** Their CPU time per delivered message is this system's total. */
   cpu: CpuTarget[];
-  /** The system's send-stage histograms (Tally's /metrics), read at each window's edges. */
-  stages?: () => Promise<StageSnapshot>;
+  /** The system's send-stage and group-size histograms (Tally's /metrics), read at each window's edges. */
+  stages?: () => Promise<SendMetrics>;
 }
 
 /** One window of one system: its load, and the CPU each of its processes spent over it (null without /proc). */
@@ -120,6 +120,8 @@ export interface EndToEndWindow extends LoadResult {
   cpu: WindowCpu | null;
   /** Where the system's sends spent their time in this window, by stage (a system with `stages` only). */
   stages?: StageWindow[];
+  /** How many sends each PostgreSQL statement stored in this window (a system with `stages` only). */
+  groups?: GroupWindow;
 }
 
 export interface EndToEndRow {
@@ -178,7 +180,9 @@ export async function measureEndToEnd(opts: {
         const load = await generators[i]!.run({ mode, perSec: rate, seconds: opts.seconds, drainMs, targetP99Ms });
         const after = sampleCpu(system.cpu);
         const stagesAfter = await system.stages?.();
-        const stages = stagesBefore && stagesAfter ? stagesBetween(stagesBefore, stagesAfter, SEND_STAGES) : undefined;
+        const stages =
+          stagesBefore && stagesAfter ? stagesBetween(stagesBefore.stages, stagesAfter.stages, SEND_STAGES) : undefined;
+        const groups = stagesBefore && stagesAfter ? groupsBetween(stagesBefore.groups, stagesAfter.groups) : undefined;
         const cpu = cpuBetween(
           before,
           after,
@@ -189,6 +193,7 @@ export async function measureEndToEnd(opts: {
           ...load,
           cpu: cpu.processes.every((p) => p.ms === null) ? null : cpu,
           ...(stages ? { stages } : {}),
+          ...(groups ? { groups } : {}),
         });
         opts.log?.(
           `  ${system.name} ${mode} ${rate}/s: p50 ${load.p50Ms} ms, p99 ${load.p99Ms} ms, delivered ${load.delivered}/${load.offered}` +

@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { createMetrics, type SendStage } from "../../metrics/metrics.ts";
-import { bucketQuantile, mergeStages, parseStages, stagesBetween } from "./stages.ts";
+import {
+  bucketBound,
+  bucketQuantile,
+  groupsBetween,
+  mergeStages,
+  parseGroups,
+  parseStages,
+  stagesBetween,
+} from "./stages.ts";
 
 /** An instance's metrics, as server/app.ts makes them; what its /metrics would answer. */
 function instance() {
@@ -12,6 +20,7 @@ function instance() {
   return {
     registry: metrics.registry,
     observe: (stage: SendStage, seconds: number) => metrics.sendStage(stage, seconds),
+    group: (sends: number) => metrics.sendGroup(sends),
   };
 }
 
@@ -38,6 +47,44 @@ describe("the send stages from /metrics", () => {
     expect(commit.p50Ms).toBe(2);
     expect(commit.p99Ms).toBeGreaterThan(4.9);
     expect(commit.p99Ms).toBeLessThanOrEqual(5);
+  });
+
+  it("reads the group sizes apart from the stages and tells what a window added, over two instances", async () => {
+    const a = instance();
+    const b = instance();
+    a.group(5);
+    a.observe("commit", 0.001);
+    const read = async () => {
+      const texts = [await a.registry.metrics(), await b.registry.metrics()];
+      return { stages: mergeStages(texts.map(parseStages)), groups: mergeStages(texts.map(parseGroups)) };
+    };
+    const before = await read();
+    expect([...before.stages.keys()]).toEqual(["commit"]); // each parse takes its own metric only
+    expect([...before.groups.keys()]).toEqual([""]);
+    // The window: 60 statements of one send on A, 30 of two and 10 of four on B.
+    for (let i = 0; i < 60; i++) a.group(1);
+    for (let i = 0; i < 30; i++) b.group(2);
+    for (let i = 0; i < 10; i++) b.group(4);
+    const after = await read();
+    expect(groupsBetween(before.groups, after.groups)).toEqual({
+      statements: 100,
+      sends: 160,
+      mean: 1.6,
+      p50: 1, // the 50th of 100 is among the 60 in the first bucket (≤ 1)
+      p99: 4, // in the bucket (3, 4]
+    });
+    expect(groupsBetween(new Map(), new Map())).toBeUndefined();
+    expect(bucketBound([[1, 0]], 0.5)).toBeNull();
+    expect(
+      bucketBound(
+        [
+          [1, 10],
+          [8, 10],
+          [Number.POSITIVE_INFINITY, 11],
+        ],
+        0.99,
+      ),
+    ).toBe(Number.POSITIVE_INFINITY);
   });
 
   it("interpolates inside a bucket, answers the last finite bound past it, and null without samples", () => {
