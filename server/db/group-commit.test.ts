@@ -92,22 +92,6 @@ describe("groupCommit", () => {
     await expect(Promise.all(answers)).resolves.toEqual([1, 2, 3, 4, 5].map((i) => `stored ${i}`));
   });
 
-  it("tells onBatch the size of each batch as it goes out", async () => {
-    const { batches, run } = controlledRun();
-    const sizes: number[] = [];
-    const store = groupCommit(run, { maxInFlight: 1, maxBatch: 3, onBatch: (size) => sizes.push(size) });
-    const answers = [1, 2, 3, 4, 5].map((i) => store(i));
-    await turn();
-    expect(sizes).toEqual([3]);
-    batches[0]!.answer();
-    await turn();
-    await turn();
-    expect(sizes).toEqual([3, 2]);
-    batches[1]!.answer();
-    await Promise.all(answers);
-    expect(sizes).toEqual([3, 2]);
-  });
-
   it("answers each call with its own outcome, and rejects every call of a batch that failed as a whole", async () => {
     const { batches, run } = controlledRun();
     const store = groupCommit(run, { maxInFlight: 1, maxBatch: 10 });

@@ -8,18 +8,11 @@
  *
  * `run` answers every item of its batch, in order, with an outcome of its own: one bad item need not fail the
  * others. With `maxQueued`, a call that finds that many waiting is refused at once with `full()`: while the
- * database stalls, callers hear "busy" and retry later instead of piling up in memory behind it. `onBatch` hears
- * each batch's size as it goes out (the /metrics histogram of group sizes).
+ * database stalls, callers hear "busy" and retry later instead of piling up in memory behind it.
  */
 export function groupCommit<I, O>(
   run: (items: I[]) => Promise<PromiseSettledResult<O>[]>,
-  options: {
-    maxInFlight: number;
-    maxBatch: number;
-    maxQueued?: number;
-    full?: () => unknown;
-    onBatch?: (size: number) => void;
-  },
+  options: { maxInFlight: number; maxBatch: number; maxQueued?: number; full?: () => unknown },
 ): GroupCommit<I, O> {
   const { maxInFlight, maxBatch, maxQueued = Infinity } = options;
   if (!(maxInFlight >= 1 && maxBatch >= 1 && maxQueued >= 1)) {
@@ -47,7 +40,6 @@ export function groupCommit<I, O>(
     while (queue.length > 0 && inFlight < maxInFlight) {
       const batch = queue.splice(0, maxBatch);
       inFlight++;
-      options.onBatch?.(batch.length);
       run(batch.map((w) => w.item))
         .then(
           (outcomes) =>

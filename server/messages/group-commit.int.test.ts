@@ -60,7 +60,8 @@ async function holdConversation(conversationId: number) {
 
 describe("group commit of sends", () => {
   it("stores the sends of one turn in one transaction, each conversation's seqs in call order without gaps", async () => {
-    const messages = createMessageService({ db: h.db });
+    const groups: number[] = [];
+    const messages = createMessageService({ db: h.db, onGroup: (sends) => groups.push(sends) });
     const pairs = [await pair(), await pair(), await pair(), await pair()];
     const calls = Array.from({ length: 40 }, (_, i) => {
       const p = pairs[i % 4]!;
@@ -97,6 +98,8 @@ describe("group commit of sends", () => {
     expect(entries).toHaveLength(40);
     // One transaction: now() is the same for every row it wrote.
     expect(new Set(sent.map((s) => s.message.createdAt)).size).toBe(1);
+    // …and one statement, counted with the sends it carried.
+    expect(groups).toEqual([40]);
   });
 
   it("answers each send of a group for itself: a stranger is refused and a retry gets its original, writing nothing", async () => {
@@ -191,7 +194,8 @@ describe("group commit of sends", () => {
   });
 
   it("stores each message on its own when the group fails as a whole: only the bad one fails", async () => {
-    const messages = createMessageService({ db: h.db });
+    const groups: number[] = [];
+    const messages = createMessageService({ db: h.db, onGroup: (sends) => groups.push(sends) });
     const p = await pair();
     // PostgreSQL refuses a NUL in text (the socket edge refuses it earlier): the group's statement fails whole.
     const [good1, bad, good2] = await Promise.allSettled([
@@ -211,6 +215,8 @@ describe("group commit of sends", () => {
       [2, "after"],
     ]);
     expect((await h.db.conversation.findUniqueOrThrow({ where: { id: p.conversationId } })).lastSeq).toBe(2);
+    // The failed group's statement is not counted; the two that stored a send alone are.
+    expect(groups).toEqual([1, 1]);
   });
 
   it("deletes the outbox entries completed since the last group in the group's own statement, and gives them back if it fails", async () => {

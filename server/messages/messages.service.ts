@@ -48,7 +48,10 @@ export function createMessageService({
   outbox?: Pick<Outbox, "take" | "completeSoon">;
   /** Sends that may wait for a group (tests make it small). */
   maxQueuedSends?: number;
-  /** Hears how many sends each group stores (the /metrics histogram `tally_send_group_size`). */
+  /**
+   * Hears how many sends each statement of the group path carried, once it succeeded (the /metrics histogram
+   * `tally_send_group_size`); a group that failed as a whole is not counted, its sends stored one by one are.
+   */
   onGroup?: (sends: number) => void;
 }) {
   const pool = poolOf(db);
@@ -159,34 +162,37 @@ export function createMessageService({
         (a, b) => items[a]!.input.conversationId - items[b]!.input.conversationId || a - b,
       );
       const settled = new Array<PromiseSettledResult<StoredRow>>(items.length);
+      let rows: StoredRow[];
       try {
-        const rows = await storeMessages(order.map((i) => items[i]!));
-        order.forEach((i, at) => {
-          const row = rows[at];
-          settled[i] = outcome(row);
-        });
-        return settled;
+        rows = await storeMessages(order.map((i) => items[i]!));
       } catch (err) {
         // Only an error one send can cause is worth storing each alone; a database away fails the group at once.
         if (items.length === 1 || !SINGLE_SEND_ERRORS.has((err as { code?: unknown }).code as string)) throw err;
         // One after another in the same order, so call order stays seq order within a conversation.
         for (const i of order) {
+          let row: StoredRow | undefined;
           try {
-            const [row] = await storeMessages([items[i]!]);
-            settled[i] = outcome(row);
+            [row] = await storeMessages([items[i]!]);
           } catch (reason) {
             settled[i] = { status: "rejected", reason };
+            continue;
           }
+          onGroup?.(1);
+          settled[i] = outcome(row);
         }
         return settled;
       }
+      onGroup?.(items.length);
+      order.forEach((i, at) => {
+        settled[i] = outcome(rows[at]);
+      });
+      return settled;
     },
     {
       maxInFlight: 2,
       maxBatch: 64,
       maxQueued: maxQueuedSends,
       full: () => new AppError("unavailable", "The server is busy; try again."),
-      ...(onGroup ? { onBatch: onGroup } : {}),
     },
   );
 

@@ -39,7 +39,7 @@ export function createMetrics(sources: {
   });
   const sendGroup = new Histogram({
     name: "tally_send_group_size",
-    help: "Sends stored by one PostgreSQL statement, one transaction and one WAL flush (a group commit); sends that may mention someone are stored alone and not counted",
+    help: "Sends carried by each successful statement of the group path (one PostgreSQL statement, transaction and WAL flush for the group; refused and duplicate sends included); a group that failed whole is not counted, its sends retried one by one are; sends that may mention someone go another way and are not counted",
     buckets: [1, 2, 3, 4, 8, 16, 32, 64],
     registers: [registry],
   });

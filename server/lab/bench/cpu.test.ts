@@ -10,12 +10,13 @@ import {
   treeMembers,
   treeTicks,
   type CpuSample,
+  type ProcessSleeps,
   type ProcStat,
 } from "./cpu.ts";
 
-/** A /proc/<pid>/stat line with the given name, ppid and utime, stime, cutime, cstime (fields 14–17). */
-function statLine(pid: number, name: string, ppid: number, [u, s, cu, cs]: number[]): string {
-  const fields = ["S", ppid, pid, pid, 0, -1, 4194304, 100, 0, 0, 0, u, s, cu, cs, 20, 0, 1, 0, 103697, 3133440];
+/** A /proc/<pid>/stat line with the given name, ppid, utime, stime, cutime, cstime (fields 14–17), start (22). */
+function statLine(pid: number, name: string, ppid: number, [u, s, cu, cs]: number[], start = 103697): string {
+  const fields = ["S", ppid, pid, pid, 0, -1, 4194304, 100, 0, 0, 0, u, s, cu, cs, 20, 0, 1, 0, start, 3133440];
   return `${pid} (${name}) ${fields.join(" ")}\n`;
 }
 
@@ -24,21 +25,23 @@ const proc = (pid: number, ppid: number, ownTicks: number, reapedTicks = 0): Pro
   ppid,
   ownTicks,
   reapedTicks,
+  startTicks: 0,
 });
 
 describe("parseProcStat", () => {
   it("reads the parent and the own and reaped CPU ticks", () => {
-    expect(parseProcStat(statLine(4242, "postgres", 4000, [120, 30, 7, 3]))).toEqual({
+    expect(parseProcStat(statLine(4242, "postgres", 4000, [120, 30, 7, 3], 5555))).toEqual({
       pid: 4242,
       ppid: 4000,
       ownTicks: 150,
       reapedTicks: 10,
+      startTicks: 5555,
     });
   });
 
   it("counts fields from the last parenthesis, whatever the command name holds", () => {
     const stat = parseProcStat(statLine(7, "postgres: tally (idle) 1 2 3", 1, [5, 6, 0, 0]));
-    expect(stat).toEqual({ pid: 7, ppid: 1, ownTicks: 11, reapedTicks: 0 });
+    expect(stat).toEqual({ pid: 7, ppid: 1, ownTicks: 11, reapedTicks: 0, startTicks: 103697 });
   });
 
   it("refuses a line that is not a stat line", () => {
@@ -94,19 +97,25 @@ describe("sleeps", () => {
     expect(parseVoluntarySwitches("Name:\tnode\nnonvoluntary_ctxt_switches:\t7\n")).toBeUndefined();
   });
 
-  it("adds up each process's growth, counting a new process from zero and a reused pid from its own count", () => {
+  it("adds up each process's growth, counting a new process from zero, a reused pid by its start, a drop as none", () => {
+    const at = (startTicks: number, sleeps: number): ProcessSleeps => ({ startTicks, sleeps });
     const before = new Map([
-      [1, 100],
-      [2, 50],
-      [3, 900],
+      [1, at(10, 100)],
+      [2, at(10, 50)],
+      [3, at(10, 900)],
+      [5, at(10, 50)],
+      [6, at(10, 10)],
     ]);
-    // 1 grew by 10, 2 exited (its sleeps are gone with it), 4 is new, 3 is a new process under a reused pid.
+    // 1 grew by 10; 2 exited (its sleeps are gone with it); 3 is a later process under the same pid; 4 is new;
+    // 5 lost a thread and counts less than before; 6 is a later process whose count passed the earlier one's.
     const after = new Map([
-      [1, 110],
-      [3, 5],
-      [4, 20],
+      [1, at(10, 110)],
+      [3, at(99, 5)],
+      [4, at(99, 20)],
+      [5, at(10, 40)],
+      [6, at(99, 30)],
     ]);
-    expect(sleepsBetween(before, after)).toBe(10 + 5 + 20);
+    expect(sleepsBetween(before, after)).toBe(10 + 5 + 20 + 0 + 30);
     expect(sleepsBetween(null, after)).toBeNull();
     expect(sleepsBetween(before, null)).toBeNull();
   });
@@ -124,8 +133,19 @@ describe("cpuBetween", () => {
     selfMs: number,
     trees: [string, number | null][],
     sleeps: [string, Map<number, number> | null][] = [],
-    selfSleeps: number | null = null,
-  ): CpuSample => ({ selfMs, trees: new Map(trees), sleeps: new Map(sleeps), selfSleeps });
+    selfSleeps = 0,
+  ): CpuSample => ({
+    selfMs,
+    trees: new Map(trees),
+    // Every process started at tick 1 (the same processes at both edges).
+    sleeps: new Map(
+      sleeps.map(([name, byPid]) => [
+        name,
+        byPid && new Map([...byPid].map(([pid, n]) => [pid, { startTicks: 1, sleeps: n }])),
+      ]),
+    ),
+    selfSleeps,
+  });
 
   it("gives each process's milliseconds, per delivered message, and the total without the generator", () => {
     const cpu = cpuBetween(
@@ -146,7 +166,7 @@ describe("cpuBetween", () => {
     ]);
     expect([cpu.totalMs, cpu.totalMsPerMessage]).toEqual([440, 2.2]);
     expect([cpu.generatorMs, cpu.generatorMsPerMessage]).toEqual([60, 0.3]);
-    expect([cpu.totalSleepsPerMessage, cpu.generatorSleepsPerMessage]).toEqual([null, null]);
+    expect([cpu.totalSleepsPerMessage, cpu.generatorSleepsPerMessage]).toEqual([null, 0]);
   });
 
   it("gives each process's sleeps per delivered message and their total", () => {

@@ -15,6 +15,8 @@ export interface ProcStat {
   ownTicks: number;
   /** cutime + cstime: its children that exited and were reaped (each with its own reaped children). */
   reapedTicks: number;
+  /** When it started, in clock ticks after boot: tells a process from a later one under the same pid. */
+  startTicks: number;
 }
 
 /**
@@ -40,6 +42,7 @@ export function parseProcStat(text: string): ProcStat {
     ppid: field(4),
     ownTicks: field(14) + field(15),
     reapedTicks: field(16) + field(17),
+    startTicks: field(22),
   };
 }
 
@@ -149,15 +152,21 @@ export interface CpuTarget {
   pid: () => number | undefined;
 }
 
+/** One live process's sleeps so far (its live threads'), and when it started (`ProcStat.startTicks`). */
+export interface ProcessSleeps {
+  startTicks: number;
+  sleeps: number;
+}
+
 /**
  * CPU milliseconds so far of each target's tree (null: not running, or no /proc) and of this process; and the sleeps
- * so far of each live process of each tree, by pid, and of this process.
+ * so far of each live process of each tree, by pid, and of this process (every thread it ever had).
  */
 export interface CpuSample {
   trees: Map<string, number | null>;
   selfMs: number;
-  sleeps: Map<string, Map<number, number> | null>;
-  selfSleeps: number | null;
+  sleeps: Map<string, Map<number, ProcessSleeps> | null>;
+  selfSleeps: number;
 }
 
 /** One instant's CPU time of `targets` and of this process (the load generator); read at window edges. */
@@ -165,34 +174,43 @@ export function sampleCpu(targets: CpuTarget[]): CpuSample {
   const processes = readProcesses();
   const msPerTick = 1000 / clockTicksPerSecond();
   const trees = new Map<string, number | null>();
-  const sleeps = new Map<string, Map<number, number> | null>();
+  const sleeps = new Map<string, Map<number, ProcessSleeps> | null>();
   for (const t of targets) {
     const pid = t.pid();
     const members = processes && pid !== undefined ? treeMembers(processes, pid) : [];
     trees.set(t.name, members.length === 0 ? null : ticksOf(members) * msPerTick);
-    const byPid = new Map<number, number>();
+    const byPid = new Map<number, ProcessSleeps>();
     for (const p of members) {
       const n = readSleeps(p.pid);
-      if (n !== undefined) byPid.set(p.pid, n);
+      if (n !== undefined) byPid.set(p.pid, { startTicks: p.startTicks, sleeps: n });
     }
     sleeps.set(t.name, byPid.size === 0 ? null : byPid);
   }
   const { user, system } = process.cpuUsage();
-  return { trees, selfMs: (user + system) / 1000, sleeps, selfSleeps: readSleeps(process.pid) ?? null };
+  // getrusage counts the threads that ended too, which /proc's per-thread counts do not.
+  return {
+    trees,
+    selfMs: (user + system) / 1000,
+    sleeps,
+    selfSleeps: process.resourceUsage().voluntaryContextSwitches,
+  };
 }
 
 /**
- * The sleeps of one tree between two samples: each process's growth, a process that started since counted from
- * zero. A process that exited in between takes its sleeps with it (the kernel keeps no reaped count of them), so
- * where processes come and go within a window the figure is a lower bound.
+ * The sleeps of one tree between two samples: each process's growth, one that started since (a new pid, or a reused
+ * one with another start time) counted from zero. /proc counts sleeps per live thread, so a process or a thread that
+ * ended in between takes its sleeps with it (a drop is counted as none): where they come and go within a window the
+ * figure is a lower bound.
  */
-export function sleepsBetween(before: Map<number, number> | null, after: Map<number, number> | null): number | null {
+export function sleepsBetween(
+  before: Map<number, ProcessSleeps> | null,
+  after: Map<number, ProcessSleeps> | null,
+): number | null {
   if (before === null || after === null) return null;
   let sleeps = 0;
-  for (const [pid, n] of after) {
-    const earlier = before.get(pid) ?? 0;
-    // A smaller count is a new process under a reused pid.
-    sleeps += n >= earlier ? n - earlier : n;
+  for (const [pid, now] of after) {
+    const earlier = before.get(pid);
+    sleeps += earlier?.startTicks === now.startTicks ? Math.max(0, now.sleeps - earlier.sleeps) : now.sleeps;
   }
   return sleeps;
 }
@@ -216,7 +234,7 @@ export interface WindowCpu {
   /** This process: the load generator and its client sockets, not part of the total. */
   generatorMs: number;
   generatorMsPerMessage: number | null;
-  /** Σ of the processes' sleeps (null when any is unknown). */
+  /** The processes' sleeps added up, per delivered message (null when any is unknown). */
   totalSleepsPerMessage: number | null;
   generatorSleepsPerMessage: number | null;
 }
@@ -235,8 +253,7 @@ export function cpuBetween(before: CpuSample, after: CpuSample, names: string[],
     processes.some((p) => of(p) === null) ? null : processes.reduce((sum, p) => sum + of(p)!, 0);
   const totalMs = total((p) => p.ms);
   const generatorMs = after.selfMs - before.selfMs;
-  const generatorSleeps =
-    before.selfSleeps === null || after.selfSleeps === null ? null : after.selfSleeps - before.selfSleeps;
+  const generatorSleeps = after.selfSleeps - before.selfSleeps;
   return {
     processes,
     totalMs,

@@ -128,15 +128,24 @@ describe("endToEndReport", () => {
   it("lists the sends per PostgreSQL statement of the systems that report them", () => {
     const grouped: EndToEndWindow = {
       ...window(4.5, 1, tally),
-      groups: { statements: 3700, sends: 4000, mean: 1.081, p50: 1, p99: 2.5 },
+      groups: { statements: 3700, sends: 4000, mean: 1.081, p50: 1, p99: 2, lastBound: 64 },
     };
     const text = endToEndReport(
       result([{ mode: "one-in-flight", offeredPerSec: 1000, results: [grouped, window(1.2, 1, floor)] }]),
       target,
     ).join("\n");
     expect(text).toContain("### Sends per PostgreSQL statement");
-    expect(text).toMatch(/\| one in flight \| 1000 +\| Tally +\| 3700 +\| 4000 +\| 1\.08 +\| 1 +\| 2\.5 +\|/);
+    expect(text).toMatch(/\| one in flight \| 1000 +\| Tally +\| 3700 +\| 4000 +\| 1\.08 +\| 1 +\| 2 +\|/);
     expect(text).not.toMatch(/\| floor +\| \d+ +\| 4000/);
+    const past: EndToEndWindow = {
+      ...grouped,
+      groups: { statements: 10, sends: 700, mean: 70, p50: 64, p99: Number.POSITIVE_INFINITY, lastBound: 64 },
+    };
+    const over = endToEndReport(
+      result([{ mode: "open", offeredPerSec: 1000, results: [past, window(1.2, 1, floor)] }]),
+      target,
+    ).join("\n");
+    expect(over).toMatch(/\| Tally +\| 10 +\| 700 +\| 70 +\| 64 +\| > 64 +\|/);
   });
 
   it("says MISSED over the target, and not measured without the rate or without /proc", () => {

@@ -27,6 +27,11 @@ export function percent(share: number): string {
 
 const MODE_LABEL = { open: "open loop", "one-in-flight": "one in flight" } as const;
 
+/** A bucket's upper bound as a cell: past the last bound, "> last". */
+function bound(value: number | null, lastBound: number): string {
+  return value === Number.POSITIVE_INFINITY ? `> ${lastBound}` : significant(value);
+}
+
 /**
  * The end-to-end part as printed: latency and carried load of each system side by side, then the CPU each
  * process spent per delivered message, then the targets (printed, never asserted). The first system is Tally.
@@ -132,8 +137,8 @@ export function endToEndReport(e2e: EndToEndResult, opts: { cpuTargetMs: number;
               w.groups.statements,
               w.groups.sends,
               significant(w.groups.mean),
-              significant(w.groups.p50),
-              significant(w.groups.p99),
+              bound(w.groups.p50, w.groups.lastBound),
+              bound(w.groups.p99, w.groups.lastBound),
             ],
           ]
         : [],

@@ -72,6 +72,7 @@ describe("the send stages from /metrics", () => {
       mean: 1.6,
       p50: 1, // the 50th of 100 is among the 60 in the first bucket (≤ 1)
       p99: 4, // in the bucket (3, 4]
+      lastBound: 64,
     });
     expect(groupsBetween(new Map(), new Map())).toBeUndefined();
     expect(bucketBound([[1, 0]], 0.5)).toBeNull();
@@ -85,6 +86,41 @@ describe("the send stages from /metrics", () => {
         0.99,
       ),
     ).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it("takes only the metric named, and adds up series that share a key", () => {
+    const text = [
+      "# HELP tally_send_group_size sends",
+      'tally_send_group_size_bucket{le="1"} 4',
+      'tally_send_group_size_bucket{le="+Inf"} 5',
+      "tally_send_group_size_sum 7",
+      "tally_send_group_size_count 5",
+      'tally_send_group_size_x_bucket{le="1"} 1000',
+      "tally_send_group_size_x_sum 1000",
+      "tally_send_group_size_x_count 1000",
+      'tally_send_stage_seconds_bucket{stage="commit",le="0.001",instance="a"} 2',
+      'tally_send_stage_seconds_bucket{stage="commit",le="0.001",instance="b"} 3',
+      'tally_send_stage_seconds_count{stage="commit",instance="a"} 2',
+      'tally_send_stage_seconds_count{stage="commit",instance="b"} 3',
+      'tally_send_stage_seconds_count{instance="c"} 9',
+    ].join("\n");
+    expect(parseGroups(text)).toEqual(
+      new Map([
+        [
+          "",
+          {
+            buckets: [
+              [1, 4],
+              [Number.POSITIVE_INFINITY, 5],
+            ],
+            sumS: 7,
+            count: 5,
+          },
+        ],
+      ]),
+    );
+    // The series without a stage label is skipped; the two instances' commits are added.
+    expect(parseStages(text)).toEqual(new Map([["commit", { buckets: [[0.001, 5]], sumS: 0, count: 5 }]]));
   });
 
   it("interpolates inside a bucket, answers the last finite bound past it, and null without samples", () => {

@@ -25,7 +25,8 @@ export interface StageWindow {
 
 /**
  * One histogram of a Prometheus text exposition (prom-client's /metrics), by the value of `label` (series without
- * it are skipped); without a label, the one series under the key "". Series without samples too.
+ * it are skipped); without a label, every series under the key "". Series that share a key (other labels differ)
+ * are added up.
  */
 export function parseHistogram(text: string, metric: string, label?: string): StageSnapshot {
   const series: StageSnapshot = new Map();
@@ -43,9 +44,14 @@ export function parseHistogram(text: string, metric: string, label?: string): St
     if (key === undefined) continue;
     const value = Number(m[4]);
     const h = of(key);
-    if (m[2] === "sum") h.sumS = value;
-    else if (m[2] === "count") h.count = value;
-    else h.buckets.push([labels.le === "+Inf" ? Number.POSITIVE_INFINITY : Number(labels.le), value]);
+    if (m[2] === "sum") h.sumS += value;
+    else if (m[2] === "count") h.count += value;
+    else {
+      const le = labels.le === "+Inf" ? Number.POSITIVE_INFINITY : Number(labels.le);
+      const bucket = h.buckets.find((b) => b[0] === le);
+      if (bucket) bucket[1] += value;
+      else h.buckets.push([le, value]);
+    }
   }
   for (const h of series.values()) h.buckets.sort((x, y) => x[0] - y[0]);
   return series;
@@ -138,9 +144,11 @@ export interface GroupWindow {
   statements: number;
   sends: number;
   mean: number | null;
-  /** The upper bound of the bucket (1, 2, 3, 4, 8…) the quantile falls in: sizes are whole numbers. */
+  /** The upper bound of the bucket (1, 2, 3, 4, 8…) the quantile falls in: sizes are whole numbers. Infinity past the last. */
   p50: number | null;
   p99: number | null;
+  /** The largest finite bucket bound: an Infinity above means "more than this". */
+  lastBound: number;
 }
 
 /** The upper bound of the bucket the q-quantile (0..1) falls in; null without samples. */
@@ -161,6 +169,7 @@ export function groupsBetween(before: StageSnapshot, after: StageSnapshot): Grou
     mean: statements > 0 ? Math.round((sends / statements) * 100) / 100 : null,
     p50: bucketBound(buckets, 0.5),
     p99: bucketBound(buckets, 0.99),
+    lastBound: Math.max(0, ...buckets.map(([le]) => le).filter(Number.isFinite)),
   };
 }
 
