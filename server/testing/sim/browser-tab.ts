@@ -284,7 +284,13 @@ export class BrowserTab {
   /** Every state the store takes: what a badge could show at that moment. */
   private judge(state: ChatState, prev: ChatState): void {
     const broken = checkUnreadInvariants(state, storeUnreadRows(state));
-    if (broken.length > 0) this.journal.violation(`${this.name}: ${broken.join("; ")}`);
+    if (broken.length > 0) {
+      // The first broken state of a run of them says how the tab got there.
+      const first = checkUnreadInvariants(prev, storeUnreadRows(prev)).length === 0;
+      this.journal.violation(
+        `${this.name}: ${broken.join("; ")}${first ? ` (${describeTransition(prev, state)})` : ""}`,
+      );
+    }
     if (state.unreadCounts !== prev.unreadCounts) {
       for (const [id, before] of Object.entries(prev.unreadCounts)) {
         const now = state.unreadCounts[Number(id)];
@@ -303,4 +309,37 @@ export class BrowserTab {
       }
     }
   }
+}
+
+type UnreadView = Pick<
+  ChatState,
+  "epoch" | "version" | "totalUnread" | "totalMentions" | "unreadCounts" | "unreadDetails" | "syncing"
+>;
+
+/**
+ * What one store transition did to the unread state, for a report: the version (and epoch, when it changed), the
+ * totals, and every row as it is after (`#id count`, with `/mentions` and `muted` when they apply), the rows that
+ * changed marked with `*` and those that went listed apart. Enough to tell a snapshot that did not add up from a push
+ * applied to rows that no longer matched it.
+ */
+export function describeTransition(prev: UnreadView, next: UnreadView): string {
+  const row = (s: UnreadView, id: number) => {
+    const detail = s.unreadDetails[id];
+    const mentions = detail?.mentionCount ? `/${detail.mentionCount}` : "";
+    return `${s.unreadCounts[id] ?? 0}${mentions}${detail?.muted ? " muted" : ""}`;
+  };
+  const ids = (s: UnreadView) =>
+    [...new Set([...Object.keys(s.unreadCounts), ...Object.keys(s.unreadDetails)].map(Number))].sort((a, b) => a - b);
+  const after = ids(next);
+  const rows = after.map((id) => {
+    const before = prev.unreadCounts[id] !== undefined || prev.unreadDetails[id] !== undefined;
+    return `#${id} ${row(next, id)}${!before || row(prev, id) !== row(next, id) ? "*" : ""}`;
+  });
+  const gone = ids(prev).filter((id) => !after.includes(id));
+  const epoch = prev.epoch === next.epoch ? "" : `epoch ${prev.epoch ?? "none"} → ${next.epoch ?? "none"}, `;
+  return (
+    `${epoch}v${prev.version} → v${next.version}${next.syncing ? " (syncing)" : ""}, ` +
+    `totals ${prev.totalUnread}/${prev.totalMentions} → ${next.totalUnread}/${next.totalMentions}; ` +
+    `rows ${rows.join(", ") || "none"}${gone.length > 0 ? `; gone ${gone.map((id) => `#${id}`).join(", ")}` : ""}`
+  );
 }
