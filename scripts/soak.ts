@@ -93,7 +93,15 @@ console.log(
 );
 try {
   for (let seed = firstSeed; Date.now() < deadline && totals.rounds < rounds; seed++) {
-    const r = await runRound(env, { seed, ops: opsPerRound, faultRate, concurrency });
+    const r = await runRound(env, {
+      seed,
+      ops: opsPerRound,
+      faultRate,
+      concurrency,
+      // A round takes well under a minute; one still running after two says where it is, every two minutes.
+      stallMs: 120_000,
+      onStall: (report) => console.error(`  slow round: ${report}`),
+    });
     totals.rounds++;
     totals.ops += r.ops;
     totals.sends += r.sends;

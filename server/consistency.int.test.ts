@@ -79,7 +79,18 @@ describe("crash between the database commit and Redis", () => {
 
 describe("model-based: the page's store on real sockets, two instances sharing one Redis", () => {
   it("keeps every tab's badge and mentions equal to their parts, and ends equal to the database", async () => {
-    const report = await runChecked({ seed, ops: 500 });
+    // The stall report a soak prints for a round that hangs, heard here every 250 ms of a healthy round.
+    const stalls: string[] = [];
+    const report = await runChecked({ seed, ops: 500, stallMs: 250, onStall: (r) => stalls.push(r) });
+    const heard = stalls.length;
+    expect(stalls[0]).toMatch(
+      new RegExp(`^seed ${seed}: still running after \\d+ s, after "[^"]+"; operations running: `),
+    );
+    expect(stalls[0]).toMatch(
+      /; tabs: u0\.t0 (connected|offline) to http\S+(, syncing)?, \d+ in flight, \d+ queued; u0\.t1 /,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(stalls.length).toBe(heard); // none once the round is over
     expectClean(report);
     expect(report.acknowledgedMessages).toBeGreaterThan(100);
     expect(report.reads).toBeGreaterThan(50);

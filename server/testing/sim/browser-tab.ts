@@ -113,6 +113,16 @@ export class BrowserTab {
     return this.store.getState().connected;
   }
 
+  /** Where the tab is, for a stall report: its instance, connection, sync, commands in flight and queued sends. */
+  describe(): string {
+    const s = this.store.getState();
+    const queued = Object.values(s.pending).reduce((n, list) => n + (list?.length ?? 0), 0);
+    return (
+      `${this.name} ${s.connected ? "connected" : "offline"} to ${this.url}` +
+      `${s.syncing ? ", syncing" : ""}${s.epoch === null ? ", never synced" : ""}, ${this.inflight} in flight, ${queued} queued`
+    );
+  }
+
   /** Connected, synced and with no command in flight. */
   get settled(): boolean {
     const s = this.store.getState();

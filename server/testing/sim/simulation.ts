@@ -227,6 +227,13 @@ export interface RoundOptions {
    */
   everyFault?: boolean;
   log?: (line: string) => void;
+  /**
+   * Every `stallMs` a round runs once its tabs are open, `onStall` hears where it is: the last phase it logged, the
+   * operations started and not finished, and every tab's connection, sync and commands in flight. A round that
+   * hangs then says why.
+   */
+  stallMs?: number;
+  onStall?: (report: string) => void;
 }
 
 export interface RoundReport {
@@ -299,7 +306,7 @@ interface Scenario {
   ops: Op[];
 }
 
-type PlanOptions = Required<Omit<RoundOptions, "log" | "concurrency">> & { instances: number };
+type PlanOptions = Required<Omit<RoundOptions, "log" | "concurrency" | "stallMs" | "onStall">> & { instances: number };
 
 /**
  * The users, the conversations they start with and every operation, from the seed alone. A model of membership
@@ -463,6 +470,9 @@ function describe(op: Op, names: string[]): string {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** An operation's outcome while it runs (what a stall report lists). */
+const RUNNING = "running";
+
 /** Polls `ready` until it holds or `ms` have passed; the deadline is generous, never what a test waits for. */
 async function until(ready: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms;
@@ -495,7 +505,11 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
     everyFault: false,
     ...options,
   };
-  const log = options.log ?? (() => {});
+  let phase = "starting";
+  const log = (line: string) => {
+    phase = line;
+    options.log?.(line);
+  };
   await env.freshRound();
   log("fresh database, empty Redis");
   const plan = scenario({ ...o, instances: env.instances.length });
@@ -557,6 +571,17 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
     for (let t = 0; t < o.tabsPerUser; t++)
       user.tabs.push(new BrowserTab({ name: `u${u}.t${t}`, user, journal, route }));
   const tabs = users.flatMap((u) => u.tabs);
+  const started = Date.now();
+  // Unref'd: a round that throws leaves it behind, and it must not keep the process alive.
+  const stallTimer = options.onStall
+    ? setInterval(() => {
+        const running = outcomes.flatMap((outcome, i) => (outcome === RUNNING ? [`${i} ${plan.ops[i]!.kind}`] : []));
+        options.onStall!(
+          `seed ${o.seed}: still running after ${Math.round((Date.now() - started) / 1000)} s, after "${phase}"; ` +
+            `operations running: ${running.join(", ") || "none"}; tabs: ${tabs.map((t) => t.describe()).join("; ")}`,
+        );
+      }, options.stallMs ?? 60_000).unref()
+    : undefined;
   await Promise.all(users.flatMap((user, u) => user.tabs.map((tab, t) => tab.load(instanceUrl(u + t)))));
   if (!(await until(() => tabs.every((t) => t.settled), 30_000))) throw new Error("tabs did not connect");
   log(`seed ${o.seed}: ${users.length} users, ${ids.length} conversations, ${plan.ops.length} operations`);
@@ -776,6 +801,7 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
       const i = next++;
       const op = plan.ops[i]!;
       try {
+        outcomes[i] = RUNNING;
         outcomes[i] = await runOp(i, op);
       } catch (err) {
         outcomes[i] = err instanceof Skip ? `skipped: ${err.message}` : `error: ${String(err)}`;
@@ -888,6 +914,7 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
     report.problems.push(`after the coda, tabs behind Redis for 30 s: ${(await behind()).slice(0, 6).join("; ")}`);
   compareTabs("after the coda", await truthOf(env.db, env.redis));
   log("coda checked");
+  clearInterval(stallTimer);
   report.driftedUsers = drifted.size;
   for (const tab of tabs) tab.close();
 
