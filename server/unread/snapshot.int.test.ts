@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { nextEvent, startHarness, type Harness } from "../testing/harness.ts";
 import { testApi } from "../testing/api.ts";
 import { userKeys } from "../redis/keys.ts";
+import { createSnapshotService } from "./snapshot.service.ts";
 import { createUnreadService } from "./unread.service.ts";
 
 // The conversation list a page loads and a tab syncs from: each conversation with its newest message, read from
@@ -103,6 +104,27 @@ describe("the conversation list", () => {
     const forC = (await updatedForC).conversation;
     expect(forC).toMatchObject({ unreadCount: 0, mentionCount: 0, muted: false, title: b.user.name });
     expect(forC).toEqual((await list(c.token)).conversations.find((conv) => conv.id === group.id));
+  });
+
+  it("never answers totals its rows do not add up to: a count for a conversation the user has left goes first, or the sync fails", async () => {
+    const [a, b, c] = [await user("loa"), await user("lob"), await user("loc")];
+    const group = await create(a.token, [b.user.name, c.user.name]);
+    const direct = await create(a.token, [b.user.name]);
+    const sa = await h.connect(a.token);
+    await send(sa, group.id, "one");
+    await send(sa, direct.id, "two");
+    // b leaves the group in the database only, as if the leave's Redis step had not run yet.
+    await h.db.membership.delete({ where: { userId_conversationId: { userId: b.user.id, conversationId: group.id } } });
+    const unread = createUnreadService({ redis: h.redis, db: h.db });
+    expect((await unread.snapshot(b.user.id)).totalUnread).toBe(2);
+
+    // A removal that does not take (Redis keeps counting the group): no snapshot whose badge is not its rows' sum.
+    const stuck = createSnapshotService({ db: h.db, unread: { ...unread, remove: async () => null } });
+    await expect(stuck.snapshot(b.user)).rejects.toThrow(/still counts conversations/);
+
+    const snapshot = await createSnapshotService({ db: h.db, unread }).snapshot(b.user);
+    expect(snapshot.conversations.map((conv) => [conv.id, conv.unreadCount])).toEqual([[direct.id, 1]]);
+    expect(snapshot.totalUnread).toBe(1);
   });
 
   it("views one conversation's counts without resyncing anyone, and after Redis lost the user's state rebuilds it and resyncs their tabs once", async () => {

@@ -104,7 +104,13 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
       const rows = await conversations({ memberId: user.id });
       const listed = new Set(rows.map((r) => r.row.id));
       const orphans = [...counts.counts.keys()].filter((id) => !listed.has(id));
-      if (orphans.length > 0 && attempt < 3) {
+      if (orphans.length > 0) {
+        // Their counts are in the totals and they are not in the list: answering would show a badge its rows do
+        // not add up to. Fail the sync instead (the tab retries) if removing them does not take.
+        if (attempt >= 3)
+          throw new Error(
+            `user ${user.id}: Redis still counts conversations ${orphans.join(", ")} the database no longer lists`,
+          );
         // The removal committed but its Redis step has not run (or failed): run it now; it is idempotent.
         for (const conversationId of orphans) await unread.remove(user.id, conversationId);
         continue;
