@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ConversationDTO } from "@/server/contracts";
-import { conversation, flush, message, setup, snapshot, update } from "./fake-transport";
+import { conversation, flush, flushMicrotasks, message, setup, snapshot, update } from "./fake-transport";
 import { selectShownTotal, selectShownUnread } from "./selectors";
+import { checkUnreadInvariants, storeUnreadRows } from "./unread";
 import type { ChatState } from "./types";
 
 // Fake timers: a test moves time itself (flush() by a few ms), so no outcome depends on the machine's speed.
@@ -111,6 +112,43 @@ describe("conversation:removed", () => {
     await flush();
     expect(t.store.getState()).toMatchObject({ version: 6, totalUnread: 1, unreadCounts: { 1: 1 } });
     expect(t.violations).toEqual([]);
+  });
+
+  it("syncs instead of taking totals that still count a dropped conversation from another conversation's push", async () => {
+    const t = await synced([conversation(1, { unreadCount: 2 }), conversation(2, { unreadCount: 1 })], 4);
+    t.store.getState().removeConversation(2);
+    expect(t.store.getState()).toMatchObject({ totalUnread: 2, unreadCounts: { 1: 2 } });
+    // The sync the drop asked for fails (the server could not take the conversation out of its counters yet).
+    t.transport.syncs[0]?.reject(new Error("unavailable"));
+    await flushMicrotasks(); // its retry waits for a timer, which does not run here
+    expect(t.store.getState().syncing).toBe(false);
+
+    // A message in conversation 1, whose totals still count conversation 2's message: 3 + 1, not 3.
+    t.store.getState().applyUnread(update(1, 3, 4, 5));
+    expect(t.store.getState()).toMatchObject({ version: 4, totalUnread: 2, unreadCounts: { 1: 2 }, syncing: true });
+    expect(checkUnreadInvariants(t.store.getState(), storeUnreadRows(t.store.getState()))).toEqual([]);
+
+    // The snapshot, once the server has removed it, is the truth.
+    t.transport.syncs.at(-1)?.resolve(snapshot([conversation(1, { unreadCount: 3 })], 6));
+    await flush();
+    expect(t.store.getState()).toMatchObject({ version: 6, totalUnread: 3, unreadCounts: { 1: 3 } });
+    expect(t.violations).toEqual([]);
+  });
+
+  it("applies a push whose totals move by its own row's change, muted or not", async () => {
+    const t = await synced(
+      [conversation(1, { unreadCount: 2 }), conversation(2, { unreadCount: 4, mentionCount: 1 })],
+      4,
+    );
+    const broken: string[] = [];
+    t.store.subscribe((s) => broken.push(...checkUnreadInvariants(s, storeUnreadRows(s))));
+    // Muting 2: the badge counts its mentions only.
+    t.store.getState().applyUnread(update(2, 4, 3, 5, "e1", { muted: true, mentionCount: 1, totalMentions: 1 }));
+    expect(t.store.getState()).toMatchObject({ version: 5, totalUnread: 3 });
+    t.store.getState().applyUnread(update(1, 0, 1, 6, "e1", { totalMentions: 1 }));
+    expect(t.store.getState()).toMatchObject({ version: 6, totalUnread: 1, syncing: false });
+    expect(t.transport.syncs).toHaveLength(0);
+    expect(broken).toEqual([]);
   });
 });
 

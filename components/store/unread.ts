@@ -44,6 +44,31 @@ export function checkUnreadInvariants(
   return problems;
 }
 
+/**
+ * Whether `update`, the version after the tab's, keeps totalUnread = Σ (muted ? mentions : unread) and totalMentions =
+ * Σ mentions with the tab's rows: a version changes one conversation, so the totals may move by that row's change
+ * alone (a row the tab dropped counts nothing). Assumes the tab's own totals add up, as every state it takes must.
+ */
+export function addsUp(
+  s: Pick<ChatState, "totalUnread" | "totalMentions" | "unreadCounts" | "unreadDetails">,
+  update: UnreadUpdate,
+  dropped: boolean,
+): boolean {
+  const id = update.conversationId;
+  const was = s.unreadDetails[id];
+  const before = {
+    unread: was?.muted ? (was.mentionCount ?? 0) : (s.unreadCounts[id] ?? 0),
+    mentions: was?.mentionCount ?? 0,
+  };
+  const after = dropped
+    ? { unread: 0, mentions: 0 }
+    : { unread: update.muted ? update.mentionCount : update.unreadCount, mentions: update.mentionCount };
+  return (
+    update.totalUnread === s.totalUnread - before.unread + after.unread &&
+    update.totalMentions === s.totalMentions - before.mentions + after.mentions
+  );
+}
+
 /** The store's rows for checkUnreadInvariants: every conversation with a count or details (missing parts are 0). */
 export function storeUnreadRows(s: Pick<ChatState, "unreadCounts" | "unreadDetails">): UnreadRow[] {
   const ids = new Set([...Object.keys(s.unreadCounts), ...Object.keys(s.unreadDetails)].map(Number));
@@ -208,6 +233,12 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
         if (removed && update.unreadCount > 0) {
           // The server still counts a conversation this tab already dropped (its leave answered before the
           // push); applying the total without the row would break total = Σ rows, so take a snapshot instead.
+          get().requestSync();
+          return;
+        }
+        if (!addsUp(get(), update, removed)) {
+          // The next version changes one row; totals that this tab's rows with that change do not add up to
+          // count something the tab does not show (a conversation it dropped while the server still counts it).
           get().requestSync();
           return;
         }
