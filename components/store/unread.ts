@@ -2,7 +2,7 @@ import type { StateCreator } from "zustand/vanilla";
 import type { ConversationDTO, Result, Snapshot, UnreadState, UnreadUpdate } from "@/server/contracts";
 import { sortConversationIds } from "./conversations";
 import { pendingWithin } from "./messages";
-import { isBeingRead, shownUnread, type StoreRuntime } from "./runtime";
+import { badgeShare, isBeingRead, shownUnread, type StoreRuntime } from "./runtime";
 import type { ChatState, UnreadDetail, UnreadSlice } from "./types";
 
 export type UnreadVerdict = "apply" | "ignore" | "resync";
@@ -49,17 +49,9 @@ export function checkUnreadInvariants(
  * Σ mentions with the tab's rows: a version changes one conversation, so the totals may move by that row's change
  * alone (a row the tab dropped counts nothing). Assumes the tab's own totals add up, as every state it takes must.
  */
-export function addsUp(
-  s: Pick<ChatState, "totalUnread" | "totalMentions" | "unreadCounts" | "unreadDetails">,
-  update: UnreadUpdate,
-  dropped: boolean,
-): boolean {
+export function addsUp(s: ChatState, update: UnreadUpdate, dropped: boolean): boolean {
   const id = update.conversationId;
-  const was = s.unreadDetails[id];
-  const before = {
-    unread: was?.muted ? (was.mentionCount ?? 0) : (s.unreadCounts[id] ?? 0),
-    mentions: was?.mentionCount ?? 0,
-  };
+  const before = { unread: badgeShare(s, id, false), mentions: s.unreadDetails[id]?.mentionCount ?? 0 };
   const after = dropped
     ? { unread: 0, mentions: 0 }
     : { unread: update.muted ? update.mentionCount : update.unreadCount, mentions: update.mentionCount };
@@ -69,10 +61,15 @@ export function addsUp(
   );
 }
 
+/** Every conversation the store has a count or details for, ascending. */
+export function unreadRowIds(s: Pick<ChatState, "unreadCounts" | "unreadDetails">): number[] {
+  const ids = new Set([...Object.keys(s.unreadCounts), ...Object.keys(s.unreadDetails)].map(Number));
+  return [...ids].sort((a, b) => a - b);
+}
+
 /** The store's rows for checkUnreadInvariants: every conversation with a count or details (missing parts are 0). */
 export function storeUnreadRows(s: Pick<ChatState, "unreadCounts" | "unreadDetails">): UnreadRow[] {
-  const ids = new Set([...Object.keys(s.unreadCounts), ...Object.keys(s.unreadDetails)].map(Number));
-  return [...ids].map((id) => ({
+  return unreadRowIds(s).map((id) => ({
     unreadCount: s.unreadCounts[id] ?? 0,
     mentionCount: s.unreadDetails[id]?.mentionCount ?? 0,
     muted: s.unreadDetails[id]?.muted ?? false,

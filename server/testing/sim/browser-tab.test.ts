@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { initialUnreadState } from "../../../components/store/unread.ts";
 import { describeTransition } from "./browser-tab.ts";
 
 const state = (over: Partial<Parameters<typeof describeTransition>[0]> = {}) => ({
@@ -30,14 +31,7 @@ describe("describeTransition", () => {
   });
 
   it("names a new epoch and a sync in progress, and a tab without rows", () => {
-    const prev = state({
-      epoch: null,
-      version: 0,
-      unreadCounts: {},
-      unreadDetails: {},
-      totalUnread: 0,
-      totalMentions: 0,
-    });
+    const prev = { ...initialUnreadState }; // a page that has not synced yet
     expect(describeTransition(prev, state({ syncing: true }))).toBe(
       "epoch none → e1, v0 → v7 (syncing), totals 0/0 → 3/1; rows #4 2/1*, #9 1*",
     );

@@ -13,7 +13,7 @@ import {
   type ChatSocket,
   type SocketLink,
 } from "../../../components/store/socket-binding.ts";
-import { checkUnreadInvariants, storeUnreadRows } from "../../../components/store/unread.ts";
+import { checkUnreadInvariants, storeUnreadRows, unreadRowIds } from "../../../components/store/unread.ts";
 import type { UnreadUpdate } from "../../contracts/index.ts";
 import type { Journal } from "./journal.ts";
 
@@ -338,14 +338,12 @@ export function describeTransition(prev: UnreadView, next: UnreadView): string {
     const mentions = detail?.mentionCount ? `/${detail.mentionCount}` : "";
     return `${s.unreadCounts[id] ?? 0}${mentions}${detail?.muted ? " muted" : ""}`;
   };
-  const ids = (s: UnreadView) =>
-    [...new Set([...Object.keys(s.unreadCounts), ...Object.keys(s.unreadDetails)].map(Number))].sort((a, b) => a - b);
-  const after = ids(next);
+  const after = unreadRowIds(next);
   const rows = after.map((id) => {
     const before = prev.unreadCounts[id] !== undefined || prev.unreadDetails[id] !== undefined;
     return `#${id} ${row(next, id)}${!before || row(prev, id) !== row(next, id) ? "*" : ""}`;
   });
-  const gone = ids(prev).filter((id) => !after.includes(id));
+  const gone = unreadRowIds(prev).filter((id) => !after.includes(id));
   const epoch = prev.epoch === next.epoch ? "" : `epoch ${prev.epoch ?? "none"} → ${next.epoch ?? "none"}, `;
   return (
     `${epoch}v${prev.version} → v${next.version}${next.syncing ? " (syncing)" : ""}, ` +
