@@ -157,3 +157,20 @@ test("on a phone the open group's header shows its whole title", async ({ alice,
   const fits = () => title.evaluate((e) => e.scrollWidth <= e.clientWidth && e.scrollHeight <= e.clientHeight + 1);
   await expect.poll(fits).toBe(true);
 });
+
+test("on a phone the header's links stay clear of the brand and its badge", async ({ alice, bob, env }) => {
+  const direct = await bob.createConversation([alice.name]);
+  const page = await alice.openTab(env.serverA);
+  await page.setViewportSize({ width: 375, height: 740 });
+  const bobPage = await bob.openTab(env.serverA, { open: direct.id });
+  await sendMessage(bobPage, "hi");
+  await expect(page.getByTestId("app-badge")).toHaveAttribute("data-count", "1");
+  const badge = (await page.getByTestId("app-badge").boundingBox())!;
+  for (const id of ["lab-link", "enable-notifications", "sign-out"]) {
+    const link = page.getByTestId(id);
+    if ((await link.count()) === 0) continue;
+    const box = (await link.boundingBox())!;
+    expect(box.x, `${id} starts right of the badge`).toBeGreaterThanOrEqual(badge.x + badge.width);
+    expect(box.x + box.width, `${id} ends inside the screen`).toBeLessThanOrEqual(375);
+  }
+});
