@@ -89,6 +89,29 @@ describe("two instances, one Redis", () => {
     },
   );
 
+  it.runIf(!isClusterTarget(inject("redisTarget")))(
+    "each tab hears a message once, on the sending instance too (Redis hands the publication back to its publisher)",
+    async () => {
+      const { bob, conv, sender } = await aliceSendingToBob();
+      const tabs = [await h.connect(bob.token, 0), await h.connect(bob.token, 1)];
+      const heard = tabs.map((tab) => {
+        const seqs: number[] = [];
+        tab.on("message:new", ({ message }) => seqs.push(message.seq));
+        return seqs;
+      });
+      for (const content of ["one", "two", "three"]) {
+        const arrived = tabs.map((tab) => nextEvent(tab, "message:new", ({ message }) => message.content === content));
+        expect(await send(sender, conv.id, content)).toMatchObject({ ok: true });
+        await Promise.all(arrived);
+      }
+      // Let through, the echoes reach the first tab too (seen: each message twice there).
+      expect(heard).toEqual([
+        [1, 2, 3],
+        [1, 2, 3],
+      ]);
+    },
+  );
+
   it("pushes a delivery that names no member to nobody (Socket.IO's to([]) would reach every socket)", async () => {
     const { bob, conv, sender } = await aliceSendingToBob();
     const here = await h.connect(bob.token, 0);

@@ -87,6 +87,11 @@ export function socketNotifier(
   { deliveries, subscriber, log }: { deliveries: DeliveryMode; subscriber?: RedisClient; log?: Logger },
 ): Notifier {
   const self = randomBytes(8).toString("hex");
+  /**
+   * How this instance's own deliveries begin (`from` is the first key `deliveryTarget` writes, and `self` is hex):
+   * Redis hands every publication back to its publisher too, which drops it on this prefix without parsing it.
+   */
+  const ownHead = `{"from":"${self}",`;
   const published = deliveries === "one-message" && subscriber !== undefined;
   if (deliveries === "one-message") io.on("message:delivered", (delivery) => deliverLocally(io, delivery));
   if (published) {
@@ -94,10 +99,10 @@ export function socketNotifier(
     // reconnections already make every local tab resync (app.ts).
     void subscriber.subscribe(DELIVERY_CHANNEL).catch((err: unknown) => log?.error({ err }, "subscribing failed"));
     subscriber.on("message", (channel: string, payload: string) => {
-      if (channel !== DELIVERY_CHANNEL) return;
+      if (channel !== DELIVERY_CHANNEL || payload.startsWith(ownHead)) return;
       try {
         const delivery = parseDelivery(payload);
-        if (delivery && delivery.from !== self) deliverLocally(io, delivery);
+        if (delivery) deliverLocally(io, delivery);
       } catch (err) {
         log?.warn({ err }, "ignoring a malformed delivery");
       }
