@@ -31,29 +31,56 @@ import { describeRun, newRunId, runLab } from "./lab.ts";
 import { resolveWorkload, STRATEGIES } from "./params.ts";
 
 loadEnv();
-const { values: args } = parseArgs({
-  options: {
-    json: { type: "string" },
-    quick: { type: "boolean", default: false },
-    only: { type: "string" },
-    sockets: { type: "string", default: "10000" },
-    rates: { type: "string" },
-    seconds: { type: "string" },
-  },
-});
+/** Every part `--only` may name; without it, all but `connections` run. */
+const PARTS = ["strategies", "ceiling", "big-user", "cluster", "e2e", "fanout", "sync-abuse", "connections"];
+const usage =
+  "usage: npm run bench -- [--quick] [--only <parts>] [--rates <n,n,…>] [--seconds <s>] [--sockets <n>] [--json <path>]\n" +
+  `  parts, comma-separated: ${PARTS.join(", ")} (connections runs only when named)\n` +
+  "  docs/benchmarks.md explains each part and its figures";
+/** A wrong argument: what is wrong and the usage, on stderr, and exit code 2 (no stack trace). */
+function usageError(message: string): never {
+  console.error(`${message}\n${usage}`);
+  process.exit(2);
+}
+const { values: args } = (() => {
+  try {
+    return parseArgs({
+      options: {
+        help: { type: "boolean", default: false },
+        json: { type: "string" },
+        quick: { type: "boolean", default: false },
+        only: { type: "string" },
+        sockets: { type: "string", default: "10000" },
+        rates: { type: "string" },
+        seconds: { type: "string" },
+      },
+    });
+  } catch (err) {
+    return usageError((err as Error).message);
+  }
+})();
+if (args.help) {
+  console.log(usage);
+  process.exit(0);
+}
 const quick = args.quick ?? false;
 /** `--rates 2000,3000`: the end-to-end part's offered rates (messages/s), instead of the default ladder. */
 const e2eRates = args.rates?.split(",").map((r) => {
   const n = Number(r);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--rates takes whole numbers of messages per second, not '${r}'`);
+  if (!Number.isInteger(n) || n <= 0) usageError(`--rates takes whole numbers of messages per second, not '${r}'`);
   return n;
 });
 /** `--seconds 8`: how long the end-to-end part offers each rate (longer windows, steadier figures). */
 const e2eSeconds = args.seconds === undefined ? undefined : Number(args.seconds);
 if (e2eSeconds !== undefined && !(e2eSeconds > 0 && e2eSeconds <= 600)) {
-  throw new Error(`--seconds takes a number of seconds (0 < s <= 600), not '${args.seconds}'`);
+  usageError(`--seconds takes a number of seconds (0 < s <= 600), not '${args.seconds}'`);
 }
-const only = new Set((args.only ?? "strategies,ceiling,big-user,cluster,e2e,fanout,sync-abuse").split(","));
+/** `--sockets 10000`: the connections part's sockets. */
+const wanted = Number(args.sockets);
+if (!Number.isInteger(wanted) || wanted < 2) usageError(`--sockets takes a whole number ≥ 2, not '${args.sockets}'`);
+const only = new Set(args.only?.split(",") ?? PARTS.filter((part) => part !== "connections"));
+const unknownParts = [...only].filter((part) => !PARTS.includes(part));
+if (unknownParts.length > 0) usageError(`--only: no part named ${unknownParts.map((p) => `'${p}'`).join(", ")}`);
 
 interface Scenario {
   name: string;
@@ -379,8 +406,6 @@ async function main(): Promise<void> {
         );
       }
       if (only.has("connections")) {
-        const wanted = Number(args.sockets);
-        if (!Number.isInteger(wanted) || wanted < 2) throw new Error(`--sockets must be a whole number ≥ 2`);
         const pair: [Instance, Instance] = [
           await startInstance(services, "C1", { MAX_SOCKETS_PER_USER: "20" }),
           await startInstance(services, "C2", { MAX_SOCKETS_PER_USER: "20" }),
