@@ -23,7 +23,9 @@ export function createMetrics(sources: {
   sendsWaiting: () => number;
 }) {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  // The event loop's delay sampled every 100 ms, not prom-client's 10: its timer woke an idle instance 97 times a
+  // second (13 with 100), and on this kind of machine each wake-up costs 20-50 µs of CPU (docs/benchmarks.md).
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 100 });
   const commands = new Counter({
     name: "tally_commands_total",
     help: "Socket commands answered, by command and outcome (ok or the error code)",
