@@ -15,6 +15,12 @@ export const REDIS_CLI_MISSING =
 
 const SETTLE_TIMEOUT_MS = 30_000;
 
+/**
+ * How long one redis-cli call (creating the cluster, a resharding) may take before it is killed and fails: it
+ * had no bound, and a soak round once hung for over five minutes without saying where (docs/consistency.md).
+ */
+const CLI_TIMEOUT_MS = 120_000;
+
 export interface RedisClusterOptions {
   /** Each node gets `<dir>/<port>` for its nodes.conf (nothing else is persisted). */
   dir: string;
@@ -201,12 +207,17 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
 
 async function cli(args: string[]): Promise<string> {
   try {
-    const { stdout } = await run("redis-cli", args, { maxBuffer: 16 * 1024 * 1024 });
+    const { stdout } = await run("redis-cli", args, {
+      maxBuffer: 16 * 1024 * 1024,
+      timeout: CLI_TIMEOUT_MS,
+      killSignal: "SIGKILL",
+    });
     return stdout;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") throw new Error(REDIS_CLI_MISSING, { cause: err });
-    const { stdout, stderr } = err as { stdout?: string; stderr?: string };
-    throw new Error(`redis-cli ${args.slice(0, 2).join(" ")} failed:\n${stdout ?? ""}${stderr ?? ""}`, { cause: err });
+    const { stdout, stderr, killed } = err as { stdout?: string; stderr?: string; killed?: boolean };
+    const what = killed ? `did not finish within ${CLI_TIMEOUT_MS / 1000} s` : "failed";
+    throw new Error(`redis-cli ${args.slice(0, 2).join(" ")} ${what}:\n${stdout ?? ""}${stderr ?? ""}`, { cause: err });
   }
 }
 
