@@ -110,8 +110,8 @@ export function plainIssueMessage(issue: z.core.$ZodRawIssue): string {
  * read: the rule's own sentence when it has one (inputs.ts), else one built by `plainIssueMessage`.
  */
 export function parse<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
-  // Without an error map first: zod parses several times faster without one (measured: 1.0-1.7 µs against 3.2-5.9
-  // for a send), and every command of the send path comes here. Only input that fails pays for the second pass.
+  // Without an error map first: zod parsed a send's payload several times faster without one (0.8-2 µs against
+  // 3-6, docs/benchmarks.md, "A fifth look"), and every command comes here. Only input that fails parses twice.
   const fast = schema.safeParse(input);
   if (fast.success) return fast.data;
   const result = schema.safeParse(input, { error: plainIssueMessage });
