@@ -118,15 +118,28 @@ describe("on a Redis Cluster behind HAProxy", () => {
     expect(snapshotOf(await sync(annSocket)).totalUnread).toBe(0);
 
     const killed = await cluster.killShard(masterPortOf(ann.user.id));
-    // Answers come (the sockets' timeout would reject a hang). The send is acknowledged once committed although its
-    // counters could not be applied (its outbox entry stays for the relay); what needs Redis answers unavailable,
-    // and a new socket's handshake is refused the same way.
-    expect(await send(bobSocket, conversation, "outage-1")).toMatchObject({ ok: true });
-    expect(await env.db.message.count({ where: { conversationId: conversation.id } })).toBe(1);
-    expect(await sync(annSocket)).toMatchObject({ ok: false, error: { code: "unavailable" } });
-    await expect(open(ann)).rejects.toThrow("unavailable");
-
-    for (const port of killed) await cluster.restartNode(port);
+    try {
+      // Answers come (the sockets' timeout would reject a hang). The send is acknowledged once committed although
+      // its counters could not be applied (its outbox entry stays for the relay); what needs Redis answers
+      // unavailable.
+      expect(await send(bobSocket, conversation, "outage-1")).toMatchObject({ ok: true });
+      expect(await env.db.message.count({ where: { conversationId: conversation.id } })).toBe(1);
+      expect(await sync(annSocket)).toMatchObject({ ok: false, error: { code: "unavailable" } });
+      // A new socket's handshake answers too, one of two ways. Counting the user's sockets first asks every node
+      // the cluster client holds how many instances listen (the adapter's PUBSUB SHARDNUMSUB): refused as
+      // unavailable while the client still holds a dead node, accepted once it has dropped them (the dead shard's
+      // listeners then count as none), and then the new socket's sync answers unavailable. Which comes first is
+      // timing: .ci/run on a busy machine saw the second where runs before had seen the first.
+      const late = await open(ann).then(
+        (socket) => socket,
+        (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
+      );
+      if (late instanceof Error) expect(late.message).toContain("unavailable");
+      else expect(await sync(late)).toMatchObject({ ok: false, error: { code: "unavailable" } });
+    } finally {
+      // Back even when an expectation failed, so that the next test does not start on a cluster that is down.
+      for (const port of killed) await cluster.restartNode(port);
+    }
     await expect.poll(() => env.db.outboxEvent.count(), { timeout: 30_000 }).toBe(0);
     expect(snapshotOf(await sync(annSocket)).totalUnread).toBe(1);
   }, 180_000);
