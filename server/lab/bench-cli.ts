@@ -247,7 +247,7 @@ async function main(): Promise<void> {
       }
       if (only.has("big-user")) {
         const conversations = 5000;
-        log(`big user: one user in ${conversations} conversations, apply.lua, snapshot.lua and sync timed…`);
+        log(`big user: one user in ${conversations} conversations, apply.lua, snapshots and syncs timed…`);
         const big: BigUserResult = await measureBigUser({
           redis,
           db,
@@ -282,12 +282,12 @@ async function main(): Promise<void> {
               "round trip p50 ms",
               "round trip p99 ms",
             ],
-            [times("apply.lua (one at a time)", apply), times("snapshot.lua (a sync's Redis call)", snapshot)],
+            [times("apply.lua (one at a time)", apply), times("snapshot (a sync's Redis call: one MULTI)", snapshot)],
           ),
           "",
-          `Server time is Redis' own: what each call added to INFO commandstats' evalsha usec (usec_per_call: their mean). A whole sync in process (snapshot.lua, then the list and last messages from PostgreSQL), ${sync.calls} calls: p50 ${sync.p50Ms} ms, p99 ${sync.p99Ms} ms.`,
+          `Server time is Redis' own: what each call added to INFO commandstats' usec of EVALSHA and EXEC (usec_per_call: their mean). A whole sync in process (the snapshot, then the list and last messages from PostgreSQL), ${sync.calls} calls: p50 ${sync.p50Ms} ms, p99 ${sync.p99Ms} ms.`,
           "",
-          `Targets: apply.lua p99 < 500 µs server time: ${apply.serverP99Us < 500 ? "met" : "MISSED"}; sync < 20 ms server time (snapshot.lua p99): ${snapshot.serverP99Us < 20_000 ? "met" : "MISSED"}.`,
+          `Targets: apply.lua p99 < 500 µs server time: ${apply.serverP99Us < 500 ? "met" : "MISSED"}; sync < 20 ms server time (snapshot p99): ${snapshot.serverP99Us < 20_000 ? "met" : "MISSED"}.`,
           "",
         );
       }

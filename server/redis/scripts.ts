@@ -141,6 +141,49 @@ export function formatRecord(record: ConversationRecord): string {
   return values.join(":");
 }
 
+/** The meta fields a plain snapshot reads, in this order (snapshot.lua's HMGET). */
+export const SNAPSHOT_META_FIELDS = ["epoch", "version", "total", "mentions", "term"] as const;
+
+/**
+ * snapshot.lua's answer without expiry, from a plain atomic read of the same state: the meta fields
+ * (SNAPSHOT_META_FIELDS) and every record (HGETALL), read in one MULTI, and on a cluster node its replication id
+ * (`nodeTerm`, INFO's master_replid; null on a single Redis). The same rule as the script's (lua/includes/sums.lua):
+ * the sums are checked against the values handed out, [-2] when they differ, [-1] when the state is missing. Null
+ * when only the script can tell: state stamped by another term than this node's or written before stamps
+ * (lua/includes/fence.lua), which the script treats as missing.
+ *
+ * It exists because a big user's snapshot made Redis, which every user shares, parse thousands of records
+ * (docs/benchmarks.md, "A sixth look"); the instances, of which there can be many, parse them here instead.
+ */
+export function snapshotOfRecords(
+  meta: readonly (string | null)[],
+  records: Readonly<Record<string, string>>,
+  nodeTerm: string | null,
+): SnapshotReply | null {
+  const [epoch, version, total, mentions, term] = meta;
+  if (term === undefined || term === null || (term !== "-" && term !== nodeTerm)) return epoch ? null : [-1];
+  if (!epoch) return [-1];
+  const num = (s: string | undefined) => (s === undefined ? 0 : Number(s) || 0);
+  const listed: (string | number)[] = [];
+  let sum = 0;
+  let sumMentions = 0;
+  for (const [conv, raw] of Object.entries(records)) {
+    // seen:read:unread:mentions:marked:aged:muteVersion:muted:markVersion (RECORD_FIELDS; zeros at the end left out)
+    const f = raw.split(":");
+    const unread = num(f[2]);
+    const mentionCount = num(f[3]);
+    const marked = num(f[4]);
+    const muted = num(f[7]);
+    sumMentions += mentionCount;
+    sum += muted === 1 ? mentionCount : unread;
+    if (unread > 0 || mentionCount > 0 || muted === 1 || marked === 1) {
+      listed.push(conv, unread, mentionCount, muted, marked === 1 ? num(f[8]) : 0);
+    }
+  }
+  if (sum !== num(total ?? undefined) || sumMentions !== num(mentions ?? undefined)) return [-2];
+  return [epoch, num(version ?? undefined), sum, sumMentions, 0, ...listed];
+}
+
 /** apply.lua's optional named parts after its positional arguments. */
 export type ApplyPart = "mention" | "mute" | "mark" | "clear" | number;
 

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createRedis } from "../redis/client.ts";
 import { userKeys } from "../redis/keys.ts";
 import { patchRecord, recordOf } from "../testing/redis.ts";
 import { nextEvent, startHarness, type Harness } from "../testing/harness.ts";
@@ -170,6 +171,49 @@ describe("a stored sum that drifted", () => {
     expect(await next).toMatchObject({ totalUnread: 3, version: 2, epoch: synced.snapshot.epoch });
     const unread = createUnreadService({ redis: h.redis, db: h.db });
     expect(await reconcile({ db: h.db, unread }, { settleMs: 20 })).toMatchObject({ drifted: 0 });
+  });
+});
+
+describe("a snapshot without expiry", () => {
+  it("reads the records in the instance, not through snapshot.lua, and repairs drift and lost state as the script would; with expiry on the script answers", async () => {
+    const [ann, ben] = [await user("ann"), await user("ben")];
+    const direct = await create(ann.token, [ben.user.name]);
+    const annSocket = await h.connect(ann.token, 0);
+    await send(annSocket, direct.id, `@${ben.user.name} hi`);
+    await send(annSocket, direct.id);
+    // A client of its own, whose snapshot.lua calls are counted (the scripts are ioredis commands on the client).
+    const redis = createRedis(inject("redisTarget"));
+    let scriptCalls = 0;
+    const script = redis.tallySnapshotExpiring.bind(redis);
+    redis.tallySnapshotExpiring = (...args: Parameters<typeof script>) => {
+      scriptCalls++;
+      return script(...args);
+    };
+    try {
+      const resynced: number[] = [];
+      const unread = createUnreadService({ redis, db: h.db, onResync: (id) => resynced.push(id) });
+      const expected = { unreadCount: 2, mentionCount: 1, muted: false, markedUnread: false, markVersion: 0 };
+      const first = await unread.snapshot(ben.user.id);
+      expect(first).toMatchObject({ totalUnread: 2, totalMentions: 1 });
+      expect(first.counts.get(direct.id)).toEqual(expected);
+
+      await patchRecord(h.redis, ben.user.id, direct.id, { unread: 7 }); // a record that drifted from its sum
+      const repaired = await unread.snapshot(ben.user.id);
+      expect(repaired).toMatchObject({ totalUnread: 2, totalMentions: 1, version: 1 });
+      expect(repaired.epoch).not.toBe(first.epoch);
+      expect(resynced).toEqual([ben.user.id]);
+      expect(await h.redis.hget(userKeys(ben.user.id).meta, "repairs")).toBe("1");
+
+      await h.redis.del(...Object.values(userKeys(ben.user.id))); // Redis lost the user's state
+      expect((await unread.snapshot(ben.user.id)).counts.get(direct.id)).toEqual(expected);
+      expect(scriptCalls).toBe(0);
+
+      const expiring = createUnreadService({ redis, db: h.db, ttlMs: 86_400_000 });
+      expect((await expiring.snapshot(ben.user.id)).counts.get(direct.id)).toEqual(expected);
+      expect(scriptCalls).toBe(1);
+    } finally {
+      await redis.quit();
+    }
   });
 });
 

@@ -10,11 +10,14 @@ import { rng } from "../rng.ts";
 /** Latencies of one kind of call: Redis' own execution time and the caller's round trip. */
 export interface CallTimes {
   calls: number;
-  /** The script's execution inside Redis, µs: how much each call added to INFO commandstats' evalsha usec. */
+  /**
+   * The call's execution inside Redis, µs: how much each call added to INFO commandstats' usec of EVALSHA and EXEC
+   * (a script's or a transaction's whole time; the commands inside are counted again on their own lines).
+   */
   serverP50Us: number;
   serverP99Us: number;
   serverMaxUs: number;
-  /** INFO commandstats' usec_per_call for evalsha over the same calls. */
+  /** The mean of the same (EVALSHA and EXEC usec over their calls). */
   usecPerCall: number;
   /** The caller's await, one call at a time on an otherwise idle connection, ms. */
   roundTripP50Ms: number;
@@ -28,9 +31,9 @@ export interface BigUserResult {
   /** rebuild.lua creating the user's state from the database (the service's rebuild), ms. */
   rebuildMs: number;
   apply: CallTimes;
-  /** snapshot.lua through the unread service: what a sync asks Redis. */
+  /** The unread service's snapshot: what a sync asks Redis (a MULTI read; snapshot.lua with expiry on). */
   snapshot: CallTimes;
-  /** A whole `sync` in process (snapshot.lua, then the conversation list and last messages from PostgreSQL), ms. */
+  /** A whole `sync` in process (the snapshot, then the conversation list and last messages from PostgreSQL), ms. */
   sync: { calls: number; p50Ms: number; p99Ms: number };
 }
 
@@ -38,9 +41,9 @@ export interface BigUserResult {
  * A user in `conversations` groups, set up directly in the database (every group has a few messages, most unread
  * for the user; some muted, some mentioning them, some marked unread) and rebuilt into Redis by the unread service,
  * then: `applies` apply.lua calls one at a time (new messages, some mentioning the user, reads, mutes and unmutes, on
- * conversations drawn at random), `snapshots` snapshot.lua calls, and `syncs` whole syncs. Each script call's
+ * conversations drawn at random), `snapshots` snapshots as a sync takes them, and `syncs` whole syncs. Each call's
  * execution time is read from Redis itself (INFO commandstats after each call; SLOWLOG would not do: it also logs
- * every command a script calls, and a snapshot of this user calls thousands).
+ * every command a script or transaction runs).
  */
 export async function measureBigUser(opts: {
   redis: RedisClient;
@@ -148,27 +151,32 @@ export async function measureBigUser(opts: {
   };
 }
 
-/** The total µs Redis has spent in EVALSHA since the last CONFIG RESETSTAT, and the calls. */
-async function evalshaStats(redis: RedisClient): Promise<{ usec: number; calls: number }> {
+/** The total µs Redis has spent in EVALSHA and EXEC since the last CONFIG RESETSTAT, and their calls. */
+async function callStats(redis: RedisClient): Promise<{ usec: number; calls: number }> {
   const info = (await redis.info("commandstats")) as string;
-  const m = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(info);
-  return { calls: Number(m?.[1] ?? 0), usec: Number(m?.[2] ?? 0) };
+  let usec = 0;
+  let calls = 0;
+  for (const [, c, u] of info.matchAll(/cmdstat_(?:evalsha|exec):calls=(\d+),usec=(\d+)/g)) {
+    calls += Number(c);
+    usec += Number(u);
+  }
+  return { calls, usec };
 }
 
 /**
- * Runs `call` `n` times one after another (each one EVALSHA on an otherwise idle connection), timing each in the
- * caller and in Redis: the EVALSHA time INFO commandstats gained across it.
+ * Runs `call` `n` times one after another (each one EVALSHA or MULTI on an otherwise idle connection), timing each in
+ * the caller and in Redis: the EVALSHA and EXEC time INFO commandstats gained across it.
  */
 async function timed(redis: RedisClient, n: number, call: () => Promise<void>): Promise<CallTimes> {
   await redis.config("RESETSTAT");
   const roundTrips: number[] = [];
   const server: number[] = [];
-  let before = await evalshaStats(redis);
+  let before = await callStats(redis);
   for (let i = 0; i < n; i++) {
     const t = performance.now();
     await call();
     roundTrips.push(performance.now() - t);
-    const after = await evalshaStats(redis);
+    const after = await callStats(redis);
     server.push(after.usec - before.usec);
     before = after;
   }
