@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { inject } from "vitest";
 import { rng, testSeed } from "../testing/random.ts";
 import { replicationTerm } from "../testing/redis.ts";
+import { readPlainSnapshot } from "./snapshot.ts";
 import { createRedis, isClusterTarget, type RedisClient } from "./client.ts";
 import { rebuildScriptKeys, unreadScriptKeys, userKeys } from "./keys.ts";
 import {
@@ -469,7 +470,7 @@ function normalised(reply: SnapshotReply | null): unknown {
   return [...reply.slice(0, 5).map(String), rows];
 }
 
-describe("a plain snapshot (snapshotOfRecords)", () => {
+describe("a plain snapshot (readPlainSnapshot)", () => {
   it("answers as snapshot.lua does for the same state, drift included, and defers to it for fenced state", async () => {
     // Random events (mentions, mutes, marks, clears), now and then a record or a stored sum written wrong from
     // outside the scripts; after every few, both readers of the same state must agree exactly.
@@ -479,14 +480,8 @@ describe("a plain snapshot (snapshotOfRecords)", () => {
     const lastSeq = new Map<number, number>();
     const versions = new Map<number, { mute: number; mark: number }>();
     const k = userKeys(1, prefix);
-    const plain = async () => {
-      const [meta, records, term] = await Promise.all([
-        redis.hmget(k.meta, ...SNAPSHOT_META_FIELDS),
-        redis.hgetall(k.convs),
-        isClusterTarget(inject("redisTarget")) ? replicationTerm(redis, k.meta) : Promise.resolve(null),
-      ]);
-      return snapshotOfRecords(meta, records, term);
-    };
+    // The service's own read: one MULTI (with INFO on a cluster), then snapshotOfRecords.
+    const plain = () => readPlainSnapshot(redis, keysOf(1));
     expect(await plain()).toEqual([-1]);
     await create(1, "e1");
     const seen = { drift: 0, listed: 0 };

@@ -205,8 +205,20 @@ describe("a snapshot without expiry", () => {
       expect(await h.redis.hget(userKeys(ben.user.id).meta, "repairs")).toBe("1");
 
       await h.redis.del(...Object.values(userKeys(ben.user.id))); // Redis lost the user's state
-      expect((await unread.snapshot(ben.user.id)).counts.get(direct.id)).toEqual(expected);
+      const rebuilt = await unread.snapshot(ben.user.id);
+      expect(rebuilt.counts.get(direct.id)).toEqual(expected);
       expect(scriptCalls).toBe(0);
+
+      // State stamped by another term (a promoted replica's copy): only the script may judge it, and it is rebuilt.
+      const meta = userKeys(ben.user.id).meta;
+      const stamp = await h.redis.hget(meta, "term");
+      await h.redis.hset(meta, "term", "another-term");
+      const fenced = await unread.snapshot(ben.user.id);
+      expect(fenced.counts.get(direct.id)).toEqual(expected);
+      expect(fenced.epoch).not.toBe(rebuilt.epoch);
+      expect(await h.redis.hget(meta, "term")).toBe(stamp);
+      expect(scriptCalls).toBe(1);
+      scriptCalls = 0;
 
       const expiring = createUnreadService({ redis, db: h.db, ttlMs: 86_400_000 });
       expect((await expiring.snapshot(ben.user.id)).counts.get(direct.id)).toEqual(expected);

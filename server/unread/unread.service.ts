@@ -2,18 +2,10 @@ import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { UnreadState, UnreadUpdate } from "../contracts/index.ts";
 import type { Db } from "../db/prisma.ts";
-import { groupByNode, isCluster, type RedisClient } from "../redis/client.ts";
-import { rebuildScriptKeys, unreadScriptKeys, type UnreadScriptKeys } from "../redis/keys.ts";
-import {
-  SNAPSHOT_META_FIELDS,
-  snapshotOfRecords,
-  updateOf,
-  type ApplyPart,
-  type ApplyReply,
-  type InspectReply,
-  type RebuildReply,
-  type SnapshotReply,
-} from "../redis/scripts.ts";
+import { groupByNode, type RedisClient } from "../redis/client.ts";
+import { rebuildScriptKeys, unreadScriptKeys } from "../redis/keys.ts";
+import { updateOf, type ApplyPart, type ApplyReply, type InspectReply, type RebuildReply } from "../redis/scripts.ts";
+import { readPlainSnapshot } from "../redis/snapshot.ts";
 
 /** A membership's mute and mark registers, as the database holds them (docs/consistency.md). */
 export interface MembershipRegisters {
@@ -371,37 +363,11 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
       : { applied, published };
   }
 
-  /**
-   * Without expiry a snapshot only reads, and it reads here: the meta and every record in one MULTI (one instant's
-   * state, as the script's), checked and listed by snapshotOfRecords. A big user's records would otherwise be
-   * parsed inside Redis, which every user waits on (docs/benchmarks.md, "A sixth look"). Null: only snapshot.lua
-   * can answer (fenced state, expiry on).
-   */
-  async function plainSnapshot([meta, convs]: UnreadScriptKeys): Promise<SnapshotReply | null> {
-    if (ttlMs > 0) return null;
-    const cluster = isCluster(redis);
-    const tx = redis
-      .multi()
-      .hmget(meta, ...SNAPSHOT_META_FIELDS)
-      .hgetall(convs);
-    // The node's replication id, which a cluster node's state is stamped with (lua/includes/fence.lua).
-    if (cluster) tx.info("replication");
-    const results = await tx.exec();
-    if (!results) throw new Error("snapshot: the read was aborted");
-    for (const [err] of results) if (err) throw err;
-    const [[, metaValues], [, records], info] = results as [
-      [null, (string | null)[]],
-      [null, Record<string, string>],
-      [null, string]?,
-    ];
-    const nodeTerm = cluster ? (/master_replid:(\w+)/.exec(info?.[1] ?? "")?.[1] ?? null) : null;
-    return snapshotOfRecords(metaValues, records, nodeTerm);
-  }
-
   async function snapshot(userId: number): Promise<UnreadCounts> {
     const keys = unreadScriptKeys(userId, prefix);
     const read = async () =>
-      (await plainSnapshot(keys)) ??
+      // Without expiry a snapshot only reads: a plain read, unless only the script can answer (fenced state).
+      (ttlMs === 0 ? await readPlainSnapshot(redis, keys) : null) ??
       (await (clock
         ? redis.tallySnapshotExpiring(...keys, ttlMs, clock())
         : redis.tallySnapshotExpiring(...keys, ttlMs)));

@@ -99,7 +99,7 @@ export async function measureBigUser(opts: {
 
   const keys = unreadScriptKeys(big.id);
   const load = async (lua: string) => (await redis.script("LOAD", lua)) as string;
-  // Loaded first, so every timed call is one EVALSHA.
+  // Loaded first, so every timed script call is one EVALSHA (a snapshot without expiry is one MULTI).
   await load(scripts.tallyApply.lua);
   await load(scripts.tallySnapshotExpiring.lua);
 
