@@ -150,10 +150,7 @@ export const SNAPSHOT_META_FIELDS = ["epoch", "version", "total", "mentions", "t
  * (`nodeTerm`, INFO's master_replid; null on a single Redis). The same rule as the script's (lua/includes/sums.lua):
  * the sums are checked against the values handed out, [-2] when they differ, [-1] when the state is missing. Null
  * when only the script can tell: state stamped by another term than this node's or written before stamps
- * (lua/includes/fence.lua), which the script treats as missing.
- *
- * It exists because a big user's snapshot made Redis, which every user shares, parse thousands of records
- * (docs/benchmarks.md, "A sixth look"); the instances, of which there can be many, parse them here instead.
+ * (lua/includes/fence.lua), which the script treats as missing. Read by snapshot.ts (readPlainSnapshot).
  */
 export function snapshotOfRecords(
   meta: readonly (string | null)[],
