@@ -54,6 +54,8 @@ export interface EmbeddedPostgresOptions {
   durable?: boolean;
   /** As root: may add search permission on directories above dataDir (EMBEDDED_PG_GRANT_ACCESS=1). */
   grantAccess?: boolean;
+  /** More server settings, each passed as `-c name=value` (the bench's statement profile preloads pg_stat_statements). */
+  settings?: Record<string, string>;
 }
 
 export interface EmbeddedPostgres {
@@ -91,6 +93,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   await removeStalePidFile(dataDir);
 
   const flags = durable ? [] : ["-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off"];
+  for (const [name, value] of Object.entries(opts.settings ?? {})) flags.push("-c", `${name}=${value}`);
   let server: Started | undefined;
   for (let attempt = 1; server === undefined; attempt++) {
     const port = opts.port ?? (await freePort());

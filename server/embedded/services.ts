@@ -115,6 +115,8 @@ export async function startThrowawayServices(opts: {
   database?: string;
   /** Apply the migrations to `database`. */
   migrate?: boolean;
+  /** More PostgreSQL settings (`-c name=value`). */
+  settings?: Record<string, string>;
 }): Promise<ThrowawayServices> {
   const [{ mkdtemp, chown, rm }, os, { postgresOsUser, startEmbeddedPostgres }, { startRedisServer }] =
     await Promise.all([import("node:fs/promises"), import("node:os"), import("./postgres.ts"), import("./redis.ts")]);
@@ -129,6 +131,7 @@ export async function startThrowawayServices(opts: {
       dataDir: join(tmpDir, "pg"),
       durable: opts.durable ?? false,
       ...(opts.database ? { database: opts.database } : {}),
+      ...(opts.settings ? { settings: opts.settings } : {}),
     }),
     startRedisServer({ dir: join(tmpDir, "redis") }),
   ]);

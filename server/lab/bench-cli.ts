@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: the lab's strategy comparison, the Lua ceiling, a user in 5000 conversations (big-user), end-to-end
  * latency and CPU per message across two instances (Tally's, and a bare Socket.IO relay's as the floor), group
- * fan-out and sync abuse, on throw-away services of its own. Prints tables; `--json <path>` also writes the numbers.
+ * fan-out, sync abuse and where a send's PostgreSQL time goes (statements), on throw-away services of its own. Prints tables; `--json <path>` also writes the numbers.
  * `--quick` runs a smaller version (a couple of minutes) for trying things out; `--only e2e,fanout` runs some parts.
  * docs/benchmarks.md explains it all.
  */
@@ -22,6 +22,7 @@ import type { CpuTarget } from "./bench/cpu.ts";
 import { openFloorTransport } from "./bench/floor.ts";
 import { LOAD_MODES } from "./bench/load.ts";
 import { endToEndReport, table } from "./bench/report.ts";
+import { measureStatements, statementsTable } from "./bench/statements.ts";
 import { measureEndToEnd, measureFanout, openTallyTransport, type FanoutResult } from "./bench/send-to-badge.ts";
 import { readSendMetrics } from "./bench/stages.ts";
 import { startBenchServices, startFloor, startInstance, type Instance } from "./bench/services.ts";
@@ -32,7 +33,17 @@ import { resolveWorkload, STRATEGIES } from "./params.ts";
 
 loadEnv();
 /** Every part `--only` may name; without it, all but `connections` run. */
-const PARTS = ["strategies", "ceiling", "big-user", "cluster", "e2e", "fanout", "sync-abuse", "connections"];
+const PARTS = [
+  "strategies",
+  "ceiling",
+  "big-user",
+  "cluster",
+  "e2e",
+  "fanout",
+  "sync-abuse",
+  "statements",
+  "connections",
+];
 const usage =
   "usage: npm run bench -- [--quick] [--only <parts>] [--rates <n,n,…>] [--seconds <s>] [--sockets <n>] [--json <path>]\n" +
   `  parts, comma-separated: ${PARTS.join(", ")} (connections runs only when named)\n` +
@@ -197,6 +208,22 @@ async function main(): Promise<void> {
       "",
       `Lua vs lock: ${vsLock}× (target ≥ 3×) ${vsLock >= 3 ? "met" : "MISSED"}; Lua vs WATCH: ${vsWatch}× (target ≥ 2×) ${vsWatch >= 2 ? "met" : "MISSED"}; ` +
         `Lua drift 0 in every run: ${luaClean ? "yes" : "NO"}; naive drifts with each fault: ${naiveDrifts ? "yes" : "NO"}`,
+      "",
+    );
+  }
+
+  if (only.has("statements")) {
+    const sends = quick ? 1000 : 3000;
+    log("statements: where a send's PostgreSQL time goes (pg_stat_statements, a PostgreSQL of its own)…");
+    const statements = await measureStatements({ conversations: 20, sends, concurrency: 8 });
+    report.statements = statements;
+    const { headers, rows } = statementsTable(statements);
+    out.push(
+      `## PostgreSQL: where a send's time goes (tally_store_messages, ${sends} sends a column, 20 direct conversations, durable)`,
+      "",
+      table(headers, rows),
+      "",
+      "Execution time per send from pg_stat_statements (track = all), which times a statement's ExecutorRun and ExecutorFinish only: each statement's executor setup and teardown, and PL/pgSQL's own work, fall in the call's time and in no statement's. A foreign key check runs inside the insert that fires it. The CPU row is every PostgreSQL process' CPU time from /proc: the execution, and the protocol, the commit with its WAL flush and the kernel's share.",
       "",
     );
   }
