@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { groupCommit } from "./group-commit.ts";
+import { groupCommit, type Clock } from "./group-commit.ts";
 
 /** A `run` whose batches the test answers by hand, recording what each batch held. */
 function controlledRun() {
@@ -21,6 +21,30 @@ function controlledRun() {
 }
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** A clock the test moves by hand: timers fire when `advance` passes their time. */
+function manualClock(): Clock & { advance(ms: number): void; timers(): number } {
+  let now = 0;
+  const timers = new Set<{ at: number; callback: () => void }>();
+  return {
+    now: () => now,
+    setTimeout: (callback, ms) => {
+      const timer = { at: now + ms, callback };
+      timers.add(timer);
+      return timer;
+    },
+    clearTimeout: (handle) => void timers.delete(handle as { at: number; callback: () => void }),
+    advance(ms) {
+      now += ms;
+      for (const timer of [...timers].sort((a, b) => a.at - b.at)) {
+        if (timer.at > now) break;
+        timers.delete(timer);
+        timer.callback();
+      }
+    },
+    timers: () => timers.size,
+  };
+}
 
 describe("groupCommit", () => {
   it("sends the calls of one turn as one batch", async () => {
@@ -125,5 +149,76 @@ describe("groupCommit", () => {
     batches[0]!.answer([{ status: "fulfilled", value: "stored 1" }]);
     await expect(a).resolves.toBe("stored 1");
     await expect(b).rejects.toThrow("no outcome for item 1");
+  });
+
+  describe("with spillAfterMs", () => {
+    it("holds the calls behind a batch in flight and sends them together when it returns", async () => {
+      const { batches, run } = controlledRun();
+      const clock = manualClock();
+      const store = groupCommit(run, { maxInFlight: 2, maxBatch: 10, spillAfterMs: 10, clock });
+      const first = store(1);
+      await turn();
+      clock.advance(5);
+      const later = [store(2), store(3)];
+      await turn();
+      expect(batches.map((b) => b.items)).toEqual([[1]]); // a second lane was free, yet 2 and 3 wait
+      batches[0]!.answer();
+      await expect(first).resolves.toBe("stored 1");
+      await turn();
+      expect(batches.map((b) => b.items)).toEqual([[1], [2, 3]]);
+      expect(clock.timers()).toBe(0); // the wait for a slow batch was called off
+      batches[1]!.answer();
+      await expect(Promise.all(later)).resolves.toEqual(["stored 2", "stored 3"]);
+    });
+
+    it("sends them beside it once it has been out for spillAfterMs, up to maxInFlight", async () => {
+      const { batches, run } = controlledRun();
+      const clock = manualClock();
+      const store = groupCommit(run, { maxInFlight: 2, maxBatch: 10, spillAfterMs: 10, clock });
+      const answers = [store(1)];
+      await turn();
+      clock.advance(4);
+      answers.push(store(2));
+      clock.advance(5);
+      await turn();
+      expect(batches.map((b) => b.items)).toEqual([[1]]); // out for 9 ms
+      clock.advance(1);
+      await turn();
+      expect(batches.map((b) => b.items)).toEqual([[1], [2]]); // out for 10 ms: stuck, as far as we know
+      answers.push(store(3));
+      clock.advance(60);
+      await turn();
+      expect(batches.map((b) => b.items)).toEqual([[1], [2]]); // both lanes are out: 3 waits, however long
+      batches[0]!.answer();
+      await turn();
+      await turn();
+      // One lane is free, and the batch still out has been out for 60 ms: 3 goes at once.
+      expect(batches.map((b) => b.items)).toEqual([[1], [2], [3]]);
+      batches[1]!.answer();
+      batches[2]!.answer();
+      await expect(Promise.all(answers)).resolves.toEqual(["stored 1", "stored 2", "stored 3"]);
+    });
+
+    it("times the wait from the newest batch in flight", async () => {
+      const { batches, run } = controlledRun();
+      const clock = manualClock();
+      const store = groupCommit(run, { maxInFlight: 3, maxBatch: 10, spillAfterMs: 10, clock });
+      const answers = [store(1)];
+      await turn();
+      clock.advance(10);
+      answers.push(store(2));
+      await turn();
+      expect(batches.map((b) => b.items)).toEqual([[1], [2]]); // 1 had been out for 10 ms
+      clock.advance(3);
+      answers.push(store(3));
+      clock.advance(6);
+      await turn();
+      expect(batches).toHaveLength(2); // 2 has been out for 9 ms only
+      clock.advance(1);
+      await turn();
+      expect(batches.map((b) => b.items)).toEqual([[1], [2], [3]]);
+      batches.forEach((b) => b.answer());
+      await expect(Promise.all(answers)).resolves.toEqual(["stored 1", "stored 2", "stored 3"]);
+    });
   });
 });

@@ -160,6 +160,26 @@ describe("group commit of sends", () => {
     expect((await h.db.conversation.findUniqueOrThrow({ where: { id: p.conversationId } })).lastSeq).toBe(2);
   });
 
+  it("holds the sends behind a stuck group only for a while: another conversation's send is stored beside it", async () => {
+    const groups: number[] = [];
+    const messages = createMessageService({ db: h.db, onGroup: (sends) => groups.push(sends) });
+    const [stuck, free] = [await pair(), await pair()];
+    const held = await holdConversation(stuck.conversationId);
+    try {
+      const waiting = messages.send(stuck.a, input(stuck.conversationId, "held"));
+      await expect.poll(held.waiting).toBe(1);
+      // The group in flight is stuck on the row: after a while the next one goes out beside it, and is stored.
+      const sent = await messages.send(free.a, input(free.conversationId, "beside"));
+      expect(sent.message).toMatchObject({ conversationId: free.conversationId, seq: 1, content: "beside" });
+      expect(await held.waiting()).toBe(1);
+      await held.release();
+      expect((await waiting).message).toMatchObject({ seq: 1, content: "held" });
+      expect(groups).toEqual([1, 1]);
+    } finally {
+      await held.release();
+    }
+  });
+
   it("refuses a send with unavailable at once while the database holds the queue full, and stores the rest when it moves", async () => {
     const messages = createMessageService({ db: h.db, maxQueuedSends: 2 });
     const p = await pair();
