@@ -38,7 +38,7 @@ function manualClock(): Clock & { advance(ms: number): void; timers(): number } 
       now += ms;
       for (const timer of [...timers].sort((a, b) => a.at - b.at)) {
         if (timer.at > now) break;
-        timers.delete(timer);
+        if (!timers.delete(timer)) continue; // cleared by an earlier callback
         timer.callback();
       }
     },
@@ -220,5 +220,68 @@ describe("groupCommit", () => {
       batches.forEach((b) => b.answer());
       await expect(Promise.all(answers)).resolves.toEqual(["stored 1", "stored 2", "stored 3"]);
     });
+    it("sends the calls left over past maxBatch beside a batch that stays out", async () => {
+      const { batches, run } = controlledRun();
+      const clock = manualClock();
+      const store = groupCommit(run, { maxInFlight: 2, maxBatch: 2, spillAfterMs: 10, clock });
+      const answers = [1, 2, 3].map((i) => store(i));
+      await turn();
+      expect(batches.map((b) => b.items)).toEqual([[1, 2]]);
+      clock.advance(10);
+      await turn();
+      expect(batches.map((b) => b.items)).toEqual([[1, 2], [3]]);
+      batches.forEach((b) => b.answer());
+      await expect(Promise.all(answers)).resolves.toEqual(["stored 1", "stored 2", "stored 3"]);
+    });
+
+    it("times the wait from the batches still out when one returns, whichever it is", async () => {
+      for (const returns of ["older", "newer"] as const) {
+        const { batches, run } = controlledRun();
+        const clock = manualClock();
+        const store = groupCommit(run, { maxInFlight: 3, maxBatch: 10, spillAfterMs: 10, clock });
+        const answers = [store(1)];
+        await turn();
+        clock.advance(10);
+        answers.push(store(2)); // 1 has been out for 10 ms: 2 goes out beside it
+        await turn();
+        clock.advance(2);
+        answers.push(store(3)); // 2 has been out for 2 ms: 3 waits
+        await turn();
+        expect(batches).toHaveLength(2);
+        batches[returns === "older" ? 0 : 1]!.answer();
+        await turn();
+        await turn();
+        if (returns === "older") {
+          expect(batches).toHaveLength(2); // 2 is still out, for 2 ms only
+          clock.advance(8);
+          await turn();
+        }
+        // Once the newer one returned, the one still out (1) had been out for 12 ms: 3 goes at once.
+        expect(batches.map((b) => b.items)).toEqual([[1], [2], [3]]);
+        batches.forEach((b) => b.answer());
+        await expect(Promise.all(answers)).resolves.toEqual(["stored 1", "stored 2", "stored 3"]);
+      }
+    });
+
+    it("refuses a wait it could not time", () => {
+      const { run } = controlledRun();
+      for (const spillAfterMs of [Infinity, -1, Number.NaN]) {
+        expect(() => groupCommit(run, { maxInFlight: 2, maxBatch: 10, spillAfterMs })).toThrow(RangeError);
+      }
+    });
+  });
+
+  it("frees the lane of a run that throws instead of rejecting, and rejects its calls", async () => {
+    let calls = 0;
+    const store = groupCommit<number, string>(
+      (items) => {
+        calls++;
+        if (calls === 1) throw new Error("thrown");
+        return Promise.resolve(items.map((i) => ({ status: "fulfilled" as const, value: `stored ${i}` })));
+      },
+      { maxInFlight: 1, maxBatch: 10 },
+    );
+    await expect(store(1)).rejects.toThrow("thrown");
+    await expect(store(2)).resolves.toBe("stored 2");
   });
 });

@@ -1,7 +1,7 @@
 /**
  * Group commit: calls that arrive while earlier batches are still in flight wait in a queue and go to the
  * database together, as one batch, when a batch returns (or in the next turn of the event loop while fewer than
- * `maxInFlight` are out). Under light load every call goes out alone, one turn later; under heavy load batches
+ * `maxInFlight` are out, and with `spillAfterMs` only once those out have been out that long: below). Under light load every call goes out alone, one turn later; under heavy load batches
  * grow by themselves, so the fixed cost of a round trip, a transaction and a WAL flush is shared by many calls
  * exactly when it matters. The same idea as PostgreSQL's own commit_delay, moved into the client, where it also
  * saves the statements.
@@ -13,7 +13,7 @@
  * With `spillAfterMs`, a batch in flight makes the calls after it wait for it, and another batch goes out beside it
  * (up to `maxInFlight`) only once every batch in flight has been out that long: a round trip of the usual length
  * gathers the calls behind it into one batch, while one that is stuck (a statement waiting on a row lock) holds them
- * for no longer than that. Without it, batches go out side by side at once, up to `maxInFlight`.
+ * for no longer than that, unless the batch that then goes out beside it is stuck too. Without it, batches go out side by side at once, up to `maxInFlight`.
  */
 export function groupCommit<I, O>(
   run: (items: I[]) => Promise<PromiseSettledResult<O>[]>,
@@ -31,7 +31,10 @@ export function groupCommit<I, O>(
   if (!(maxInFlight >= 1 && maxBatch >= 1 && maxQueued >= 1)) {
     throw new RangeError("maxInFlight, maxBatch and maxQueued must be at least 1");
   }
-  if (spillAfterMs !== undefined && !(spillAfterMs >= 0)) throw new RangeError("spillAfterMs must be at least 0");
+  if (spillAfterMs !== undefined && !(spillAfterMs >= 0 && Number.isFinite(spillAfterMs))) {
+    // Never spilling is maxInFlight: 1; an endless wait would overflow setTimeout.
+    throw new RangeError("spillAfterMs must be a finite number of at least 0");
+  }
   const full = options.full ?? (() => new Error(`group commit: ${maxQueued} calls are waiting already`));
   interface Waiting {
     item: I;
@@ -44,7 +47,7 @@ export function groupCommit<I, O>(
   let scheduled = false;
   let spill: ReturnType<Clock["setTimeout"]> | undefined;
 
-  /** The newest batch in flight has been out for `spillAfterMs` (or there is no rule): another may go out. */
+  /** Fewer than `maxInFlight` are out, and the newest has been out for `spillAfterMs` (or there is no rule). */
   function mayGoOut(): boolean {
     if (started.length >= maxInFlight) return false;
     if (started.length === 0 || spillAfterMs === undefined) return true;
@@ -79,7 +82,9 @@ export function groupCommit<I, O>(
       const batch = queue.splice(0, maxBatch);
       const at = clock.now();
       started.push(at);
-      run(batch.map((w) => w.item))
+      // Through a promise, so a run that throws instead of rejecting still frees its lane and answers its calls.
+      Promise.resolve(batch.map((w) => w.item))
+        .then(run)
         .then(
           (outcomes) =>
             batch.forEach((w, i) => {

@@ -162,7 +162,7 @@ export function createMessageService({
    * One group in flight while it is quick: the sends that arrive meanwhile wait for it and go out together (larger
    * groups: fewer statements, round trips and flushes per send). A second goes out beside it only once it has been
    * out for SPILL_AFTER_MS, so a statement stuck on a conversation's row lock holds the instance's sends no longer
-   * than that (docs/benchmarks.md, "A seventh look").
+   * than that, unless the second group is stuck too (docs/benchmarks.md, "A seventh look").
    */
   const storeGrouped = groupCommit<{ sender: UserDTO; input: SendInput }, StoredRow>(
     async (items) => {
