@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { poolOf } from "../db/prisma.ts";
 import { createRedis } from "../redis/client.ts";
 import { userKeys } from "../redis/keys.ts";
 import { patchRecord, recordOf } from "../testing/redis.ts";
@@ -305,5 +306,53 @@ describe("reconciliation", () => {
     expect(await state(dan.token)).toEqual([0, 0, 2, 0, true]);
     expect(await state(eve.token)).toEqual([0, 0, 2, 0, true]);
     expect(await reconcile({ db: h.db, unread }, { settleMs: 20 })).toMatchObject({ drifted: 0, repaired: 0 });
+  });
+});
+
+describe("a rebuild's read of the database", () => {
+  it("sees a message and its mention together, also when they commit between its reads", async () => {
+    const [ann, ben] = [await user("ann"), await user("ben")];
+    const direct = await create(ann.token, [ben.user.name]);
+    await send(await h.connect(ann.token, 0), direct.id);
+    const unread = createUnreadService({ redis: h.redis, db: h.db });
+    const pool = poolOf(h.db);
+    const locker = await pool.connect();
+    try {
+      // Whatever reads the conversations' lastSeq waits for this transaction; what reads only the mentions does not.
+      await locker.query(`BEGIN`);
+      await locker.query(`LOCK TABLE "Conversation" IN ACCESS EXCLUSIVE MODE`);
+      const reading = unread.truth(ben.user.id);
+      const waiting = async () =>
+        Number(
+          (
+            await pool.query(
+              `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+            )
+          ).rows[0].n,
+        );
+      await expect.poll(waiting).toBe(1);
+      // A message that mentions ben commits while the read waits (the send path writes these in one transaction).
+      const { rows } = await locker.query<{ seq: number }>(
+        `UPDATE "Conversation" SET "lastSeq" = "lastSeq" + 1 WHERE "id" = $1 RETURNING "lastSeq" AS "seq"`,
+        [direct.id],
+      );
+      const seq = rows[0]!.seq;
+      await locker.query(
+        `INSERT INTO "Message" ("conversationId", "seq", "senderId", "clientMsgId", "content") VALUES ($1, $2, $3, $4, $5)`,
+        [direct.id, seq, ann.user.id, `between-${seq}`, `@${ben.user.name}`],
+      );
+      await locker.query(`INSERT INTO "Mention" ("userId", "conversationId", "seq") VALUES ($1, $2, $3)`, [
+        ben.user.id,
+        direct.id,
+        seq,
+      ]);
+      await locker.query(`COMMIT`);
+      const truth = (await reading).find((t) => t.conversationId === direct.id)!;
+      // Before the message (lastSeq below it, no mention) or after it (both): never the message without its mention.
+      expect(truth.mentionSeqs.includes(seq)).toBe(truth.lastSeq >= seq);
+    } finally {
+      await locker.query(`ROLLBACK`).catch(() => {});
+      locker.release();
+    }
   });
 });

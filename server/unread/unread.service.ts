@@ -136,28 +136,37 @@ export type UnreadService = ReturnType<typeof createUnreadService>;
  * database, which is always written before Redis.
  */
 export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, onResync }: UnreadServiceDeps) {
-  async function memberships(userId: number): Promise<Omit<MembershipTruth, "agedSeq" | "mentionSeqs">[]> {
-    const rows = await db.membership.findMany({
-      where: { userId },
-      select: {
-        conversationId: true,
-        lastReadSeq: true,
-        ...registersSelect,
-        conversation: { select: { lastSeq: true } },
-      },
-    });
-    return rows.map(({ conversation, ...r }) => ({ ...r, lastSeq: conversation.lastSeq }));
-  }
-
-  /** The seqs above the cursor of the messages that mention the user, per conversation. */
-  async function mentionsAbove(userId: number): Promise<Map<number, number[]>> {
-    const rows = await db.$queryRaw<{ conversationId: number; seq: number }[]>`
-      SELECT mn."conversationId", mn."seq" FROM "Mention" mn
-      JOIN "Membership" mb ON mb."conversationId" = mn."conversationId" AND mb."userId" = mn."userId"
-      WHERE mn."userId" = ${userId} AND mn."seq" > mb."lastReadSeq" ORDER BY mn."conversationId", mn."seq"`;
-    const out = new Map<number, number[]>();
-    for (const r of rows) out.set(r.conversationId, [...(out.get(r.conversationId) ?? []), r.seq]);
-    return out;
+  /**
+   * The user's memberships (each with its conversation's lastSeq) and the seqs above each cursor of the messages
+   * that mention them, in one snapshot: one REPEATABLE READ transaction. Two reads at two instants (they were run
+   * side by side) could see a message in lastSeq but not its mention, had it committed between them, and a
+   * rebuild would then count the message and never the mention.
+   */
+  async function membershipsAndMentions(userId: number): Promise<{
+    rows: Omit<MembershipTruth, "agedSeq" | "mentionSeqs">[];
+    mentions: Map<number, number[]>;
+  }> {
+    const [memberships, mentionRows] = await db.$transaction(
+      [
+        db.membership.findMany({
+          where: { userId },
+          select: {
+            conversationId: true,
+            lastReadSeq: true,
+            ...registersSelect,
+            conversation: { select: { lastSeq: true } },
+          },
+        }),
+        db.$queryRaw<{ conversationId: number; seq: number }[]>`
+          SELECT mn."conversationId", mn."seq" FROM "Mention" mn
+          JOIN "Membership" mb ON mb."conversationId" = mn."conversationId" AND mb."userId" = mn."userId"
+          WHERE mn."userId" = ${userId} AND mn."seq" > mb."lastReadSeq" ORDER BY mn."conversationId", mn."seq"`,
+      ],
+      { isolationLevel: "RepeatableRead" },
+    );
+    const mentions = new Map<number, number[]>();
+    for (const r of mentionRows) mentions.set(r.conversationId, [...(mentions.get(r.conversationId) ?? []), r.seq]);
+    return { rows: memberships.map(({ conversation, ...r }) => ({ ...r, lastSeq: conversation.lastSeq })), mentions };
   }
 
   /** The user's unread messages (above their cursor, within the memberships read before), oldest seq first. */
@@ -187,7 +196,7 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
    * expiry, the highest unread seq that expired by `nowMs` (the scripts' clock, read when omitted).
    */
   async function truth(userId: number, nowMs?: number): Promise<MembershipTruth[]> {
-    const [rows, mentions] = await Promise.all([memberships(userId), mentionsAbove(userId)]);
+    const { rows, mentions } = await membershipsAndMentions(userId);
     const withMentions = rows.map((r) => ({
       ...r,
       mentionSeqs: (mentions.get(r.conversationId) ?? []).filter((seq) => seq <= r.lastSeq),
@@ -223,7 +232,7 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
   }
 
   async function rebuildOnce(userId: number, mode: "merge" | "replace", term?: string): Promise<RebuildReply> {
-    const [rows, mentions] = await Promise.all([memberships(userId), mentionsAbove(userId)]);
+    const { rows, mentions } = await membershipsAndMentions(userId);
     // After the memberships: a departure that committed in between is then in this list, and wins.
     const left = await departures(userId);
     const args: (number | string)[] = rows.flatMap((t) => [
