@@ -152,93 +152,72 @@ describe("groupCommit", () => {
   });
 
   describe("with spillAfterMs", () => {
-    it("holds the calls behind a batch in flight and sends them together when it returns", async () => {
+    /** A group commit that spills after 10 ms on a hand-driven clock, and the items of each batch it sent. */
+    function spilling(maxInFlight: number, maxBatch = 10) {
       const { batches, run } = controlledRun();
       const clock = manualClock();
-      const store = groupCommit(run, { maxInFlight: 2, maxBatch: 10, spillAfterMs: 10, clock });
+      const store = groupCommit(run, { maxInFlight, maxBatch, spillAfterMs: 10, clock });
+      return { batches, clock, store, sent: () => batches.map((b) => b.items) };
+    }
+
+    it("holds the calls behind a batch in flight and sends them together when it returns", async () => {
+      const { batches, clock, store, sent } = spilling(2);
       const first = store(1);
       await turn();
       clock.advance(5);
       const later = [store(2), store(3)];
       await turn();
-      expect(batches.map((b) => b.items)).toEqual([[1]]); // a second lane was free, yet 2 and 3 wait
+      expect(sent()).toEqual([[1]]); // a second lane was free, yet 2 and 3 wait
       batches[0]!.answer();
       await expect(first).resolves.toBe("stored 1");
       await turn();
-      expect(batches.map((b) => b.items)).toEqual([[1], [2, 3]]);
+      expect(sent()).toEqual([[1], [2, 3]]);
       expect(clock.timers()).toBe(0); // the wait for a slow batch was called off
       batches[1]!.answer();
       await expect(Promise.all(later)).resolves.toEqual(["stored 2", "stored 3"]);
     });
 
     it("sends them beside it once it has been out for spillAfterMs, up to maxInFlight", async () => {
-      const { batches, run } = controlledRun();
-      const clock = manualClock();
-      const store = groupCommit(run, { maxInFlight: 2, maxBatch: 10, spillAfterMs: 10, clock });
+      const { batches, clock, store, sent } = spilling(2);
       const answers = [store(1)];
       await turn();
       clock.advance(4);
       answers.push(store(2));
       clock.advance(5);
       await turn();
-      expect(batches.map((b) => b.items)).toEqual([[1]]); // out for 9 ms
+      expect(sent()).toEqual([[1]]); // out for 9 ms
       clock.advance(1);
       await turn();
-      expect(batches.map((b) => b.items)).toEqual([[1], [2]]); // out for 10 ms: stuck, as far as we know
+      expect(sent()).toEqual([[1], [2]]); // out for 10 ms: stuck, as far as we know
       answers.push(store(3));
       clock.advance(60);
       await turn();
-      expect(batches.map((b) => b.items)).toEqual([[1], [2]]); // both lanes are out: 3 waits, however long
+      expect(sent()).toEqual([[1], [2]]); // both lanes are out: 3 waits, however long
       batches[0]!.answer();
       await turn();
       await turn();
       // One lane is free, and the batch still out has been out for 60 ms: 3 goes at once.
-      expect(batches.map((b) => b.items)).toEqual([[1], [2], [3]]);
+      expect(sent()).toEqual([[1], [2], [3]]);
       batches[1]!.answer();
       batches[2]!.answer();
       await expect(Promise.all(answers)).resolves.toEqual(["stored 1", "stored 2", "stored 3"]);
     });
 
-    it("times the wait from the newest batch in flight", async () => {
-      const { batches, run } = controlledRun();
-      const clock = manualClock();
-      const store = groupCommit(run, { maxInFlight: 3, maxBatch: 10, spillAfterMs: 10, clock });
-      const answers = [store(1)];
-      await turn();
-      clock.advance(10);
-      answers.push(store(2));
-      await turn();
-      expect(batches.map((b) => b.items)).toEqual([[1], [2]]); // 1 had been out for 10 ms
-      clock.advance(3);
-      answers.push(store(3));
-      clock.advance(6);
-      await turn();
-      expect(batches).toHaveLength(2); // 2 has been out for 9 ms only
-      clock.advance(1);
-      await turn();
-      expect(batches.map((b) => b.items)).toEqual([[1], [2], [3]]);
-      batches.forEach((b) => b.answer());
-      await expect(Promise.all(answers)).resolves.toEqual(["stored 1", "stored 2", "stored 3"]);
-    });
     it("sends the calls left over past maxBatch beside a batch that stays out", async () => {
-      const { batches, run } = controlledRun();
-      const clock = manualClock();
-      const store = groupCommit(run, { maxInFlight: 2, maxBatch: 2, spillAfterMs: 10, clock });
+      const { batches, clock, store, sent } = spilling(2, 2);
       const answers = [1, 2, 3].map((i) => store(i));
       await turn();
-      expect(batches.map((b) => b.items)).toEqual([[1, 2]]);
+      expect(sent()).toEqual([[1, 2]]);
       clock.advance(10);
       await turn();
-      expect(batches.map((b) => b.items)).toEqual([[1, 2], [3]]);
+      expect(sent()).toEqual([[1, 2], [3]]);
       batches.forEach((b) => b.answer());
       await expect(Promise.all(answers)).resolves.toEqual(["stored 1", "stored 2", "stored 3"]);
     });
 
     it("times the wait from the batches still out when one returns, whichever it is", async () => {
       for (const returns of ["older", "newer"] as const) {
-        const { batches, run } = controlledRun();
-        const clock = manualClock();
-        const store = groupCommit(run, { maxInFlight: 3, maxBatch: 10, spillAfterMs: 10, clock });
+        const { batches, clock, store, sent } = spilling(3);
         const answers = [store(1)];
         await turn();
         clock.advance(10);
@@ -257,7 +236,7 @@ describe("groupCommit", () => {
           await turn();
         }
         // Once the newer one returned, the one still out (1) had been out for 12 ms: 3 goes at once.
-        expect(batches.map((b) => b.items)).toEqual([[1], [2], [3]]);
+        expect(sent()).toEqual([[1], [2], [3]]);
         batches.forEach((b) => b.answer());
         await expect(Promise.all(answers)).resolves.toEqual(["stored 1", "stored 2", "stored 3"]);
       }
