@@ -17,6 +17,7 @@ import {
   roundSummary as summary,
   runRound,
   type FaultKind,
+  type RoundReport,
 } from "../server/testing/sim/simulation.ts";
 
 const usage =
@@ -86,6 +87,12 @@ const totals = {
 };
 const faults = noFaults();
 const failures: string[] = [];
+const replay = (seed: number) =>
+  `npm run soak -- --seed ${seed} --rounds 1 --ops-per-round ${opsPerRound} --fault-rate ${faultRate}` +
+  ` --concurrency ${concurrency}${cluster ? " --cluster" : ""}`;
+// A round that throws fails like one with problems, and the soak goes on; a second in a row stops it (then it is the
+// environment that is broken, and every round would fail the same way).
+let threw = false;
 const deadline = Date.now() + minutes * 60_000;
 console.log(
   `soak${cluster ? " (Redis Cluster, HAProxy)" : ""}: ${minutes} min, first seed ${firstSeed}, fault rate ${faultRate}, ${opsPerRound} operations a round, ` +
@@ -93,15 +100,28 @@ console.log(
 );
 try {
   for (let seed = firstSeed; Date.now() < deadline && totals.rounds < rounds; seed++) {
-    const r = await runRound(env, {
-      seed,
-      ops: opsPerRound,
-      faultRate,
-      concurrency,
-      // A round takes well under a minute; one still running after two says where it is, every two minutes.
-      stallMs: 120_000,
-      onStall: (report) => console.error(`  slow round: ${report}`),
-    });
+    let r: RoundReport;
+    try {
+      r = await runRound(env, {
+        seed,
+        ops: opsPerRound,
+        faultRate,
+        concurrency,
+        // A round takes well under a minute; one still running after two says where it is, every two minutes.
+        stallMs: 120_000,
+        onStall: (report) => console.error(`  slow round: ${report}`),
+      });
+    } catch (err) {
+      totals.rounds++;
+      const left = Math.max(0, Math.round((deadline - Date.now()) / 1000));
+      console.log(`round ${totals.rounds} seed ${seed}: FAILED, the round threw (${left}s left)`);
+      console.log(`  error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      failures.push(`seed ${seed}: the round threw: ${String(err)}\n    replay: ${replay(seed)}`);
+      if (threw) break;
+      threw = true;
+      continue;
+    }
+    threw = false;
     totals.rounds++;
     totals.ops += r.ops;
     totals.sends += r.sends;
@@ -126,10 +146,7 @@ try {
         `${ok ? "clean" : `PROBLEMS: ${r.problems.length}`} (${left}s left)`,
     );
     if (!ok) {
-      const replay =
-        `npm run soak -- --seed ${seed} --rounds 1 --ops-per-round ${opsPerRound} --fault-rate ${faultRate}` +
-        ` --concurrency ${concurrency}${cluster ? " --cluster" : ""}`;
-      failures.push(`seed ${seed}: ${r.problems.slice(0, 5).join(" | ")}\n    replay: ${replay}`);
+      failures.push(`seed ${seed}: ${r.problems.slice(0, 5).join(" | ")}\n    replay: ${replay(seed)}`);
       console.log(
         ["  plan:", ...r.plan.map((l) => `    ${l}`), "  problems:", ...r.problems.map((p) => `    ${p}`)].join("\n"),
       );

@@ -53,6 +53,7 @@ import { hash, NO_STATE, states } from "../../unread/reconcile.ts";
 import { createUnreadService, type MembershipRegisters } from "../../unread/unread.service.ts";
 import { createTestDatabase, type TestDatabase } from "../db.ts";
 import { rng } from "../random.ts";
+import { readThroughFailover } from "../redis.ts";
 import { BrowserTab, type TabUser } from "./browser-tab.ts";
 import { startInstance, type Instance } from "./instances.ts";
 import { Journal } from "./journal.ts";
@@ -493,7 +494,25 @@ function apiAt(url: string, token?: string): Api {
   });
 }
 
+/** What a round keeps running until its end: its tabs' sockets and its stall report. */
+interface Leftovers {
+  tabs: BrowserTab[];
+  stallTimer: NodeJS.Timeout | undefined;
+}
+
 export async function runRound(env: SimEnvironment, options: RoundOptions): Promise<RoundReport> {
+  // A round that throws (its caller reports it failed and may go on) must not leave tabs reconnecting to the next
+  // round's instances, nor a stall report about itself.
+  const leftovers: Leftovers = { tabs: [], stallTimer: undefined };
+  try {
+    return await playRound(env, options, leftovers);
+  } finally {
+    clearInterval(leftovers.stallTimer);
+    for (const tab of leftovers.tabs) tab.close();
+  }
+}
+
+async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: Leftovers): Promise<RoundReport> {
   const o = {
     users: 10,
     tabsPerUser: 2,
@@ -571,8 +590,9 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
     for (let t = 0; t < o.tabsPerUser; t++)
       user.tabs.push(new BrowserTab({ name: `u${u}.t${t}`, user, journal, route }));
   const tabs = users.flatMap((u) => u.tabs);
+  leftovers.tabs = tabs;
   const started = Date.now();
-  // Unref'd: a round that throws leaves it behind, and it must not keep the process alive.
+  // Unref'd: it must never keep the process alive (runRound clears it however the round ends).
   const stallTimer = options.onStall
     ? setInterval(() => {
         const running = outcomes.flatMap((outcome, i) => (outcome === RUNNING ? [`${i} ${plan.ops[i]!.kind}`] : []));
@@ -582,6 +602,7 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
         );
       }, options.stallMs ?? 60_000).unref()
     : undefined;
+  leftovers.stallTimer = stallTimer;
   await Promise.all(users.flatMap((user, u) => user.tabs.map((tab, t) => tab.load(instanceUrl(u + t)))));
   if (!(await until(() => tabs.every((t) => t.settled), 30_000))) throw new Error("tabs did not connect");
   log(`seed ${o.seed}: ${users.length} users, ${ids.length} conversations, ${plan.ops.length} operations`);
@@ -898,7 +919,9 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
     }),
   );
   const behind = async () => {
-    const metas = await Promise.all(users.map((u) => env.redis.hmget(userKeys(u.id).meta, "epoch", "version")));
+    const metas = await Promise.all(
+      users.map((u) => readThroughFailover(() => env.redis.hmget(userKeys(u.id).meta, "epoch", "version"))),
+    );
     return users.flatMap((u, i) =>
       u.tabs.flatMap((tab) => {
         const s = tab.store.getState();
@@ -914,9 +937,7 @@ export async function runRound(env: SimEnvironment, options: RoundOptions): Prom
     report.problems.push(`after the coda, tabs behind Redis for 30 s: ${(await behind()).slice(0, 6).join("; ")}`);
   compareTabs("after the coda", await truthOf(env.db, env.redis));
   log("coda checked");
-  clearInterval(stallTimer);
   report.driftedUsers = drifted.size;
-  for (const tab of tabs) tab.close();
 
   report.reads = journal.reads.length;
   report.acknowledgedMessages = journal.messages.size;
@@ -1135,7 +1156,7 @@ async function checkRedis(
   report: RoundReport,
 ): Promise<void> {
   for (const [userId, truth] of truths) {
-    const reply = await redis.tallyInspect(...unreadScriptKeys(userId));
+    const reply = await readThroughFailover(() => redis.tallyInspect(...unreadScriptKeys(userId)));
     if (reply.length === 1) {
       report.usersWithoutState++;
       if (!journal.dataLoss) {
