@@ -695,6 +695,30 @@ describe("replication fencing (includes/fence.lua)", () => {
     expect(await apply(1, 13, 2, 0)).toEqual([2, 2, 2, "e2", 1]);
   });
 
+  it("writes state from scratch only for the ticket the meta still holds, taken before the database read", async () => {
+    const meta = userKeys(1, prefix).meta;
+    const rebuild = (ticket: string, mode: "merge" | "replace", ...triples: number[]) =>
+      redis.tallyRebuild(...rebuildKeysOf(1), "e", mode, "ticket", ticket, ...tuples(triples));
+    const term = onCluster() ? await termOf(1) : "-";
+    // Concurrent rebuilds share the first ticket; it stays in the meta.
+    expect(await redis.tallyTicket(meta, "t1")).toBe("t1");
+    expect(await redis.tallyTicket(meta, "t2")).toBe("t1");
+    expect(await redis.hget(meta, "epoch")).toBeNull(); // a ticket alone is no state
+    expect(await apply(1, 10, 5, 0)).toEqual([-1]);
+    // Redis lost the keys after the read that took t1: nothing written, read again.
+    await redis.del(meta);
+    expect(await rebuild("t1", "merge", 10, 5, 2)).toEqual(["", 0, 0, "fenced", 0, term]);
+    expect(await redis.exists(...keysOf(1))).toBe(0);
+    expect(await redis.tallyTicket(meta, "t3")).toBe("t3");
+    expect((await rebuild("t3", "merge", 10, 5, 2)).slice(0, 4)).toEqual(["e", 1, 3, "created"]);
+    // Merging into state that exists needs no ticket: a stale read cannot undo what a merge keeps.
+    expect((await rebuild("t1", "merge", 10, 4, 2)).slice(0, 4)).toEqual(["e", 1, 3, "unchanged"]);
+    // A replace writes from scratch: it too needs the ticket the meta holds.
+    expect(await rebuild("t1", "replace", 10, 4, 2)).toEqual(["", 0, 0, "fenced", 0, term]);
+    expect((await rebuild("t3", "replace", 10, 4, 2)).slice(0, 4)).toEqual(["e", 1, 2, "replaced"]);
+    await expect(redis.tallyRebuild(...rebuildKeysOf(1), "e", "merge", "ticket", "")).rejects.toThrow("bad ticket");
+  });
+
   it("fences state written before stamps existed on a cluster node, and not on a single Redis", async () => {
     await create(1, "e1", 10, 3, 1);
     await redis.hdel(userKeys(1, prefix).meta, "term");

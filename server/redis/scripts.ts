@@ -55,6 +55,8 @@ export const scripts = {
   tallySnapshotExpiring: { numberOfKeys: 5, lua: lua("snapshot") },
   /** Also given the earlier layout's keys, which it deletes (keys.ts rebuildScriptKeys). */
   tallyRebuild: { numberOfKeys: 15, lua: lua("rebuild") },
+  /** The ticket a rebuild takes before its database read (ticket.lua), which rebuild.lua checks. */
+  tallyTicket: { numberOfKeys: 1, lua: lua("ticket") },
   tallyRemove: { numberOfKeys: 5, lua: lua("remove") },
   tallyInspect: { numberOfKeys: 5, lua: lua("inspect") },
 } as const;
@@ -98,7 +100,10 @@ export type SnapshotReply = [string, number, number, number, 0 | 1, ...(string |
 /** Raw reply of rebuild.lua. */
 export type RebuildReply =
   | [string, number, number, "created" | "merged" | "replaced" | "unchanged", number]
-  /** Fenced state the caller's database read may predate: read again and pass `"term", term` (rebuild.lua). */
+  /**
+   * State the caller's database read may predate (fenced by a failover, or lost since the caller's ticket): read
+   * again, with a new ticket, and pass `"term", term` (rebuild.lua).
+   */
   | ["", 0, 0, "fenced", 0, string];
 /**
  * Raw reply of inspect.lua: flat (field, value) lists of meta, unread, seen, read, gone and aged, the "now" it used
@@ -213,7 +218,8 @@ declare module "ioredis" {
       ...args: [...UnreadScriptKeys, ttlMs: number, nowMs?: number]
     ): Result<SnapshotReply, Context>;
     /**
-     * `rest`: optionally "term" and the term a "fenced" answer named, then (conversation, lastSeq, lastReadSeq,
+     * `rest`: optionally "term" and the term a "fenced" answer named, then optionally "ticket" and the ticket
+     * `tallyTicket` gave before the database read, then (conversation, lastSeq, lastReadSeq,
      * muteVersion, muted, markVersion, markAt, markCleared) tuples, then optionally "mentions", (conversation, seq)
      * pairs, then optionally "gone" and conversations, then optionally "ttl", ms, ["now", ms,] (conversation, seq,
      * createdAt) triples.
@@ -227,6 +233,8 @@ declare module "ioredis" {
         ...rest: (number | string)[],
       ]
     ): Result<RebuildReply, Context>;
+    /** The user's meta key and a new unique string: the meta's ticket (set to that string if it held none). */
+    tallyTicket(meta: string, candidate: string): Result<string, Context>;
     tallyRemove(...args: [...UnreadScriptKeys, conversationId: number]): Result<ApplyReply, Context>;
     tallyInspect(...args: [...UnreadScriptKeys, ttlMs?: number, nowMs?: number]): Result<InspectReply, Context>;
   }

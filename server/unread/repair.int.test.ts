@@ -310,6 +310,46 @@ describe("reconciliation", () => {
 });
 
 describe("a rebuild's read of the database", () => {
+  it("does not create state from a read made before Redis lost the user's keys", async () => {
+    const [ann, ben] = [await user("ann"), await user("ben")];
+    const direct = await create(ann.token, [ben.user.name]);
+    const annSocket = await h.connect(ann.token, 0);
+    await send(annSocket, direct.id);
+    const forget = () => h.redis.del(...Object.values(userKeys(ben.user.id)));
+    await forget(); // Redis lost ben's state: the next rebuild reads the database
+    // A rebuild whose script call waits (the first one only) until the test lets it go, its database read made.
+    let reached!: () => void;
+    const atWrite = new Promise<void>((resolve) => (reached = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let held = false;
+    const gated = new Proxy(h.redis, {
+      get(target, name) {
+        const value: unknown = Reflect.get(target, name);
+        if (name !== "tallyRebuild" || held) return typeof value === "function" ? value.bind(target) : value;
+        held = true;
+        return async (...args: Parameters<typeof target.tallyRebuild>) => {
+          reached();
+          await released;
+          return target.tallyRebuild(...args);
+        };
+      },
+    });
+    const stale = createUnreadService({ redis: gated, db: h.db });
+    const rebuilding = stale.rebuild(ben.user.id);
+    await atWrite; // its read saw one message
+    // A second message: the server rebuilds ben from a later read, applies it and completes its outbox entry.
+    await send(annSocket, direct.id);
+    expect((await list(ben.token)).totalUnread).toBe(2);
+    await forget(); // and Redis loses ben's keys again, before the first rebuild writes
+    release();
+    await rebuilding;
+    // Written from the first read, ben's state would count one message for good: nothing would replay the second.
+    expect((await list(ben.token)).totalUnread).toBe(2);
+    const unread = createUnreadService({ redis: h.redis, db: h.db });
+    expect(await reconcile({ db: h.db, unread }, { settleMs: 20 })).toMatchObject({ drifted: 0, repaired: 0 });
+  });
+
   it("sees a message and its mention together, also when they commit between its reads", async () => {
     const [ann, ben] = [await user("ann"), await user("ben")];
     const direct = await create(ann.token, [ben.user.name]);

@@ -3,7 +3,7 @@ import type { Redis } from "ioredis";
 import type { UnreadState, UnreadUpdate } from "../contracts/index.ts";
 import type { Db } from "../db/prisma.ts";
 import { groupByNode, type RedisClient } from "../redis/client.ts";
-import { rebuildScriptKeys, unreadScriptKeys } from "../redis/keys.ts";
+import { rebuildScriptKeys, unreadScriptKeys, userKeys } from "../redis/keys.ts";
 import { updateOf, type ApplyPart, type ApplyReply, type InspectReply, type RebuildReply } from "../redis/scripts.ts";
 import { readPlainSnapshot } from "../redis/snapshot.ts";
 
@@ -220,18 +220,22 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
 
   /**
    * Rebuilds the user's state from the database (rebuild.lua). State fenced by a failover is replaced only from a
-   * database read made after seeing it fenced: the first answer names the term, the database is read again.
+   * database read made after seeing it fenced: the first answer names the term, the database is read again. So is
+   * state that Redis lost after the read began (the ticket taken before it is gone with it).
    */
   async function rebuild(userId: number, mode: "merge" | "replace" = "merge"): Promise<RebuildReply> {
     let reply = await rebuildOnce(userId, mode);
     for (let attempt = 0; reply[3] === "fenced"; attempt++) {
-      if (attempt === 2) throw new Error(`unread state of user ${userId} stays fenced (its master keeps changing)`);
+      if (attempt === 2)
+        throw new Error(`unread state of user ${userId} stays fenced (its master keeps changing, or Redis losing it)`);
       reply = await rebuildOnce(userId, mode, reply[5]);
     }
     return reply;
   }
 
   async function rebuildOnce(userId: number, mode: "merge" | "replace", term?: string): Promise<RebuildReply> {
+    // Before the read: if Redis loses the user's keys after it, the ticket goes with them and the write is refused.
+    const ticket = await redis.tallyTicket(userKeys(userId, prefix).meta, newEpoch());
     const { rows, mentions } = await membershipsAndMentions(userId);
     // After the memberships: a departure that committed in between is then in this list, and wins.
     const left = await departures(userId);
@@ -260,7 +264,7 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
       args.push(...[...expired].flatMap(([conversationId, [seq, at]]) => [conversationId, seq, at]));
       args.push(...live);
     }
-    const fence = term === undefined ? [] : ["term", term];
+    const fence = [...(term === undefined ? [] : ["term", term]), "ticket", ticket];
     return redis.tallyRebuild(...rebuildScriptKeys(userId, prefix), newEpoch(), mode, ...fence, ...args);
   }
 

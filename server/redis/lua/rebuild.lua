@@ -22,8 +22,11 @@
   from the database's registers alone, the sums from the values, version 1, epoch ARGV[1]. Fenced state is
   replaced only by a caller that read the database after seeing it fenced: ARGV[3] 'term' and ARGV[4] the term the
   'fenced' answer named, before the tuples; without them (or with an older term) nothing is written and the answer
-  is { '', 0, 0, 'fenced', 0, term }. The meta is stamped with this master's replication term ('-' on a single
-  Redis).
+  is { '', 0, 0, 'fenced', 0, term }. Then optionally 'ticket' and the ticket ticket.lua gave the caller before its
+  database read: state written from scratch (missing, fenced or 'replace') is written only if the meta still holds
+  that ticket; otherwise Redis lost the user's keys after the read (which may then miss events applied in between)
+  and the answer is the same 'fenced' one: read again, with a new ticket. Without a ticket nothing is checked. The
+  meta is stamped with this master's replication term ('-' on a single Redis).
   'merge' into existing state: every register merges as apply.lua would merge it (a rebuild that read the
   database before a later event was applied must not undo it); if any value
   changed, or a stored sum differs from its parts, the sums are recomputed and the epoch replaced, so every
@@ -47,7 +50,7 @@ local rcall = redis.call
 local epoch_new = ARGV[1]
 local mode = ARGV[2]
 local function bad(what)
-  return redis.error_reply('ERR tally rebuild: ' .. what .. ' (expected an epoch, merge|replace, optionally term and a term, (conversation, lastSeq, lastReadSeq, muteVersion, muted, markVersion, markAt, markCleared) tuples, optionally mentions (conversation, seq) pairs, optionally gone conversations, optionally ttl, ms, [now, ms,] (conversation, seq, createdAt) triples)')
+  return redis.error_reply('ERR tally rebuild: ' .. what .. ' (expected an epoch, merge|replace, optionally term and a term, optionally ticket and a ticket, (conversation, lastSeq, lastReadSeq, muteVersion, muted, markVersion, markAt, markCleared) tuples, optionally mentions (conversation, seq) pairs, optionally gone conversations, optionally ttl, ms, [now, ms,] (conversation, seq, createdAt) triples)')
 end
 if epoch_new == nil or epoch_new == '' or (mode ~= 'merge' and mode ~= 'replace') then
   return bad('bad epoch or mode')
@@ -61,6 +64,13 @@ if ARGV[3] == 'term' then
   seen_term = ARGV[4]
   if seen_term == nil or seen_term == '' then return bad('bad term') end
   tfirst = 5
+end
+-- Then optionally 'ticket' and the ticket taken before the database read (ticket.lua).
+local ticket = nil
+if ARGV[tfirst] == 'ticket' then
+  ticket = ARGV[tfirst + 1]
+  if ticket == nil or ticket == '' then return bad('bad ticket') end
+  tfirst = tfirst + 2
 end
 local i = tfirst
 while i <= #ARGV and ARGV[i] ~= 'mentions' and ARGV[i] ~= 'gone' and ARGV[i] ~= 'ttl' do i = i + 8 end
@@ -128,6 +138,11 @@ if is_fenced and seen_term ~= term then
 end
 -- Fenced state may lack what its old master acknowledged last: it is replaced, as if it were missing.
 local fresh = not exists or mode == 'replace' or is_fenced
+if fresh and ticket and rcall('HGET', KEYS[1], 'ticket') ~= ticket then
+  -- The user's keys were lost since the caller took its ticket, so after its database read, perhaps with events
+  -- applied in between: state from that read would miss them for good (their outbox entries are completed).
+  return { '', 0, 0, 'fenced', 0, term }
+end
 if exists then
   local stored = rcall('HMGET', KEYS[1], 'total', 'mentions')
   local sum, sum_mentions = stored_sums()
