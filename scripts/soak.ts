@@ -86,6 +86,7 @@ const totals = {
   violations: 0,
 };
 const faults = noFaults();
+const faultErrors: string[] = [];
 const failures: string[] = [];
 const replay = (seed: number) =>
   `npm run soak -- --seed ${seed} --rounds 1 --ops-per-round ${opsPerRound} --fault-rate ${faultRate}` +
@@ -138,6 +139,8 @@ try {
     totals.drift += r.driftedUsers;
     totals.violations += r.clientViolations;
     for (const [k, v] of Object.entries(r.faults)) faults[k as FaultKind] += v;
+    faultErrors.push(...r.faultErrors.map((e) => `seed ${seed}: ${e}`));
+    for (const e of r.faultErrors) console.log(`  a fault could not be injected: ${e}`);
     const ok = r.problems.length === 0;
     const left = Math.max(0, Math.round((deadline - Date.now()) / 1000));
     console.log(
@@ -167,6 +170,7 @@ console.log(
     `${totals.leaves} leaves, ${totals.deletes} deletes)`,
 );
 console.log(`  faults injected:          ${faultCount} ${JSON.stringify(faults)}`);
+console.log(`  faults not injected:      ${faultErrors.length}${faultErrors.map((e) => `\n    ${e}`).join("")}`);
 console.log(`  messages acknowledged:    ${totals.acknowledged}`);
 console.log(`  messages lost:            ${totals.lost}`);
 console.log(`  acknowledged reads lost:  ${totals.lostReads}`);

@@ -254,6 +254,11 @@ export interface RoundReport {
   creates: number;
   reconnects: number;
   faults: Record<FaultKind, number>;
+  /**
+   * Faults the harness could not inject ("fault <i> <kind>: <error>", e.g. a resharding killed after 120 s): the
+   * round goes on without them, and its plan shows each as `error: …`.
+   */
+  faultErrors: string[];
   acknowledgedMessages: number;
   /** Acknowledged messages not in the database exactly once (their conversation not deleted). */
   lostMessages: number;
@@ -547,6 +552,7 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
     creates: 0,
     reconnects: 0,
     faults: noFaults(),
+    faultErrors: [],
     acknowledgedMessages: 0,
     lostMessages: 0,
     lostReads: 0,
@@ -638,7 +644,13 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
   let faultsStarted: Promise<unknown> = Promise.resolve();
   // A fault counts once it has run: one that found nothing to do (no crashing instance, no conversation) does not.
   const injectFault = async (i: number, op: Extract<Op, { kind: "fault" }>): Promise<string> => {
-    const outcome = await runFault(i, op);
+    let outcome: string;
+    try {
+      outcome = await runFault(i, op);
+    } catch (err) {
+      report.faultErrors.push(`fault ${i} ${op.fault}: ${String(err)}`);
+      throw err;
+    }
     if (!outcome.startsWith("skipped")) report.faults[op.fault]++;
     return outcome;
   };
