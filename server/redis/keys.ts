@@ -3,7 +3,7 @@
  * script touches a single cluster slot. `prefix` lets the lab and tests run on their own key space.
  */
 export interface UserKeys {
-  /** The two sums, version, epoch, replication term and layout (server/redis/lua/includes/unread.lua). */
+  /** The two sums, version, epoch, replication term, rebuild ticket and layout (server/redis/lua/includes/unread.lua). */
   meta: string;
   /** Conversation -> its record: every register and derived value of the conversation in one field. */
   convs: string;

@@ -700,22 +700,45 @@ describe("replication fencing (includes/fence.lua)", () => {
     const rebuild = (ticket: string, mode: "merge" | "replace", ...triples: number[]) =>
       redis.tallyRebuild(...rebuildKeysOf(1), "e", mode, "ticket", ticket, ...tuples(triples));
     const term = onCluster() ? await termOf(1) : "-";
-    // Concurrent rebuilds share the first ticket; it stays in the meta.
-    expect(await redis.tallyTicket(meta, "t1")).toBe("t1");
-    expect(await redis.tallyTicket(meta, "t2")).toBe("t1");
+    // Concurrent rebuilds share the first ticket, stamped with the node's term; it stays in the meta.
+    const [t1, t3] = [`${term}/t1`, `${term}/t3`];
+    expect(await redis.tallyTicket(meta, "t1")).toBe(t1);
+    expect(await redis.tallyTicket(meta, "t2")).toBe(t1);
     expect(await redis.hget(meta, "epoch")).toBeNull(); // a ticket alone is no state
     expect(await apply(1, 10, 5, 0)).toEqual([-1]);
     // Redis lost the keys after the read that took t1: nothing written, read again.
     await redis.del(meta);
-    expect(await rebuild("t1", "merge", 10, 5, 2)).toEqual(["", 0, 0, "fenced", 0, term]);
+    expect(await rebuild(t1, "merge", 10, 5, 2)).toEqual(["", 0, 0, "fenced", 0, term]);
     expect(await redis.exists(...keysOf(1))).toBe(0);
-    expect(await redis.tallyTicket(meta, "t3")).toBe("t3");
-    expect((await rebuild("t3", "merge", 10, 5, 2)).slice(0, 4)).toEqual(["e", 1, 3, "created"]);
+    expect(await redis.tallyTicket(meta, "t3")).toBe(t3);
+    expect((await rebuild(t3, "merge", 10, 5, 2)).slice(0, 4)).toEqual(["e", 1, 3, "created"]);
     // Merging into state that exists needs no ticket: a stale read cannot undo what a merge keeps.
-    expect((await rebuild("t1", "merge", 10, 4, 2)).slice(0, 4)).toEqual(["e", 1, 3, "unchanged"]);
+    expect((await rebuild(t1, "merge", 10, 4, 2)).slice(0, 4)).toEqual(["e", 1, 3, "unchanged"]);
     // A replace writes from scratch: it too needs the ticket the meta holds.
-    expect(await rebuild("t1", "replace", 10, 4, 2)).toEqual(["", 0, 0, "fenced", 0, term]);
-    expect((await rebuild("t3", "replace", 10, 4, 2)).slice(0, 4)).toEqual(["e", 1, 2, "replaced"]);
+    expect(await rebuild(t1, "replace", 10, 4, 2)).toEqual(["", 0, 0, "fenced", 0, term]);
+    expect((await rebuild(t3, "replace", 10, 4, 2)).slice(0, 4)).toEqual(["e", 1, 2, "replaced"]);
+    // A promoted replica may hold a ticket without the state written under it: one of another term counts for
+    // nothing, and the next rebuild gets a ticket of its own.
+    await redis.del(...keysOf(1));
+    const foreign = "0123456789abcdef0123456789abcdef01234567/t1";
+    await redis.hset(meta, "ticket", foreign);
+    expect(await rebuild(foreign, "merge", 10, 5, 2)).toEqual(["", 0, 0, "fenced", 0, term]);
+    expect(await redis.tallyTicket(meta, "t4")).toBe(`${term}/t4`);
+    // What a retry after "fenced" sends: the term, then the ticket.
+    expect(
+      (
+        await redis.tallyRebuild(
+          ...rebuildKeysOf(1),
+          "e",
+          "merge",
+          "term",
+          term,
+          "ticket",
+          `${term}/t4`,
+          ...tuples([10, 5, 2]),
+        )
+      ).slice(0, 4),
+    ).toEqual(["e", 1, 3, "created"]);
     await expect(redis.tallyRebuild(...rebuildKeysOf(1), "e", "merge", "ticket", "")).rejects.toThrow("bad ticket");
   });
 

@@ -101,8 +101,8 @@ export type SnapshotReply = [string, number, number, number, 0 | 1, ...(string |
 export type RebuildReply =
   | [string, number, number, "created" | "merged" | "replaced" | "unchanged", number]
   /**
-   * State the caller's database read may predate (fenced by a failover, or lost since the caller's ticket): read
-   * again, with a new ticket, and pass `"term", term` (rebuild.lua).
+   * State the caller's database read may predate (fenced by a failover, or lost since the caller's ticket): take a
+   * ticket, read again and pass `"term", term` (rebuild.lua).
    */
   | ["", 0, 0, "fenced", 0, string];
 /**
@@ -233,7 +233,10 @@ declare module "ioredis" {
         ...rest: (number | string)[],
       ]
     ): Result<RebuildReply, Context>;
-    /** The user's meta key and a new unique string: the meta's ticket (set to that string if it held none). */
+    /**
+     * The user's meta key and a new unique string: the meta's ticket, `<term>/<that string>` if it held none or one
+     * of another term (ticket.lua).
+     */
     tallyTicket(meta: string, candidate: string): Result<string, Context>;
     tallyRemove(...args: [...UnreadScriptKeys, conversationId: number]): Result<ApplyReply, Context>;
     tallyInspect(...args: [...UnreadScriptKeys, ttlMs?: number, nowMs?: number]): Result<InspectReply, Context>;

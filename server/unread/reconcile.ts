@@ -211,6 +211,10 @@ export async function reconcile(
       report.drifted++;
       if (report.examples.length < maxExamples) report.examples.push({ userId, problems: d.problems });
       await unread.rebuild(userId, d.replace ? "replace" : "merge");
+      // A replace writes its read over whatever Redis holds, so an event applied between that read and its write
+      // would be undone; that event committed before it was applied, so a merge from a read made now puts it back
+      // (a merge never lowers a register, so it cannot bring back what the replace took out).
+      if (d.replace) await unread.rebuild(userId, "merge");
       const after = await diagnose(unread, userId, (now) => truthOf(userId, now));
       if (!after.missing && after.problems.length === 0) {
         report.repaired++;

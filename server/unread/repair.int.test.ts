@@ -309,7 +309,61 @@ describe("reconciliation", () => {
   });
 });
 
+/**
+ * A client of the test's Redis whose first rebuild.lua call for `userId` waits, the rebuild's database read made,
+ * until `release()`: `atWrite` resolves when it starts waiting. Every other call goes through.
+ */
+function holdingRebuild(userId: number) {
+  let reached!: () => void;
+  const atWrite = new Promise<void>((resolve) => (reached = resolve));
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const meta = userKeys(userId).meta;
+  let held = false;
+  const redis = new Proxy(h.redis, {
+    get(target, name) {
+      const value: unknown = Reflect.get(target, name);
+      if (name !== "tallyRebuild") return typeof value === "function" ? value.bind(target) : value;
+      return async (...args: Parameters<typeof target.tallyRebuild>) => {
+        if (!held && args[0] === meta) {
+          held = true;
+          reached();
+          await released;
+        }
+        return target.tallyRebuild(...args);
+      };
+    },
+  });
+  return { redis, atWrite, release };
+}
+
 describe("a rebuild's read of the database", () => {
+  it("reconciliation's replace does not undo an event applied between its read and its write", async () => {
+    const [ann, ben] = [await user("ann"), await user("ben")];
+    const direct = await create(ann.token, [ben.user.name]);
+    const annSocket = await h.connect(ann.token, 0);
+    await send(annSocket, direct.id);
+    // Redis counts a conversation ben is not in (which only a replace takes out), its sums kept in step.
+    await patchRecord(h.redis, ben.user.id, 424242, { seen: 2, unread: 2 });
+    const meta = userKeys(ben.user.id).meta;
+    await h.redis.hincrby(meta, "total", 2);
+    const { redis: gated, atWrite, release } = holdingRebuild(ben.user.id);
+    const reconciling = reconcile(
+      { db: h.db, unread: createUnreadService({ redis: gated, db: h.db }) },
+      { settleMs: 20 },
+    );
+    await atWrite; // the replace read one message
+    await send(annSocket, direct.id); // applied to the state the replace is about to overwrite
+    expect(await h.redis.hget(meta, "total")).toBe("4");
+    release();
+    const report = await reconciling;
+    expect(await h.redis.hget(meta, "total")).toBe("2");
+    expect((await list(ben.token)).totalUnread).toBe(2);
+    expect(report).toMatchObject({ drifted: 1, repaired: 1 });
+    const unread = createUnreadService({ redis: h.redis, db: h.db });
+    expect(await reconcile({ db: h.db, unread }, { settleMs: 20 })).toMatchObject({ drifted: 0 });
+  });
+
   it("does not create state from a read made before Redis lost the user's keys", async () => {
     const [ann, ben] = [await user("ann"), await user("ben")];
     const direct = await create(ann.token, [ben.user.name]);
@@ -317,24 +371,7 @@ describe("a rebuild's read of the database", () => {
     await send(annSocket, direct.id);
     const forget = () => h.redis.del(...Object.values(userKeys(ben.user.id)));
     await forget(); // Redis lost ben's state: the next rebuild reads the database
-    // A rebuild whose script call waits (the first one only) until the test lets it go, its database read made.
-    let reached!: () => void;
-    const atWrite = new Promise<void>((resolve) => (reached = resolve));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let held = false;
-    const gated = new Proxy(h.redis, {
-      get(target, name) {
-        const value: unknown = Reflect.get(target, name);
-        if (name !== "tallyRebuild" || held) return typeof value === "function" ? value.bind(target) : value;
-        held = true;
-        return async (...args: Parameters<typeof target.tallyRebuild>) => {
-          reached();
-          await released;
-          return target.tallyRebuild(...args);
-        };
-      },
-    });
+    const { redis: gated, atWrite, release } = holdingRebuild(ben.user.id);
     const stale = createUnreadService({ redis: gated, db: h.db });
     const rebuilding = stale.rebuild(ben.user.id);
     await atWrite; // its read saw one message
@@ -344,7 +381,7 @@ describe("a rebuild's read of the database", () => {
     await forget(); // and Redis loses ben's keys again, before the first rebuild writes
     release();
     await rebuilding;
-    // Written from the first read, ben's state would count one message for good: nothing would replay the second.
+    // Written from the first read, ben's state would count one message until reconciliation: nothing replays the second.
     expect((await list(ben.token)).totalUnread).toBe(2);
     const unread = createUnreadService({ redis: h.redis, db: h.db });
     expect(await reconcile({ db: h.db, unread }, { settleMs: 20 })).toMatchObject({ drifted: 0, repaired: 0 });

@@ -24,8 +24,9 @@
   'fenced' answer named, before the tuples; without them (or with an older term) nothing is written and the answer
   is { '', 0, 0, 'fenced', 0, term }. Then optionally 'ticket' and the ticket ticket.lua gave the caller before its
   database read: state written from scratch (missing, fenced or 'replace') is written only if the meta still holds
-  that ticket; otherwise Redis lost the user's keys after the read (which may then miss events applied in between)
-  and the answer is the same 'fenced' one: read again, with a new ticket. Without a ticket nothing is checked. The
+  that ticket and it names this node's term; otherwise Redis lost the user's keys, or the term changed, after the
+  read (which may then miss events applied in between) and the answer is the same 'fenced' one: take a ticket and
+  read again. Without a ticket nothing is checked. The
   meta is stamped with this master's replication term ('-' on a single Redis).
   'merge' into existing state: every register merges as apply.lua would merge it (a rebuild that read the
   database before a later event was applied must not undo it); if any value
@@ -138,9 +139,11 @@ if is_fenced and seen_term ~= term then
 end
 -- Fenced state may lack what its old master acknowledged last: it is replaced, as if it were missing.
 local fresh = not exists or mode == 'replace' or is_fenced
-if fresh and ticket and rcall('HGET', KEYS[1], 'ticket') ~= ticket then
-  -- The user's keys were lost since the caller took its ticket, so after its database read, perhaps with events
-  -- applied in between: state from that read would miss them for good (their outbox entries are completed).
+local held = ticket and rcall('HGET', KEYS[1], 'ticket')
+if fresh and ticket and (held ~= ticket or string.sub(ticket, 1, #term + 1) ~= term .. '/') then
+  -- The user's keys were lost since the caller took its ticket (or the term changed: a promoted replica may hold
+  -- the ticket without what was written under it), so after its database read, perhaps with events applied in
+  -- between: state from that read would miss them until reconciliation (their outbox entries are completed).
   return { '', 0, 0, 'fenced', 0, term }
 end
 if exists then

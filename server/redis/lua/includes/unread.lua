@@ -3,7 +3,7 @@
   scripts.ts, after "layout", whose names it uses). Expects the unread scripts' KEYS order: KEYS[1] meta, KEYS[2] convs, KEYS[3] gone, KEYS[4] times,
   KEYS[5] ment (docs/consistency.md, "The Redis layout").
   meta:  hash: total, mentions (the two sums), version, epoch, term (includes/fence.lua), repairs (rebuild.lua
-         counts them).
+         counts them), ticket (ticket.lua: taken by a rebuild before its database read; alone, it is no state).
   convs: hash conversation id -> its record, one string of numbers joined by ':' in the order of the field
          indices below, trailing zeros left out; a conversation whose fields are all 0 has no field. One field per
          conversation, so an event reads and writes one hash field, however many registers it touches.
