@@ -26,8 +26,8 @@
   database read: state written from scratch (missing, fenced or 'replace') is written only if the meta still holds
   that ticket and it names this node's term; otherwise Redis lost the user's keys, or the term changed, after the
   read (which may then miss events applied in between) and the answer is the same 'fenced' one: take a ticket and
-  read again. Without a ticket nothing is checked. The
-  meta is stamped with this master's replication term ('-' on a single Redis).
+  read again. Without a ticket nothing is checked. The meta is stamped with this master's replication term ('-' on
+  a single Redis).
   'merge' into existing state: every register merges as apply.lua would merge it (a rebuild that read the
   database before a later event was applied must not undo it); if any value
   changed, or a stored sum differs from its parts, the sums are recomputed and the epoch replaced, so every
@@ -139,8 +139,8 @@ if is_fenced and seen_term ~= term then
 end
 -- Fenced state may lack what its old master acknowledged last: it is replaced, as if it were missing.
 local fresh = not exists or mode == 'replace' or is_fenced
-local held = ticket and rcall('HGET', KEYS[1], 'ticket')
-if fresh and ticket and (held ~= ticket or string.sub(ticket, 1, #term + 1) ~= term .. '/') then
+if fresh and ticket and (rcall('HGET', KEYS[1], 'ticket') ~= ticket or string.sub(ticket, 1, #term + 1) ~= term .. '/')
+then
   -- The user's keys were lost since the caller took its ticket (or the term changed: a promoted replica may hold
   -- the ticket without what was written under it), so after its database read, perhaps with events applied in
   -- between: state from that read would miss them until reconciliation (their outbox entries are completed).
