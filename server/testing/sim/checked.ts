@@ -17,12 +17,20 @@ function clean(report: RoundReport): boolean {
  * prints the seed and that plan (every operation with what became of it) so `TEST_SEED=<seed>` reproduces it.
  */
 export async function runChecked(env: SimEnvironment, options: RoundOptions): Promise<RoundReport> {
-  const report = await runRound(env, options);
+  let report: RoundReport;
+  try {
+    report = await runRound(env, options);
+  } catch (err) {
+    // A round that throws (a check that could not read, a tab that never connected) says how to replay it too.
+    console.error(`consistency round threw: replay with TEST_SEED=${options.seed}`);
+    throw err;
+  }
   if (clean(report)) return report;
   let smallest = report;
   for (let ops = Math.floor(options.ops / 2); ops >= 25; ops = Math.floor(ops / 2)) {
-    const shorter = await runRound(env, { ...options, ops });
-    if (clean(shorter)) break;
+    // A shorter round that throws finds nothing shorter: the first run's report is still printed.
+    const shorter = await runRound(env, { ...options, ops }).catch(() => null);
+    if (!shorter || clean(shorter)) break;
     smallest = shorter;
   }
   console.error(
