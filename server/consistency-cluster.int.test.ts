@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { MessageDTO, Snapshot } from "./contracts/index.ts";
 import { startRedisCluster, type LocalRedisCluster } from "./embedded/redis-cluster.ts";
@@ -155,4 +156,36 @@ describe("on a Redis Cluster behind HAProxy", () => {
     expect(outcomes("crash-after-commit")).not.toBe("");
     expect(report.acknowledgedMessages).toBeGreaterThan(40);
   }, 900_000);
+
+  it("closes the slot a resharding cut short left open, so a user's keys are one slot on one master again", async () => {
+    // As a resharding killed mid-slot leaves it: the slot importing on one master, migrating on its owner, and the
+    // user's keys split between them (one moved, the others not).
+    const user = 987_654;
+    const keys = userKeys(user);
+    const slot = keySlot(keys.meta);
+    await env.redis.hset(keys.meta, "epoch", "e1");
+    await env.redis.hset(keys.convs, "1", "1:0:1");
+    const masters = (await cluster.describe()).filter((n) => n.role === "master" && !n.failed && n.slots > 0);
+    const owner = masters.find((n) => n.port === masterPortOf(user))!;
+    const target = masters.find((n) => n !== owner)!;
+    const [from, to] = [new Redis({ port: owner.port }), new Redis({ port: target.port })];
+    try {
+      await to.call("CLUSTER", "SETSLOT", slot, "IMPORTING", owner.id);
+      await from.call("CLUSTER", "SETSLOT", slot, "MIGRATING", target.id);
+      await from.call("MIGRATE", "127.0.0.1", target.port, "", 0, 5000, "KEYS", keys.convs);
+      expect(String(await from.call("CLUSTER", "NODES"))).toContain(`[${slot}->-${target.id}]`);
+      await expect(from.call("EVAL", "return redis.call('HLEN', KEYS[1])", 2, keys.meta, keys.convs)).rejects.toThrow(
+        /TRYAGAIN|ASK/,
+      );
+
+      await cluster.fixOpenSlots();
+      for (const node of [from, to]) expect(String(await node.call("CLUSTER", "NODES"))).not.toContain("[");
+      expect(await env.redis.hgetall(keys.meta)).toEqual({ epoch: "e1" });
+      expect(await env.redis.hgetall(keys.convs)).toEqual({ "1": "1:0:1" });
+    } finally {
+      from.disconnect();
+      to.disconnect();
+      await env.redis.del(keys.meta, keys.convs);
+    }
+  }, 120_000);
 });

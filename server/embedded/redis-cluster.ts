@@ -64,9 +64,20 @@ export interface LocalRedisCluster {
   killShard(masterPort: number): Promise<number[]>;
   /** Starts a killed or stopped node again on its port; it rejoins (as a replica of whoever took its slots). */
   restartNode(port: number): Promise<void>;
-  /** Moves `slots` slots from one master to another with `redis-cli --cluster reshard`, keys and all. */
+  /**
+   * Moves `slots` slots from one master to another with `redis-cli --cluster reshard`, keys and all. One cut short
+   * (killed after two minutes, or failed) has its open slots closed (`fixOpenSlots`) before its error is thrown.
+   */
   reshard(opts: { slots: number; fromPort?: number; toPort?: number }): Promise<{ from: number; to: number }>;
-  /** Resolves when every live node says cluster_state:ok, every slot is served and every replica is in sync. */
+  /**
+   * Closes the slots a migration left open (`redis-cli --cluster fix`), so that multi-key scripts stop answering
+   * TRYAGAIN, and resolves once the cluster has settled with none open.
+   */
+  fixOpenSlots(): Promise<void>;
+  /**
+   * Resolves when every live node says cluster_state:ok, every slot is served, no slot is being migrated and every
+   * replica is in sync.
+   */
   settled(): Promise<void>;
   /** FLUSHALL on every live master (its replicas follow). */
   flushall(): Promise<void>;
@@ -117,6 +128,10 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
     };
     const describe = () => describeCluster(livePort());
     const settled = () => waitSettled([...alive]);
+    const fixOpenSlots = async () => {
+      await cli(["--cluster", "fix", `127.0.0.1:${livePort()}`, "--cluster-yes"]);
+      await settled();
+    };
     await settled();
     logger.debug({ nodes }, "started a local Redis Cluster");
 
@@ -176,21 +191,28 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
         const from = serving.find((n) => n.port === (fromPort ?? serving.find((m) => m.slots >= slots)?.port));
         const to = serving.find((n) => n.port === (toPort ?? serving.find((m) => m !== from)?.port));
         if (!from || !to || from === to) throw new Error("reshard: need two distinct live masters");
-        await cli([
-          "--cluster",
-          "reshard",
-          `127.0.0.1:${livePort()}`,
-          "--cluster-from",
-          from.id,
-          "--cluster-to",
-          to.id,
-          "--cluster-slots",
-          String(slots),
-          "--cluster-yes",
-        ]);
+        try {
+          await cli([
+            "--cluster",
+            "reshard",
+            `127.0.0.1:${livePort()}`,
+            "--cluster-from",
+            from.id,
+            "--cluster-to",
+            to.id,
+            "--cluster-slots",
+            String(slots),
+            "--cluster-yes",
+          ]);
+        } catch (err) {
+          // Cut short mid-slot: its keys are split between the two masters until the slot is closed.
+          await fixOpenSlots().catch(() => undefined);
+          throw err;
+        }
         await settled();
         return { from: from.port, to: to.port };
       },
+      fixOpenSlots,
       async flushall() {
         const masters = (await describe()).filter((n) => n.role === "master" && !n.failed);
         await Promise.all(masters.map((m) => onNode(m.port, (redis) => redis.flushall())));
@@ -280,9 +302,11 @@ async function waitSettled(ports: number[]): Promise<void> {
         if (!info.includes("cluster_state:ok") || !info.includes("cluster_slots_ok:16384")) return false;
         const replication = await redis.info("replication");
         if (replication.includes("role:slave") && !replication.includes("master_link_status:up")) return false;
-        // Every live node must agree on who is failed and who serves what.
-        const nodes = parseClusterNodes(String(await redis.call("CLUSTER", "NODES")));
-        return nodes.every((n) => ports.includes(n.port) === !n.failed);
+        // Every live node must agree on who is failed and who serves what, and see no slot being migrated
+        // ("[slot->-id]" or "[slot-<-id]" in CLUSTER NODES).
+        const text = String(await redis.call("CLUSTER", "NODES"));
+        if (text.includes("[")) return false;
+        return parseClusterNodes(text).every((n) => ports.includes(n.port) === !n.failed);
       }).catch(() => false);
       if (!ok) return undefined;
     }

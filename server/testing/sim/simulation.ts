@@ -648,7 +648,8 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
     try {
       outcome = await runFault(i, op);
     } catch (err) {
-      report.faultErrors.push(`fault ${i} ${op.fault}: ${String(err)}`);
+      // A skip (the conversation a crash needs was never created) is a planned outcome, not a failed injection.
+      if (!(err instanceof Skip)) report.faultErrors.push(`fault ${i} ${op.fault}: ${String(err)}`);
       throw err;
     }
     if (!outcome.startsWith("skipped")) report.faults[op.fault]++;
