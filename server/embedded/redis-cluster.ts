@@ -294,8 +294,30 @@ function describeCluster(port: number): Promise<ClusterNodeInfo[]> {
   return onNode(port, async (redis) => parseClusterNodes(String(await redis.call("CLUSTER", "NODES"))));
 }
 
+/**
+ * Who serves which slots, as one node's CLUSTER NODES says: each node's id and slot ranges, sorted (roles, flags and
+ * timings left out, since they differ from node to node).
+ */
+export function slotOwnership(clusterNodes: string): string {
+  return clusterNodes
+    .trim()
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => {
+      const fields = line.split(" ");
+      return [fields[0], ...fields.slice(8)].join(" ");
+    })
+    .sort()
+    .join("\n");
+}
+
 async function waitSettled(ports: number[]): Promise<void> {
   await until(async () => {
+    // Every live node must also see the same owner for every slot. A replica that has not yet heard of the last
+    // slot its master took over, promoted then (a master killed right after a resharding), claims the slots without
+    // it while every other node gives it that slot too: the slot is then served by no one in the new master's own
+    // view, which answers CLUSTERDOWN for all its slots until someone fixes it.
+    const views = new Set<string>();
     for (const port of ports) {
       const ok = await onNode(port, async (redis) => {
         const info = String(await redis.call("CLUSTER", "INFO"));
@@ -306,11 +328,12 @@ async function waitSettled(ports: number[]): Promise<void> {
         // ("[slot->-id]" or "[slot-<-id]" in CLUSTER NODES).
         const text = String(await redis.call("CLUSTER", "NODES"));
         if (text.includes("[")) return false;
+        views.add(slotOwnership(text));
         return parseClusterNodes(text).every((n) => ports.includes(n.port) === !n.failed);
       }).catch(() => false);
       if (!ok) return undefined;
     }
-    return true;
+    return views.size === 1 ? true : undefined;
   }, "the local Redis Cluster to settle");
 }
 
