@@ -94,6 +94,8 @@ const replay = (seed: number) =>
 // A round that throws fails like one with problems, and the soak goes on; a second in a row stops it (then it is the
 // environment that is broken, and every round would fail the same way).
 let threw = false;
+// A round takes well under a minute; one still running after ten has hung, and the soak stops to report it.
+const HANG_MS = 10 * 60_000;
 const deadline = Date.now() + minutes * 60_000;
 console.log(
   `soak${cluster ? " (Redis Cluster, HAProxy)" : ""}: ${minutes} min, first seed ${firstSeed}, fault rate ${faultRate}, ${opsPerRound} operations a round, ` +
@@ -102,16 +104,28 @@ console.log(
 try {
   for (let seed = firstSeed; Date.now() < deadline && totals.rounds < rounds; seed++) {
     let r: RoundReport;
+    const round = runRound(env, {
+      seed,
+      ops: opsPerRound,
+      faultRate,
+      concurrency,
+      // A round takes well under a minute; one still running after two says where it is, every two minutes.
+      stallMs: 120_000,
+      onStall: (report) => console.error(`  slow round: ${report}`),
+    });
+    let hangTimer: NodeJS.Timeout | undefined;
+    const hung = new Promise<"hung">((resolve) => (hangTimer = setTimeout(() => resolve("hung"), HANG_MS)));
     try {
-      r = await runRound(env, {
-        seed,
-        ops: opsPerRound,
-        faultRate,
-        concurrency,
-        // A round takes well under a minute; one still running after two says where it is, every two minutes.
-        stallMs: 120_000,
-        onStall: (report) => console.error(`  slow round: ${report}`),
-      });
+      const outcome = await Promise.race([round, hung]);
+      if (outcome === "hung") {
+        // It cannot be stopped from here (its tabs keep retrying): the soak ends, with what it found so far.
+        round.catch(() => undefined);
+        totals.rounds++;
+        console.log(`round ${totals.rounds} seed ${seed}: FAILED, still running after ${HANG_MS / 60_000} min`);
+        failures.push(`seed ${seed}: hung (the slow-round reports above say where)\n    replay: ${replay(seed)}`);
+        break;
+      }
+      r = outcome;
     } catch (err) {
       totals.rounds++;
       const left = Math.max(0, Math.round((deadline - Date.now()) / 1000));
@@ -121,6 +135,8 @@ try {
       if (threw) break;
       threw = true;
       continue;
+    } finally {
+      clearTimeout(hangTimer);
     }
     threw = false;
     totals.rounds++;

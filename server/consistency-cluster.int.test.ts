@@ -178,7 +178,7 @@ describe("on a Redis Cluster behind HAProxy", () => {
         /TRYAGAIN|ASK/,
       );
 
-      await cluster.fixOpenSlots();
+      await cluster.fix();
       for (const node of [from, to]) expect(String(await node.call("CLUSTER", "NODES"))).not.toContain("[");
       expect(await env.redis.hgetall(keys.meta)).toEqual({ epoch: "e1" });
       expect(await env.redis.hgetall(keys.convs)).toEqual({ "1": "1:0:1" });
@@ -186,6 +186,32 @@ describe("on a Redis Cluster behind HAProxy", () => {
       from.disconnect();
       to.disconnect();
       await env.redis.del(keys.meta, keys.convs);
+    }
+  }, 120_000);
+
+  it("covers a slot that its owner's own view gives to no one, as a replica promoted without it leaves it", async () => {
+    // Every other node gives the slot to this master; it does not, so it answers CLUSTERDOWN for all its slots.
+    const user = 987_655;
+    const slot = keySlot(userKeys(user).meta);
+    const owner = (await cluster.describe()).find((n) => n.port === masterPortOf(user))!;
+    const node = new Redis({ port: owner.port });
+    try {
+      await node.call("CLUSTER", "DELSLOTS", slot);
+      await expect.poll(async () => String(await node.call("CLUSTER", "INFO"))).toContain("cluster_state:fail");
+      await cluster.fix();
+      for (const port of cluster.ports.filter((p) => p !== owner.port).concat(owner.port)) {
+        const other = new Redis({ port });
+        try {
+          expect(String(await other.call("CLUSTER", "INFO"))).toContain("cluster_state:ok");
+        } finally {
+          other.disconnect();
+        }
+      }
+      await env.redis.hset(userKeys(user).meta, "epoch", "e1");
+      expect(await env.redis.hget(userKeys(user).meta, "epoch")).toBe("e1");
+    } finally {
+      node.disconnect();
+      await env.redis.del(userKeys(user).meta);
     }
   }, 120_000);
 });

@@ -676,9 +676,10 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
         .sort((a, b) => a.port - b.port);
       const pick = (k: number) => masters[k % masters.length]!;
       if (op.fault === "kill-master") {
-        const { killed, promoted } = await env.cluster.killMaster(pick(op.user).port);
+        const { killed, promoted, fixed } = await env.cluster.killMaster(pick(op.user).port);
         await env.cluster.restartNode(killed);
-        return `master ${killed} killed, replica ${promoted} promoted, ${killed} back as a replica`;
+        const note = fixed ? " (it claimed one slot too few: redis-cli --cluster fix covered it)" : "";
+        return `master ${killed} killed, replica ${promoted} promoted${note}, ${killed} back as a replica`;
       }
       const from = pick(op.user);
       const to = pick(op.user + 1);
