@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseClusterNodes, slotOwnership } from "./redis-cluster.ts";
+import { parseClusterNodes, slotOwnership, slotsOf } from "./redis-cluster.ts";
 
 // Two views of one cluster, as CLUSTER NODES prints them on two of its nodes.
 const onMaster = `c676 127.0.0.1:46377@43821 myself,master - 0 1795739773000 58 connected 512-1023 1280-6740
@@ -17,6 +17,15 @@ describe("the local cluster's view of itself", () => {
     // As seen on a replica promoted before it heard of the last slot its master took over (slot 511).
     const promotedEarly = onMaster.replace("256-511", "256-510");
     expect(slotOwnership(promotedEarly)).not.toBe(slotOwnership(onMaster));
+  });
+
+  it("lists the slots one node serves, as a given node's view says", () => {
+    expect(slotsOf(onMaster, "757f").slice(0, 3)).toEqual([256, 257, 258]);
+    expect(slotsOf(onMaster, "757f")).toHaveLength(256 + 256 + 4182);
+    expect(slotsOf(onMaster.replace("256-511", "256-510"), "757f")).not.toContain(511);
+    expect(slotsOf(onMaster.replace("256-511 ", "256-511 [511->-c676] "), "757f")).toHaveLength(256 + 256 + 4182);
+    expect(slotsOf(onMaster, "a703")).toEqual([]);
+    expect(slotsOf(onMaster, "none")).toEqual([]);
   });
 
   it("counts a node's slots and leaves out those being migrated", () => {

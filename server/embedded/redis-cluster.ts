@@ -57,9 +57,15 @@ export interface LocalRedisCluster {
   describe(): Promise<ClusterNodeInfo[]>;
   /**
    * SIGKILLs a master (the one on `port`, else the first serving slots) and resolves once a replica has taken over.
-   * `fixed`: the cluster did not settle until `fix` covered a slot the promoted replica did not claim (below).
+   * `fixed`: the cluster did not settle until `reclaimSlots` gave the promoted replica a slot it did not claim.
    */
   killMaster(port?: number): Promise<{ killed: number; promoted: number; fixed: boolean }>;
+  /**
+   * The slots every other live node gives the master on `port` but its own view gives to no one, assigned to it
+   * (CLUSTER ADDSLOTS, then BUMPEPOCH so the claim wins); resolves with them once the cluster has settled. What a
+   * promoted replica that claimed one slot too few needs (`fix` refuses while the old master is listed as failed).
+   */
+  reclaimSlots(port: number): Promise<number[]>;
   /**
    * SIGKILLs a master and its replicas at once, so its slots have no node left (the cluster answers CLUSTERDOWN
    * once it notices); `restartNode` brings each back, empty.
@@ -132,6 +138,24 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
     };
     const describe = () => describeCluster(livePort());
     const settled = () => waitSettled([...alive]);
+    const reclaimSlots = async (port: number): Promise<number[]> => {
+      const me = await onNode(port, async (redis) => String(await redis.call("CLUSTER", "MYID")));
+      const given = new Set<number>();
+      for (const other of [...alive].filter((p) => p !== port)) {
+        const text = await onNode(other, async (redis) => String(await redis.call("CLUSTER", "NODES")));
+        for (const slot of slotsOf(text, me)) given.add(slot);
+      }
+      const own = await onNode(port, async (redis) => String(await redis.call("CLUSTER", "NODES")));
+      const mine = new Set(slotsOf(own, me));
+      const missing = [...given].filter((slot) => !mine.has(slot)).sort((a, b) => a - b);
+      if (missing.length > 0)
+        await onNode(port, async (redis) => {
+          await redis.call("CLUSTER", "ADDSLOTS", ...missing);
+          await redis.call("CLUSTER", "BUMPEPOCH");
+        });
+      await settled();
+      return missing;
+    };
     const fix = async () => {
       // --cluster-yes does not answer "cover these slots?" (redis-cli 7.0 reads it from stdin).
       await cli(["--cluster", "fix", `127.0.0.1:${livePort()}`, "--cluster-yes"], "yes\n");
@@ -167,13 +191,13 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
         }, `a replica of ${victim.port} to take over`);
         let fixed = false;
         await settled().catch(async (err: unknown) => {
-          // Seen in two cluster soaks (Redis 7.0.15, long after the last resharding): the promoted replica claimed
-          // its old master's slots but the last one a resharding had moved to it, which every other node gave it
-          // too. In its own view that slot has no owner: cluster_state:fail, CLUSTERDOWN for all its slots, for
-          // good. An operator covers the slot with --cluster fix; so does the harness, and says so.
+          // Seen in two cluster soaks (Redis 7.0.15): the promoted replica claimed its old master's slots but the
+          // last one a resharding had moved to it, which every other node gave it too. In its own view that slot
+          // has no owner: cluster_state:fail, CLUSTERDOWN for all its slots, for good. The harness gives it the
+          // slot, and says so.
           if (!(await coverageLost(promoted))) throw err;
-          logger.warn({ promoted }, "a promoted replica left a slot uncovered; redis-cli --cluster fix covers it");
-          await fix();
+          const slots = await reclaimSlots(promoted);
+          logger.warn({ promoted, slots }, "a promoted replica claimed too few slots; they were assigned to it");
           fixed = true;
         });
         return { killed: victim.port, promoted, fixed };
@@ -228,6 +252,7 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
         return { from: from.port, to: to.port };
       },
       fix,
+      reclaimSlots,
       async flushall() {
         const masters = (await describe()).filter((n) => n.role === "master" && !n.failed);
         await Promise.all(masters.map((m) => onNode(m.port, (redis) => redis.flushall())));
@@ -240,6 +265,19 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
     await stopAll();
     throw err;
   }
+}
+
+/** The slots the node `id` serves in one node's CLUSTER NODES (ranges expanded; slots being migrated left out). */
+export function slotsOf(clusterNodes: string, id: string): number[] {
+  const line = clusterNodes.split("\n").find((l) => l.startsWith(`${id} `));
+  if (!line) return [];
+  const slots: number[] = [];
+  for (const range of line.trim().split(" ").slice(8)) {
+    if (range.startsWith("[")) continue;
+    const [a, b] = range.split("-").map(Number);
+    for (let slot = a!; slot <= (b ?? a!); slot++) slots.push(slot);
+  }
+  return slots;
 }
 
 /** Whether the node on `port` sees a slot with no owner (cluster_state:fail with fewer than 16384 assigned). */
