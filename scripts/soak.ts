@@ -94,7 +94,7 @@ const replay = (seed: number) =>
 // A round that throws fails like one with problems, and the soak goes on; a second in a row stops it (then it is the
 // environment that is broken, and every round would fail the same way).
 let threw = false;
-// A round takes well under a minute; one still running after ten has hung, and the soak stops to report it.
+// One still running after ten minutes has hung, and the soak stops to report it.
 const HANG_MS = 10 * 60_000;
 const deadline = Date.now() + minutes * 60_000;
 console.log(

@@ -375,10 +375,8 @@ export function slotOwnership(clusterNodes: string): string {
 
 async function waitSettled(ports: number[]): Promise<void> {
   await until(async () => {
-    // Every live node must also see the same owner for every slot. A replica that has not yet heard of the last
-    // slot its master took over, promoted then (a master killed right after a resharding), claims the slots without
-    // it while every other node gives it that slot too: the slot is then served by no one in the new master's own
-    // view, which answers CLUSTERDOWN for all its slots until someone fixes it.
+    // Every live node must also see the same owner for every slot: a promoted replica that claimed one slot too
+    // few (killMaster) serves it in every view but its own, and answers CLUSTERDOWN for all its slots until then.
     const views = new Set<string>();
     for (const port of ports) {
       const ok = await onNode(port, async (redis) => {

@@ -678,7 +678,7 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
       if (op.fault === "kill-master") {
         const { killed, promoted, fixed } = await env.cluster.killMaster(pick(op.user).port);
         await env.cluster.restartNode(killed);
-        const note = fixed ? " (it claimed one slot too few: redis-cli --cluster fix covered it)" : "";
+        const note = fixed ? " (it claimed too few slots: the missing ones were assigned to it)" : "";
         return `master ${killed} killed, replica ${promoted} promoted${note}, ${killed} back as a replica`;
       }
       const from = pick(op.user);
