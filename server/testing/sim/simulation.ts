@@ -604,7 +604,10 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
         const running = outcomes.flatMap((outcome, i) => (outcome === RUNNING ? [`${i} ${plan.ops[i]!.kind}`] : []));
         options.onStall!(
           `seed ${o.seed}: still running after ${Math.round((Date.now() - started) / 1000)} s, after "${phase}"; ` +
-            `operations running: ${running.join(", ") || "none"}; tabs: ${tabs.map((t) => t.describe()).join("; ")}`,
+            `operations running: ${running.join(", ") || "none"}; ` +
+            // A hung round never returns its report, so what its faults met so far is said here.
+            `faults not injected so far: ${report.faultErrors.join(" | ") || "none"}; ` +
+            `tabs: ${tabs.map((t) => t.describe()).join("; ")}`,
         );
       }, options.stallMs ?? 60_000).unref()
     : undefined;
