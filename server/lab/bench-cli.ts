@@ -215,7 +215,8 @@ async function main(): Promise<void> {
   if (only.has("statements")) {
     const sends = quick ? 1000 : 3000;
     log("statements: where a send's PostgreSQL time goes (pg_stat_statements, a PostgreSQL of its own)…");
-    const statements = await measureStatements({ conversations: 20, sends, concurrency: 8 });
+    // One send every 2 ms: each instance's pace in the end-to-end part at 1000/s.
+    const statements = await measureStatements({ conversations: 20, sends, concurrency: 8, paced: { gapMs: 2 } });
     report.statements = statements;
     const { headers, rows } = statementsTable(statements);
     out.push(
@@ -226,6 +227,14 @@ async function main(): Promise<void> {
       "Execution time per send from pg_stat_statements (track = all), which times a statement's ExecutorRun and ExecutorFinish only: each statement's executor setup and teardown, and PL/pgSQL's own work, fall in the call's time and in no statement's. A foreign key check runs inside the insert that fires it. The CPU row is every PostgreSQL process' CPU time from /proc: the execution, and the protocol, the commit with its WAL flush and the kernel's share.",
       "",
     );
+    const lone = statements.loneCommit;
+    if (lone)
+      out.push(
+        `A lone send's commit, each send ${lone.gapMs} ms after the one before had its answer, nothing else running (the message service's call to its answer, ${lone.sends} sends): ` +
+          `p50 ${lone.p50Ms.toFixed(2)} ms, p99 ${lone.p99Ms.toFixed(2)} ms. A send's way end to end is the floor's with this commit added ` +
+          "(and a Redis script in place of the floor's publish), so Tally's end-to-end p50 cannot be expected below the floor's p50 plus this one.",
+        "",
+      );
   }
 
   const needServices = ["ceiling", "big-user", "cluster", "e2e", "fanout", "sync-abuse", "connections"].some((part) =>

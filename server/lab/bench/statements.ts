@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { createDb, type Db } from "../../db/prisma.ts";
 import { startThrowawayServices } from "../../embedded/services.ts";
 import { createMessageService } from "../../messages/messages.service.ts";
+import { percentile } from "../measure.ts";
 import { clockTicksPerSecond, readProcesses, treeTicks } from "./cpu.ts";
 
 /** One row of pg_stat_statements, as the profile reads it. */
@@ -41,8 +43,21 @@ export interface StatementProfile {
   cpuUsPerSend: number | null;
 }
 
+/**
+ * A lone send's commit as the sender waits for it: the message service's call (its group of one, the prepared call,
+ * the durable commit), timed from the call to its answer, one send `gapMs` after the one before had its answer.
+ */
+export interface LoneCommit {
+  gapMs: number;
+  sends: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
 export interface StatementsResult {
   profiles: StatementProfile[];
+  /** Absent when not asked for (`paced`). */
+  loneCommit?: LoneCommit;
 }
 
 /** What each statement of tally_store_messages does, recognised by its text. */
@@ -118,6 +133,8 @@ export async function measureStatements(opts: {
   conversations: number;
   sends: number;
   concurrency: number;
+  /** Then `sends` more, one every `gapMs`, each timed: the lone commit's latency (see LoneCommit). */
+  paced?: { gapMs: number };
 }): Promise<StatementsResult> {
   const services = await startThrowawayServices({
     name: "bench-statements",
@@ -179,7 +196,20 @@ export async function measureStatements(opts: {
     for (let i = 0; i < 300; i++) await send();
     const profiles = [await window(1, opts.sends)];
     if (opts.concurrency > 1) profiles.push(await window(opts.concurrency, opts.sends));
-    return { profiles };
+    if (!opts.paced) return { profiles };
+    const { gapMs } = opts.paced;
+    const ms: number[] = [];
+    for (let i = 0; i < opts.sends; i++) {
+      await sleep(gapMs);
+      const start = process.hrtime.bigint();
+      await send();
+      ms.push(Number(process.hrtime.bigint() - start) / 1e6);
+    }
+    ms.sort((a, b) => a - b);
+    return {
+      profiles,
+      loneCommit: { gapMs, sends: ms.length, p50Ms: percentile(ms, 50), p99Ms: percentile(ms, 99) },
+    };
   } finally {
     await db?.$disconnect();
     await services.stop();
