@@ -6,6 +6,7 @@ import { userLockKey } from "../redis/keys.ts";
 import { createRedis, type RedisClient } from "../redis/client.ts";
 import { deleteKeys, openLabRedis, type LabRedis } from "./lab-redis.ts";
 import { acquireLock, releaseLock, startWatchdog, type Every } from "./lock.ts";
+import { wrongOf } from "./measure.ts";
 import { resolveWorkload } from "./params.ts";
 import { runStrategy } from "./runner.ts";
 import { createLabConnection } from "./scripts.ts";
@@ -179,6 +180,16 @@ describe("runs", () => {
     expect(result.lost).toBe(0);
     expect(result.drift).toEqual({ users: 0, amount: 0 });
     expect(result.wrong).toEqual({ counts: 0, totals: 0 });
+  });
+
+  it("shows lua's users their truth after Redis lost their keys, before any operation of theirs came", async () => {
+    const p = prefix();
+    const { workload, strategy } = await runStrategy({ name: "lua", workload: small(), labRedis: shared, prefix: p });
+    const users = Array.from({ length: 8 }, (_, i) => i + 1);
+    expect(await shared.deleteKeys(p)).toBeGreaterThan(0); // what a restart of a Redis without persistence does
+    const states = await strategy.read(redis, users);
+    expect(wrongOf(users, states, workload.truth)).toEqual({ counts: 0, totals: 0 });
+    expect(states.some((s) => s.total > 0)).toBe(true);
   });
 
   it("replays the same operations for the same seed", async () => {

@@ -66,7 +66,14 @@ export function luaStrategy(ctx: StrategyContext): Strategy {
     read(conn, userIds) {
       return Promise.all(
         userIds.map(async (userId): Promise<UserState> => {
-          const reply = await conn.tallySnapshot(...unreadScriptKeys(userId, ctx.prefix));
+          const snapshot = () => conn.tallySnapshot(...unreadScriptKeys(userId, ctx.prefix));
+          let reply = await snapshot();
+          // Missing state (Redis restarted, and no operation of this user came since) is rebuilt from the truth,
+          // as a client's sync rebuilds it from the database: what a user is shown never comes from lost keys.
+          if (reply[0] === -1) {
+            await rebuild(conn, userId);
+            reply = await snapshot();
+          }
           if (reply[0] === -1) return toState(0, []);
           // -2: the stored total disagrees with the sum (only a bug could do that); measure it as it is.
           if (reply[0] === -2) return storedCounters(conn, userId);
