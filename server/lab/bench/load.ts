@@ -91,8 +91,9 @@ export function summarizeLoad(opts: {
     failed,
     delivered: latencies.length,
     carried: opts.offered === 0 ? 0 : round(latencies.length / opts.offered, 3),
-    p50Ms: round(percentile(latencies, 50), 1),
-    p99Ms: round(p99, 1),
+    // Two decimals: the floor's p50 is a few tenths of a millisecond, and the targets are ratios to it.
+    p50Ms: round(percentile(latencies, 50), 2),
+    p99Ms: round(p99, 2),
     maxMs: round(latencies.at(-1) ?? 0, 1),
     held: failed === 0 && latencies.length >= 0.99 * opts.offered && p99 < opts.targetP99Ms,
   };

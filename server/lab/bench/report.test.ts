@@ -101,6 +101,25 @@ describe("endToEndReport", () => {
     );
   });
 
+  it("judges the latency targets at the target rate from the windows' own figures", () => {
+    const text = endToEndReport(
+      result([
+        { mode: "open", offeredPerSec: 1000, results: [window(4.5, 1, tally), window(1.2, 1, floor)] },
+        { mode: "one-in-flight", offeredPerSec: 1000, results: [window(0.9, 0.99, tally), window(0.31, 1, floor)] },
+        { mode: "open", offeredPerSec: 1500, results: [window(0.3, 1, tally), window(0.3, 1, floor)] },
+      ]),
+      target,
+    ).join("\n");
+    const line = text.split("\n").find((l) => l.startsWith("Tally / floor at 1000 messages/s"));
+    expect(line).toBe(
+      "Tally / floor at 1000 messages/s (targets: every send carried, p50 and p99 ≤ 3× the floor's): " +
+        "open loop: every send acknowledged and delivered (met); p50 4.5 / 1.2 ms, 3.75× (MISSED); " +
+        "p99 9 / 2.4 ms, 3.75× (MISSED); " +
+        "one in flight: every send acknowledged and delivered (MISSED: 99% carried, 0 failed); " +
+        "p50 0.9 / 0.31 ms, 2.9× (met); p99 1.8 / 0.62 ms, 2.9× (met)",
+    );
+  });
+
   it("lists the stages of the systems that report them, and no stage table when none does", () => {
     const staged: EndToEndWindow = {
       ...window(4.5, 1, tally),

@@ -32,6 +32,9 @@ function bound(value: number | null, lastBound: number): string {
   return value === Number.POSITIVE_INFINITY ? `> ${lastBound}` : significant(value);
 }
 
+/** The end-to-end latency targets: Tally's p50 and p99 within this factor of the floor's, in the same run. */
+const LATENCY_RATIO = 3;
+
 /**
  * The end-to-end part as printed: latency and carried load of each system side by side, then the CPU each
  * process spent per delivered message, then the targets (printed, never asserted). The first system is Tally.
@@ -166,6 +169,25 @@ export function endToEndReport(e2e: EndToEndResult, opts: { cpuTargetMs: number;
         })
         .join(", ")
     : "not measured";
+  // The issue's latency targets: at the target rate every send carried, p50 and p99 within 3× the floor's (the
+  // second system) in the same run. Ratios from the windows' own figures (two decimals).
+  const latencyVerdict =
+    e2e.systems.length < 2 || atTarget.length === 0
+      ? []
+      : atTarget.map((r) => {
+          const [own, floor] = r.results;
+          if (!own || !floor) return `${MODE_LABEL[r.mode]}: not measured`;
+          const ratio = (pick: (w: EndToEndWindow) => number) => {
+            const x = pick(floor) > 0 ? pick(own) / pick(floor) : Number.POSITIVE_INFINITY;
+            const shown = Number.isFinite(x) ? `${significant(x)}×` : "∞×";
+            return `${pick(own)} / ${pick(floor)} ms, ${shown} (${x <= LATENCY_RATIO ? "met" : "MISSED"})`;
+          };
+          const everySend = own.carried >= 1 && own.failed === 0;
+          return (
+            `${MODE_LABEL[r.mode]}: every send acknowledged and delivered ${everySend ? "(met)" : `(MISSED: ${percent(own.carried)} carried, ${own.failed} failed)`}; ` +
+            `p50 ${ratio((w) => w.p50Ms)}; p99 ${ratio((w) => w.p99Ms)}`
+          );
+        });
   return [
     `## End to end, ${names}: a send on one instance → its arrival at the recipient on the other, ${e2e.conversations} conversations (senders split over both), ${e2e.seconds} s per rate`,
     "",
@@ -183,6 +205,11 @@ export function endToEndReport(e2e: EndToEndResult, opts: { cpuTargetMs: number;
     ...groups,
     `Highest open-loop rate held with p99 < ${e2e.targetP99Ms} ms: ${e2e.systems.map((s, i) => `${s} ${e2e.highestHeldPerSec[i]}`).join(", ")} messages/s`,
     `${e2e.systems[0]} CPU per delivered message at ${opts.cpuTargetRate} messages/s (target ≤ ${opts.cpuTargetMs} ms, instances + PostgreSQL + Redis): ${cpuVerdict}`,
+    ...(latencyVerdict.length
+      ? [
+          `${e2e.systems[0]} / ${e2e.systems[1]} at ${opts.cpuTargetRate} messages/s (targets: every send carried, p50 and p99 ≤ ${LATENCY_RATIO}× the ${e2e.systems[1]}'s): ${latencyVerdict.join("; ")}`,
+        ]
+      : []),
     "",
   ];
 }
