@@ -107,9 +107,12 @@ export async function runStrategy(opts: RunStrategyOptions): Promise<StrategyRun
         if (opts.restart && !restarted && opts.labRedis.restart && workload.issued >= w.operations / 2) {
           restarted = true;
           restarting = opts.labRedis.restart();
+          // Awaited below (a failed restart fails the run); until then a rejection is not unhandled.
+          restarting.catch(() => undefined);
         }
-        // The last quarter waits for the restart, so it happens amid traffic however fast the operations run (on a
-        // fast machine the second half could otherwise finish on the old server before it stopped).
+        // The last quarter of the operations waits for the restart, so at least that many run on the restarted
+        // server however fast they go (on a fast machine the whole second half could otherwise finish on the old
+        // server before it stopped, and the restart would test nothing).
         if (restarting && workload.issued > (3 * w.operations) / 4) await restarting;
         await runOp(worker, op);
       }
@@ -142,7 +145,7 @@ export async function runStrategy(opts: RunStrategyOptions): Promise<StrategyRun
     lastT = now;
     lastCompleted = done;
     strategy
-      .read(monitor, sampled)
+      .read(monitor, sampled, { rebuildMissing: restarted })
       .then((states) => (last = { drift: driftOf(states), badges: badgesOf(badgeUsers, states) }))
       .catch(() => last)
       .then(({ drift, badges }) => {
@@ -169,7 +172,7 @@ export async function runStrategy(opts: RunStrategyOptions): Promise<StrategyRun
 
   const states: UserState[] = [];
   for (let i = 0; i < users.length; i += 500) {
-    states.push(...(await strategy.read(monitor, users.slice(i, i + 500))));
+    states.push(...(await strategy.read(monitor, users.slice(i, i + 500), { rebuildMissing: restarted })));
   }
   monitor.disconnect();
   const sorted = latencies.subarray(0, completed).sort();

@@ -63,14 +63,14 @@ export function luaStrategy(ctx: StrategyContext): Strategy {
         `apply.lua(conversation ${op.conversationId}, ${args}) → unread ${unread}, total ${total}, version ${version}${changed ? "" : " (unchanged)"}`,
       );
     },
-    read(conn, userIds) {
+    read(conn, userIds, opts) {
       return Promise.all(
         userIds.map(async (userId): Promise<UserState> => {
           const snapshot = () => conn.tallySnapshot(...unreadScriptKeys(userId, ctx.prefix));
           let reply = await snapshot();
-          // Missing state (Redis restarted, and no operation of this user came since) is rebuilt from the truth,
-          // as a client's sync rebuilds it from the database: what a user is shown never comes from lost keys.
-          if (reply[0] === -1) {
+          // After a restart, missing state (no operation of this user came since) is rebuilt from the truth, as a
+          // client's sync rebuilds it from the database. Only then: otherwise lost keys would be a bug to show.
+          if (reply[0] === -1 && opts?.rebuildMissing) {
             await rebuild(conn, userId);
             reply = await snapshot();
           }

@@ -48,8 +48,12 @@ export interface Strategy {
    * connections) no other worker uses at the same time.
    */
   apply(conn: RedisClient, op: LabOp, hooks: OpHooks, stats: OpStats): Promise<void>;
-  /** Reads users' counters, each user in one atomic step. */
-  read(conn: RedisClient, userIds: number[]): Promise<UserState[]>;
+  /**
+   * Reads users' counters, each user in one atomic step. With `rebuildMissing` (the runner asks for it once the
+   * Redis restart fault has run), a strategy that can rebuild (Lua) first rebuilds a user whose state is missing,
+   * as a sync does: otherwise a missing state reads as zeros, so a bug that loses keys stays visible.
+   */
+  read(conn: RedisClient, userIds: number[], opts?: { rebuildMissing?: boolean }): Promise<UserState[]>;
 }
 
 /** The injected "second step fails" fault: the worker lives on (and releases what it holds). */
