@@ -232,8 +232,8 @@ async function main(): Promise<void> {
     if (lone)
       out.push(
         `A lone send's commit, each send ${lone.gapMs} ms after the one before had its answer, nothing else running (the message service's call to its answer, ${lone.sends} sends): ` +
-          `p50 ${lone.p50Ms.toFixed(2)} ms, p99 ${lone.p99Ms.toFixed(2)} ms. A send's way end to end is the floor's with this commit added ` +
-          "(and a Redis script in place of the floor's publish), so Tally's end-to-end p50 cannot be expected below the floor's p50 plus this one.",
+          `p50 ${lone.p50Ms.toFixed(2)} ms, p99 ${lone.p99Ms.toFixed(2)} ms: what a durable commit adds to a send's way end to end, ` +
+          "which the floor's has not (docs/benchmarks.md, a ninth look).",
         "",
       );
   }

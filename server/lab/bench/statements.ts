@@ -133,7 +133,7 @@ export async function measureStatements(opts: {
   conversations: number;
   sends: number;
   concurrency: number;
-  /** Then `sends` more, one every `gapMs`, each timed: the lone commit's latency (see LoneCommit). */
+  /** Then `sends` more, each `gapMs` after the one before had its answer, each timed: see LoneCommit. */
   paced?: { gapMs: number };
 }): Promise<StatementsResult> {
   const services = await startThrowawayServices({
