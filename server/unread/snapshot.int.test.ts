@@ -82,6 +82,34 @@ describe("the conversation list", () => {
     );
   });
 
+  it("reads the stored times as UTC whatever the process' time zone, and refuses an id that is not an integer", async () => {
+    const [a, b] = [await user("lta"), await user("ltb")];
+    const direct = await create(a.token, [b.user.name]);
+    await send(await h.connect(a.token), direct.id, "when?");
+    const stored = await h.db.message.findFirstOrThrow({ where: { conversationId: direct.id } });
+    const conversation = await h.db.conversation.findUniqueOrThrow({ where: { id: direct.id } });
+    const snapshots = createSnapshotService({ db: h.db, unread: createUnreadService({ redis: h.redis, db: h.db }) });
+    const zone = process.env.TZ;
+    // pg reads a timestamp without time zone in the process' own zone; the list's statements must not let it.
+    process.env.TZ = "Asia/Kolkata";
+    try {
+      expect(new Date(2026, 0, 1).getTimezoneOffset()).toBe(-330); // the zone took effect in this process
+      const listed = (await snapshots.snapshot(a.user)).conversations.find((conv) => conv.id === direct.id);
+      expect(listed?.lastMessage?.createdAt).toBe(stored.createdAt.toISOString());
+      expect(listed?.createdAt).toBe(conversation.createdAt.toISOString());
+      expect((await snapshots.describe(direct.id, b.user.id)).lastMessage?.createdAt).toBe(
+        stored.createdAt.toISOString(),
+      );
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
+    // Ids are written into the statements' text: anything but a safe integer is refused before a query is sent.
+    await expect(snapshots.describe(1.5, a.user.id)).rejects.toThrow(/not an id/);
+    await expect(snapshots.describe(Number.NaN, a.user.id)).rejects.toThrow(/not an id/);
+    expect((await snapshots.describe(direct.id, a.user.id)).id).toBe(direct.id);
+  });
+
   it("tells a member of a changed group its counts as the list shows them: unread, mentions, muted", async () => {
     const [a, b, c] = [await user("lua"), await user("lub"), await user("luc")];
     const group = await create(a.token, [b.user.name, c.user.name]);

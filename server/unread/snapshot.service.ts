@@ -1,21 +1,14 @@
 import { toConversationDTO, toMessageDTO, type ConversationRow } from "../contracts/dto.ts";
 import type { ConversationDTO, MessageDTO, Snapshot, UserDTO } from "../contracts/index.ts";
-import { Prisma } from "../db/generated/client.ts";
-import type { Db } from "../db/prisma.ts";
+import type pg from "pg";
+import { poolOf, type Db } from "../db/prisma.ts";
 import { AppError } from "../errors.ts";
 import { NO_UNREAD, type UnreadService } from "./unread.service.ts";
 
 export type SnapshotService = ReturnType<typeof createSnapshotService>;
 
-/**
- * A row of the list's statement: the conversation, its members as parallel arrays (null for none) and its newest
- * message's columns (null for none).
- */
+/** A conversation with its newest message's columns (null for none), as the list's first statement answers it. */
 type ListRow = Omit<ConversationRow, "memberships"> & {
-  ids: number[] | null;
-  cursors: number[] | null;
-  names: string[] | null;
-  bots: boolean[] | null;
   lastId: number | null;
   lastSenderId: number | null;
   lastSenderName: string | null;
@@ -24,57 +17,79 @@ type ListRow = Omit<ConversationRow, "memberships"> & {
   lastClientMsgId: string | null;
 };
 
+/** A member of a listed conversation, as the list's second statement answers it. */
+interface MemberRow {
+  conversationId: number;
+  userId: number;
+  lastReadSeq: number;
+  name: string;
+  isBot: boolean;
+}
+
+/**
+ * An id written into a statement's text (the simple query protocol, which runs several statements in one round
+ * trip, takes no parameters): only a safe integer gets there, so nothing but digits and a sign ever does.
+ */
+function sqlId(id: number): string {
+  if (!Number.isSafeInteger(id)) throw new TypeError(`not an id: ${String(id)}`);
+  return String(id);
+}
+
 /** What a tab syncs from: the user's conversations with their unread counts, whole or one at a time. */
 export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadService }) {
+  const pool = poolOf(db);
   /**
-   * Conversations with their members (names, cursors) and their message at lastSeq, from one statement: the
-   * user's whole list (`memberId`) or one conversation. Each conversation's members are gathered from its index, as
-   * parallel arrays in one order (building JSON took PostgreSQL twice as long), and each newest message is a join
-   * on the (conversationId, seq) key. For a user in 5000 conversations that is one statement of about 40 ms in
-   * PostgreSQL instead of Prisma's query per relation and an OR of 5000 pairs for the messages, which took over
-   * half a second (docs/benchmarks.md, "Big user").
+   * Conversations with their members (names, cursors) and their message at lastSeq: the user's whole list
+   * (`memberId`) or one conversation. Two plain joins, each a walk of indexes from the wanted conversations: the
+   * conversations with their newest messages, and their members with names; Node groups the members. For a user in
+   * 5000 conversations PostgreSQL executes the two in about 16 ms, where one statement that aggregated each
+   * conversation's members (a LATERAL of three index scans per conversation) took 58–70 ms (docs/benchmarks.md, "A
+   * tenth look"). Neither joins an aggregate, so stale statistics (a user's memberships arriving in bulk) cannot
+   * make a plan rebuild one per conversation (2000 groups once took 4.5 s that way). Both statements go in one
+   * round trip (the simple query protocol) and one implicit transaction at REPEATABLE READ: they read one snapshot,
+   * so every listed conversation has the members it had at that instant; an error rolls it all back and leaves the
+   * connection as it was.
    */
   async function conversations(
     where: { memberId: number } | { conversationId: number },
   ): Promise<{ row: ConversationRow; last: MessageDTO | null }[]> {
     const wanted =
       "memberId" in where
-        ? Prisma.sql`SELECT "conversationId" AS "id" FROM "Membership" WHERE "userId" = ${where.memberId}`
-        : Prisma.sql`SELECT ${where.conversationId}::int AS "id"`;
-    // The members are aggregated per conversation (LATERAL, an index scan each), not in one GROUP BY joined
-    // afterwards: with statistics taken before a user's memberships arrived in bulk, the planner expects one
-    // wanted conversation and puts that whole aggregate inside a nested loop, rebuilding it for every
-    // conversation (2000 groups: 4.5 s instead of 0.1 s, docs/benchmarks.md). Names come from one primary-key
-    // lookup per member: joined to "User" in the lateral, the same stale statistics chose a merge join that walked
-    // the user table for every conversation (1 s). No plan of this statement is quadratic.
-    const rows = await db.$queryRaw<ListRow[]>`
-      WITH wanted AS (${wanted})
-      SELECT c."id", c."kind"::TEXT AS "kind", c."title", c."lastSeq", c."createdAt",
-        members."ids", members."cursors", members."names", members."bots",
+        ? `SELECT "conversationId" AS "id" FROM "Membership" WHERE "userId" = ${sqlId(where.memberId)}`
+        : `SELECT ${sqlId(where.conversationId)}::int AS "id"`;
+    // Timestamps AT TIME ZONE 'UTC' (timestamptz): pg reads a plain timestamp in the process' own zone.
+    const results = (await pool.query(`
+      SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY;
+      SELECT c."id", c."kind"::TEXT AS "kind", c."title", c."lastSeq", c."createdAt" AT TIME ZONE 'UTC' AS "createdAt",
         m."id" AS "lastId", m."senderId" AS "lastSenderId", s."name" AS "lastSenderName", m."content" AS "lastContent",
-        m."createdAt" AS "lastCreatedAt", m."clientMsgId" AS "lastClientMsgId"
-      FROM wanted
+        m."createdAt" AT TIME ZONE 'UTC' AS "lastCreatedAt", m."clientMsgId" AS "lastClientMsgId"
+      FROM (${wanted}) wanted
       JOIN "Conversation" c ON c."id" = wanted."id"
-      CROSS JOIN LATERAL (
-        SELECT array_agg(mb."userId" ORDER BY mb."userId") AS "ids",
-          array_agg(mb."lastReadSeq" ORDER BY mb."userId") AS "cursors",
-          array_agg((SELECT u."name" FROM "User" u WHERE u."id" = mb."userId") ORDER BY mb."userId") AS "names",
-          array_agg((SELECT u."isBot" FROM "User" u WHERE u."id" = mb."userId") ORDER BY mb."userId") AS "bots"
-        FROM "Membership" mb WHERE mb."conversationId" = c."id") members
       LEFT JOIN "Message" m ON m."conversationId" = c."id" AND m."seq" = c."lastSeq"
-      LEFT JOIN "User" s ON s."id" = m."senderId"`;
-    return rows.map((r) => ({
+      LEFT JOIN "User" s ON s."id" = m."senderId";
+      SELECT mb."conversationId", mb."userId", mb."lastReadSeq", u."name", u."isBot"
+      FROM (${wanted}) wanted
+      JOIN "Membership" mb ON mb."conversationId" = wanted."id"
+      JOIN "User" u ON u."id" = mb."userId"
+      ORDER BY mb."conversationId", mb."userId"`)) as unknown as [
+      unknown,
+      pg.QueryResult<ListRow>,
+      pg.QueryResult<MemberRow>,
+    ];
+    const members = new Map<number, ConversationRow["memberships"]>();
+    for (const m of results[2].rows) {
+      let list = members.get(m.conversationId);
+      if (!list) members.set(m.conversationId, (list = []));
+      list.push({ userId: m.userId, lastReadSeq: m.lastReadSeq, user: { id: m.userId, name: m.name, isBot: m.isBot } });
+    }
+    return results[1].rows.map((r) => ({
       row: {
         id: r.id,
         kind: r.kind,
         title: r.title,
         lastSeq: r.lastSeq,
         createdAt: r.createdAt,
-        memberships: (r.ids ?? []).map((userId, i) => ({
-          userId,
-          lastReadSeq: r.cursors![i]!,
-          user: { id: userId, name: r.names![i]!, isBot: r.bots![i]! },
-        })),
+        memberships: members.get(r.id) ?? [],
       },
       last:
         r.lastId === null
