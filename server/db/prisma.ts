@@ -9,7 +9,8 @@ const pools = new WeakMap<Db, pg.Pool>();
 
 /**
  * The one way Tally opens its database: Prisma 7 over the node-postgres driver adapter, on a pool Tally makes
- * itself so the send path's one hot statement can use it directly (`poolOf`). Prisma ends the pool with the client.
+ * itself so that the send path's hot statement and the sync's conversation list can use it directly (`poolOf`).
+ * Prisma ends the pool with the client.
  */
 export function createDb(databaseUrl: string, options: { max?: number } = {}): Db {
   // Sessions in UTC: the columns are timestamp without time zone, which Prisma reads as UTC, and the send path's
@@ -36,8 +37,9 @@ export function createDb(databaseUrl: string, options: { max?: number } = {}): D
 }
 
 /**
- * The node-postgres pool under `db`, for statements on the send path where Prisma's query layer costs more than
- * the statement (a named prepared statement through `pg` directly: docs/benchmarks.md, "Where the time went").
+ * The node-postgres pool under `db`, for what Prisma's query layer cannot do or does at a cost: the send path's
+ * statement (a named prepared statement: docs/benchmarks.md, "Where the time went") and the sync's conversation
+ * list (two statements in one round trip: "A tenth look").
  */
 export function poolOf(db: Db): pg.Pool {
   const pool = pools.get(db);

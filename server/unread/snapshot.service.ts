@@ -30,7 +30,7 @@ interface MemberRow {
  * An id written into a statement's text (the simple query protocol, which runs several statements in one round
  * trip, takes no parameters): only a safe integer gets there, so nothing but digits and a sign ever does.
  */
-function sqlId(id: number): string {
+export function sqlId(id: number): string {
   if (!Number.isSafeInteger(id)) throw new TypeError(`not an id: ${String(id)}`);
   return String(id);
 }
@@ -42,13 +42,13 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
    * Conversations with their members (names, cursors) and their message at lastSeq: the user's whole list
    * (`memberId`) or one conversation. Two plain joins, each a walk of indexes from the wanted conversations: the
    * conversations with their newest messages, and their members with names; Node groups the members. For a user in
-   * 5000 conversations PostgreSQL executes the two in about 16 ms, where one statement that aggregated each
+   * 5000 conversations PostgreSQL executes the two in 16–26 ms, where one statement that aggregated each
    * conversation's members (a LATERAL of three index scans per conversation) took 58–70 ms (docs/benchmarks.md, "A
    * tenth look"). Neither joins an aggregate, so stale statistics (a user's memberships arriving in bulk) cannot
    * make a plan rebuild one per conversation (2000 groups once took 4.5 s that way). Both statements go in one
    * round trip (the simple query protocol) and one implicit transaction at REPEATABLE READ: they read one snapshot,
-   * so every listed conversation has the members it had at that instant; an error rolls it all back and leaves the
-   * connection as it was.
+   * so every listed conversation has the members it had at that instant. An error rolls the transaction back, and
+   * the pool closes the connection it failed on.
    */
   async function conversations(
     where: { memberId: number } | { conversationId: number },
@@ -58,7 +58,7 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
         ? `SELECT "conversationId" AS "id" FROM "Membership" WHERE "userId" = ${sqlId(where.memberId)}`
         : `SELECT ${sqlId(where.conversationId)}::int AS "id"`;
     // Timestamps AT TIME ZONE 'UTC' (timestamptz): pg reads a plain timestamp in the process' own zone.
-    const results = (await pool.query(`
+    const results: unknown = await pool.query(`
       SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY;
       SELECT c."id", c."kind"::TEXT AS "kind", c."title", c."lastSeq", c."createdAt" AT TIME ZONE 'UTC' AS "createdAt",
         m."id" AS "lastId", m."senderId" AS "lastSenderId", s."name" AS "lastSenderName", m."content" AS "lastContent",
@@ -71,18 +71,19 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
       FROM (${wanted}) wanted
       JOIN "Membership" mb ON mb."conversationId" = wanted."id"
       JOIN "User" u ON u."id" = mb."userId"
-      ORDER BY mb."conversationId", mb."userId"`)) as unknown as [
-      unknown,
-      pg.QueryResult<ListRow>,
-      pg.QueryResult<MemberRow>,
-    ];
+      ORDER BY mb."conversationId", mb."userId"`);
+    // One result per statement, in order: the SET's, the conversations', the members'.
+    const [, listed, memberRows] = Array.isArray(results) ? (results as pg.QueryResult[]) : [];
+    if (listed?.command !== "SELECT" || memberRows?.command !== "SELECT") {
+      throw new Error("the conversation list's query did not answer its two SELECTs");
+    }
     const members = new Map<number, ConversationRow["memberships"]>();
-    for (const m of results[2].rows) {
+    for (const m of memberRows.rows as MemberRow[]) {
       let list = members.get(m.conversationId);
       if (!list) members.set(m.conversationId, (list = []));
       list.push({ userId: m.userId, lastReadSeq: m.lastReadSeq, user: { id: m.userId, name: m.name, isBot: m.isBot } });
     }
-    return results[1].rows.map((r) => ({
+    return (listed.rows as ListRow[]).map((r) => ({
       row: {
         id: r.id,
         kind: r.kind,
