@@ -2,8 +2,8 @@ import type { ConversationDTO, MessageDTO, UnreadState, UserDTO } from "./index.
 
 /*
  * Database rows to the DTOs of the contract: the one place a row's shape becomes what a client sees. Each query
- * that feeds a mapper selects with the shape declared here (the conversation list's one statement in
- * server/unread/snapshot.service.ts builds these rows from its columns).
+ * that feeds a mapper selects with the shape declared here (the conversation list's statements in
+ * server/unread/snapshot.service.ts build these rows from their columns).
  */
 
 /** Select a message's sender name with it, for `toMessageDTO`. */
@@ -25,8 +25,10 @@ export interface ConversationRow {
   kind: "direct" | "group";
   title: string | null;
   lastSeq: number;
-  createdAt: Date;
-  memberships: { userId: number; lastReadSeq: number; user: { id: number; name: string; isBot: boolean } }[];
+  /** ISO 8601, as `Date.prototype.toISOString` writes it. */
+  createdAt: string;
+  /** By user id. A member's `user` is what a client sees of them, and one object may serve every row they are in. */
+  memberships: { userId: number; lastReadSeq: number; user: UserDTO }[];
 }
 
 export function toMessageDTO(m: MessageRow): MessageDTO {
@@ -61,15 +63,11 @@ export function toConversationDTO(
     id: row.id,
     kind: row.kind,
     title: titleFor(row, viewerId),
-    members: row.memberships
-      .map(({ user }): UserDTO =>
-        user.isBot ? { id: user.id, name: user.name, bot: true } : { id: user.id, name: user.name },
-      )
-      .sort((a, b) => a.id - b.id),
+    members: row.memberships.map((m) => m.user),
     lastSeq: row.lastSeq,
     lastReadSeq: me?.lastReadSeq ?? 0,
     ...unread,
     lastMessage,
-    createdAt: row.createdAt.toISOString(),
+    createdAt: row.createdAt,
   };
 }

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { nextEvent, startHarness, type Harness } from "../testing/harness.ts";
 import { testApi } from "../testing/api.ts";
 import { userKeys } from "../redis/keys.ts";
-import { createSnapshotService, sqlId } from "./snapshot.service.ts";
+import { createSnapshotService, isoOfTimestamp, sqlId } from "./snapshot.service.ts";
 import { createUnreadService } from "./unread.service.ts";
 
 // The conversation list a page loads and a tab syncs from: each conversation with its newest message, read from
@@ -106,11 +106,65 @@ describe("the conversation list", () => {
     }
   });
 
+  it("lists the newest activity first: a last message's time, or the creation's without one; ties by id", async () => {
+    const [a, b, c] = [await user("loa"), await user("lob"), await user("loc")];
+    const older = await create(a.token, [b.user.name]);
+    const quiet = await create(a.token, [b.user.name, c.user.name], "quiet");
+    const answered = await create(a.token, [b.user.name, c.user.name], "answered");
+    const tied = await create(a.token, [b.user.name, c.user.name], "tied");
+    const sa = await h.connect(a.token);
+    await send(sa, older.id, "late");
+    await send(sa, answered.id, "earlier");
+    // Times set outright, so the order is the test's, not the machine's: `tied` is created at the instant of
+    // `older`'s message (the higher id first), `answered` was answered before that, `quiet` has only its creation.
+    // Whole seconds, and milliseconds PostgreSQL writes with a leading zero (.007) or without its trailing one (.12).
+    const t0 = Date.UTC(2026, 0, 2, 3, 4, 5, 0);
+    const at = (ms: number) => new Date(t0 + ms);
+    await h.db.conversation.update({ where: { id: older.id }, data: { createdAt: at(0) } });
+    await h.db.message.updateMany({ where: { conversationId: older.id }, data: { createdAt: at(5000) } });
+    await h.db.conversation.update({ where: { id: quiet.id }, data: { createdAt: at(3120) } });
+    await h.db.conversation.update({ where: { id: answered.id }, data: { createdAt: at(1000) } });
+    await h.db.message.updateMany({ where: { conversationId: answered.id }, data: { createdAt: at(4007) } });
+    await h.db.conversation.update({ where: { id: tied.id }, data: { createdAt: at(5000) } });
+
+    const listed = (await list(a.token)).conversations;
+    expect(listed.map((conv) => conv.id)).toEqual([tied.id, older.id, answered.id, quiet.id]);
+    expect(listed.map((conv) => [conv.createdAt, conv.lastMessage?.createdAt ?? null])).toEqual([
+      [at(5000).toISOString(), null],
+      [at(0).toISOString(), at(5000).toISOString()],
+      [at(1000).toISOString(), at(4007).toISOString()],
+      [at(3120).toISOString(), null],
+    ]);
+  });
+
   it("writes only safe integers into the list's statements, and refuses anything else", () => {
     for (const id of [0, 7, -3, 2_147_483_647, Number.MAX_SAFE_INTEGER]) expect(sqlId(id)).toMatch(/^-?\d+$/);
     expect(sqlId(-0)).toBe("0");
     for (const id of [1.5, Number.NaN, Infinity, 2 ** 53, "1; DROP TABLE x" as unknown as number]) {
       expect(() => sqlId(id)).toThrow(/not an id/);
+    }
+  });
+
+  it("writes a stored time as the ISO text a Date would, and refuses a text it does not expect", () => {
+    for (const [text, iso] of [
+      ["2026-01-02 03:04:05", "2026-01-02T03:04:05.000Z"],
+      ["2026-01-02 03:04:05.1", "2026-01-02T03:04:05.100Z"],
+      ["2026-01-02 03:04:05.12", "2026-01-02T03:04:05.120Z"],
+      ["2026-01-02 03:04:05.007", "2026-01-02T03:04:05.007Z"],
+      ["1999-12-31 23:59:59.999", "1999-12-31T23:59:59.999Z"],
+    ]) {
+      expect(isoOfTimestamp(text!)).toBe(iso);
+      expect(isoOfTimestamp(text!)).toBe(new Date(`${text!.replace(" ", "T")}Z`).toISOString());
+    }
+    for (const text of [
+      "2026-01-02 03:04:05.1234", // more precision than timestamp(3)
+      "2026-01-02 03:04:05+00", // a timestamptz
+      "2026-01-02 03:04:05 BC",
+      "12026-01-02 03:04:05",
+      "01/02/2026 03:04:05", // another DateStyle
+      "",
+    ]) {
+      expect(() => isoOfTimestamp(text)).toThrow(/not a timestamp/);
     }
   });
 

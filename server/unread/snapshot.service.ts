@@ -1,6 +1,6 @@
-import { toConversationDTO, toMessageDTO, type ConversationRow } from "../contracts/dto.ts";
+import { toConversationDTO, type ConversationRow } from "../contracts/dto.ts";
 import type { ConversationDTO, MessageDTO, Snapshot, UserDTO } from "../contracts/index.ts";
-import type pg from "pg";
+import pg from "pg";
 import { poolOf, type Db } from "../db/prisma.ts";
 import { AppError } from "../errors.ts";
 import { NO_UNREAD, type UnreadService } from "./unread.service.ts";
@@ -13,15 +13,20 @@ type ListRow = Omit<ConversationRow, "memberships"> & {
   lastSenderId: number | null;
   lastSenderName: string | null;
   lastContent: string | null;
-  lastCreatedAt: Date | null;
+  lastCreatedAt: string | null;
   lastClientMsgId: string | null;
 };
 
-/** A member of a listed conversation, as the list's second statement answers it. */
+/** A membership of a listed conversation, as the list's second statement answers it. */
 interface MemberRow {
   conversationId: number;
   userId: number;
   lastReadSeq: number;
+}
+
+/** A member of a listed conversation, once however many conversations they share, as the third statement answers it. */
+interface UserRow {
+  id: number;
   name: string;
   isBot: boolean;
 }
@@ -35,20 +40,41 @@ export function sqlId(id: number): string {
   return String(id);
 }
 
+/**
+ * pg's text of a `timestamp(3)` (UTC, as Prisma stores it) as `Date.prototype.toISOString` writes it: the text a
+ * client gets, without the Date pg would parse it into (most of a big user's sync went to that and back). Any other
+ * shape is refused, not guessed at.
+ */
+export function isoOfTimestamp(text: string): string {
+  if (!TIMESTAMP_TEXT.test(text)) throw new Error(`not a timestamp(3) in ISO DateStyle: ${text}`);
+  const ms = text.length === 19 ? "000" : text.slice(20).padEnd(3, "0");
+  return `${text.slice(0, 10)}T${text.slice(11, 19)}.${ms}Z`;
+}
+const TIMESTAMP_TEXT = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,3})?$/;
+
+/** pg's parsers, but a `timestamp` stays the text a client gets (isoOfTimestamp). */
+const LIST_TYPES = new pg.TypeOverrides();
+LIST_TYPES.setTypeParser(pg.types.builtins.TIMESTAMP, isoOfTimestamp);
+
 /** What a tab syncs from: the user's conversations with their unread counts, whole or one at a time. */
 export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadService }) {
   const pool = poolOf(db);
   /**
    * Conversations with their members (names, cursors) and their message at lastSeq: the user's whole list
-   * (`memberId`) or one conversation. Two plain joins, each a walk of indexes from the wanted conversations: the
-   * conversations with their newest messages, and their members with names; Node groups the members. For a user in
-   * 5000 conversations PostgreSQL executes the two in 16–26 ms, where one statement that aggregated each
+   * (`memberId`), newest activity first, or one conversation. Three plain statements, each a walk of indexes from the
+   * wanted conversations: the conversations with their newest messages, their memberships, and the users those name,
+   * each user once; Node groups the memberships and gives every row of a user the same object. For a user in 5000
+   * conversations PostgreSQL executes the first two in 16–26 ms, where one statement that aggregated each
    * conversation's members (a LATERAL of three index scans per conversation) took 58–70 ms (docs/benchmarks.md, "A
-   * tenth look"). Neither joins an aggregate, so stale statistics (a user's memberships arriving in bulk) cannot
-   * make a plan rebuild one per conversation (2000 groups once took 4.5 s that way). Both statements go in one
-   * round trip (the simple query protocol) and one implicit transaction at REPEATABLE READ: they read one snapshot,
-   * so every listed conversation has the members it had at that instant. An error rolls the transaction back, and
-   * the pool closes the connection it failed on.
+   * tenth look"). None joins an aggregate, so stale statistics (a user's memberships arriving in bulk) cannot make a
+   * plan rebuild one per conversation (2000 groups once took 4.5 s that way). All go in one round trip (the simple
+   * query protocol) and one implicit transaction at REPEATABLE READ: they read one snapshot, so every listed
+   * conversation has the members it had at that instant. An error rolls the transaction back, and the pool closes
+   * the connection it failed on.
+   *
+   * What the instance does per row is most of a big user's sync (docs/benchmarks.md, "An eleventh look"), so it does
+   * less of it: timestamps stay text (isoOfTimestamp), the database orders the list, and names each member once,
+   * not once per conversation.
    */
   async function conversations(
     where: { memberId: number } | { conversationId: number },
@@ -57,31 +83,41 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
       "memberId" in where
         ? `SELECT "conversationId" AS "id" FROM "Membership" WHERE "userId" = ${sqlId(where.memberId)}`
         : `SELECT ${sqlId(where.conversationId)}::int AS "id"`;
-    // Timestamps AT TIME ZONE 'UTC' (timestamptz): pg reads a plain timestamp in the process' own zone.
-    const results: unknown = await pool.query(`
+    const results: unknown = await pool.query({
+      types: LIST_TYPES,
+      text: `
       SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY;
-      SELECT c."id", c."kind"::TEXT AS "kind", c."title", c."lastSeq", c."createdAt" AT TIME ZONE 'UTC' AS "createdAt",
+      SELECT c."id", c."kind"::TEXT AS "kind", c."title", c."lastSeq", c."createdAt",
         m."id" AS "lastId", m."senderId" AS "lastSenderId", s."name" AS "lastSenderName", m."content" AS "lastContent",
-        m."createdAt" AT TIME ZONE 'UTC' AS "lastCreatedAt", m."clientMsgId" AS "lastClientMsgId"
+        m."createdAt" AS "lastCreatedAt", m."clientMsgId" AS "lastClientMsgId"
       FROM (${wanted}) wanted
       JOIN "Conversation" c ON c."id" = wanted."id"
       LEFT JOIN "Message" m ON m."conversationId" = c."id" AND m."seq" = c."lastSeq"
-      LEFT JOIN "User" s ON s."id" = m."senderId";
-      SELECT mb."conversationId", mb."userId", mb."lastReadSeq", u."name", u."isBot"
+      LEFT JOIN "User" s ON s."id" = m."senderId"
+      ORDER BY COALESCE(m."createdAt", c."createdAt") DESC, c."id" DESC;
+      SELECT mb."conversationId", mb."userId", mb."lastReadSeq"
       FROM (${wanted}) wanted
       JOIN "Membership" mb ON mb."conversationId" = wanted."id"
-      JOIN "User" u ON u."id" = mb."userId"
-      ORDER BY mb."conversationId", mb."userId"`);
-    // One result per statement, in order: the SET's, the conversations', the members'.
-    const [, listed, memberRows] = Array.isArray(results) ? (results as pg.QueryResult[]) : [];
-    if (listed?.command !== "SELECT" || memberRows?.command !== "SELECT") {
-      throw new Error("the conversation list's query did not answer its two SELECTs");
+      ORDER BY mb."conversationId", mb."userId";
+      SELECT u."id", u."name", u."isBot" FROM "User" u
+      WHERE u."id" IN (SELECT mb."userId" FROM (${wanted}) wanted JOIN "Membership" mb ON mb."conversationId" = wanted."id")`,
+    });
+    // One result per statement, in order: the SET's, the conversations', the memberships', the users'.
+    const [, listed, memberRows, userRows] = Array.isArray(results) ? (results as pg.QueryResult[]) : [];
+    if (listed?.command !== "SELECT" || memberRows?.command !== "SELECT" || userRows?.command !== "SELECT") {
+      throw new Error("the conversation list's query did not answer its three SELECTs");
+    }
+    const users = new Map<number, UserDTO>();
+    for (const u of userRows.rows as UserRow[]) {
+      users.set(u.id, u.isBot ? { id: u.id, name: u.name, bot: true } : { id: u.id, name: u.name });
     }
     const members = new Map<number, ConversationRow["memberships"]>();
     for (const m of memberRows.rows as MemberRow[]) {
+      const user = users.get(m.userId);
+      if (!user) throw new Error(`the conversation list's query named member ${m.userId} without their user`);
       let list = members.get(m.conversationId);
       if (!list) members.set(m.conversationId, (list = []));
-      list.push({ userId: m.userId, lastReadSeq: m.lastReadSeq, user: { id: m.userId, name: m.name, isBot: m.isBot } });
+      list.push({ userId: m.userId, lastReadSeq: m.lastReadSeq, user });
     }
     return (listed.rows as ListRow[]).map((r) => ({
       row: {
@@ -95,16 +131,16 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
       last:
         r.lastId === null
           ? null
-          : toMessageDTO({
+          : {
               id: r.lastId,
               conversationId: r.id,
               seq: r.lastSeq,
               senderId: r.lastSenderId!,
-              sender: { name: r.lastSenderName! },
+              senderName: r.lastSenderName!,
               content: r.lastContent!,
               createdAt: r.lastCreatedAt!,
               clientMsgId: r.lastClientMsgId!,
-            }),
+            },
     }));
   }
 
@@ -131,12 +167,10 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
         for (const conversationId of orphans) await unread.remove(user.id, conversationId);
         continue;
       }
-      // Each conversation's time once, not twice per comparison (5000 conversations: 120 000 Date.parse calls).
-      const list = rows
-        .map(({ row, last }) => toConversationDTO(row, user.id, counts.counts.get(row.id) ?? NO_UNREAD, last))
-        .map((c) => ({ c, at: activity(c) }))
-        .sort((a, b) => b.at - a.at || b.c.id - a.c.id)
-        .map(({ c }) => c);
+      // Newest activity first, as the database ordered them.
+      const list = rows.map(({ row, last }) =>
+        toConversationDTO(row, user.id, counts.counts.get(row.id) ?? NO_UNREAD, last),
+      );
       return {
         conversations: list,
         totalUnread: counts.totalUnread,
@@ -168,9 +202,4 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
   }
 
   return { snapshot, describe, describeFor };
-}
-
-/** Its last message's time, or its creation time while it has none: a new conversation is recent activity. */
-function activity(c: ConversationDTO): number {
-  return Date.parse(c.lastMessage?.createdAt ?? c.createdAt);
 }
