@@ -15,11 +15,12 @@ const pools = new WeakMap<Db, pg.Pool>();
 export function createDb(databaseUrl: string, options: { max?: number } = {}): Db {
   // Sessions in UTC: the columns are timestamp without time zone, which Prisma reads as UTC, and the send path's
   // timestamptz answers go through both Prisma (sends with mentions) and pg; a server in another zone would
-  // otherwise store defaults and convert answers in its own.
+  // otherwise store defaults and convert answers in its own. And in ISO DateStyle: Prisma, pg and the sync's
+  // list (isoOfTimestamp) read timestamps' text in that style, which a server or database may set otherwise.
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max: options.max ?? 10,
-    options: "-c TimeZone=UTC",
+    options: "-c TimeZone=UTC -c DateStyle=ISO,MDY",
     // A query waits at most 10 s for a connection: for a free one while all are busy, or for a new one from a
     // server that does not answer (a host gone from the network: the OS would wait minutes). It then fails, and the
     // caller answers `unavailable`. TCP keepalive probes a connection idle for 30 s, so one whose server vanished
@@ -39,7 +40,7 @@ export function createDb(databaseUrl: string, options: { max?: number } = {}): D
 /**
  * The node-postgres pool under `db`, for what Prisma's query layer cannot do or does at a cost: the send path's
  * statement (a named prepared statement: docs/benchmarks.md, "Where the time went") and the sync's conversation
- * list (two statements in one round trip: "A tenth look").
+ * list (several statements in one round trip, its own type parsers: "A tenth look", "An eleventh look").
  */
 export function poolOf(db: Db): pg.Pool {
   const pool = pools.get(db);

@@ -61,16 +61,16 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
   const pool = poolOf(db);
   /**
    * Conversations with their members (names, cursors) and their message at lastSeq: the user's whole list
-   * (`memberId`), newest activity first, or one conversation. Three plain statements, each a walk of indexes from the
-   * wanted conversations: the conversations with their newest messages, their memberships, and the users those name,
-   * each user once; Node groups the memberships and gives every row of a user the same object. For a user in 5000
-   * conversations PostgreSQL executes the first two in 16–26 ms, where one statement that aggregated each
-   * conversation's members (a LATERAL of three index scans per conversation) took 58–70 ms (docs/benchmarks.md, "A
-   * tenth look"). None joins an aggregate, so stale statistics (a user's memberships arriving in bulk) cannot make a
-   * plan rebuild one per conversation (2000 groups once took 4.5 s that way). All go in one round trip (the simple
-   * query protocol) and one implicit transaction at REPEATABLE READ: they read one snapshot, so every listed
-   * conversation has the members it had at that instant. An error rolls the transaction back, and the pool closes
-   * the connection it failed on.
+   * (`memberId`), newest activity first, or one conversation. Three plain statements from the wanted conversations:
+   * the conversations with their newest messages and their memberships (each a walk of indexes), and the users those
+   * memberships name, each once (one grouping of all of them); Node groups the memberships and gives every row of a
+   * user the same object. The first two replaced one statement that aggregated each conversation's members (a
+   * LATERAL of three index scans per conversation: 58–70 ms for a user in 5000 conversations, against 16–26 ms for
+   * the two then, docs/benchmarks.md, "A tenth look"). None joins an aggregate per conversation, so stale statistics
+   * (a user's memberships arriving in bulk) cannot make a plan rebuild one per conversation (2000 groups once took
+   * 4.5 s that way). All go in one round trip (the simple query protocol) and one implicit transaction at REPEATABLE
+   * READ: they read one snapshot, so every listed conversation has the members it had at that instant. An error
+   * rolls the transaction back, and the pool closes the connection it failed on.
    *
    * What the instance does per row is most of a big user's sync (docs/benchmarks.md, "An eleventh look"), so it does
    * less of it: timestamps stay text (isoOfTimestamp), the database orders the list, and names each member once,
