@@ -213,4 +213,28 @@ describe("on a Redis Cluster behind HAProxy", () => {
       await env.redis.del(meta);
     }
   }, 120_000);
+
+  it("gives a master the slots it lost from its own view whenever it waits for the cluster to settle", async () => {
+    // A kill-master fault of a cluster soak once ended this way after the failover, the old master back as a replica:
+    // killMaster had checked only the promoted replica, and restartNode nothing. Both wait with settle() now.
+    const user = 987_656;
+    const meta = userKeys(user).meta;
+    await env.redis.hset(meta, "epoch", "e1");
+    const slot = keySlot(meta);
+    const { killed, promoted } = await cluster.killMaster(masterPortOf(user));
+    expect(await cluster.restartNode(killed)).toEqual({ reclaimed: [] });
+    const node = new Redis({ port: promoted, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    try {
+      await node.call("CLUSTER", "DELSLOTS", slot);
+      expect(String(await node.call("CLUSTER", "INFO"))).toContain("cluster_slots_assigned:16383");
+      // settle() assigns only once the cluster did not settle on its own (30 s): the state lasts, as in the soak.
+      expect(await cluster.settle()).toEqual([{ port: promoted, slots: [slot] }]);
+      expect(String(await node.call("CLUSTER", "INFO"))).toContain("cluster_state:ok");
+      expect(await env.redis.hget(meta, "epoch")).toBe("e1"); // the key stayed where it was
+    } finally {
+      node.disconnect();
+      await cluster.reclaimSlots(promoted).catch(() => undefined);
+      await env.redis.del(meta);
+    }
+  }, 120_000);
 });

@@ -33,6 +33,12 @@ export interface RedisClusterOptions {
   nodeTimeoutMs?: number;
 }
 
+/** Slots assigned to the master on `port` because its own view gave them to no one (`reclaimSlots`). */
+export interface Reclaimed {
+  port: number;
+  slots: number[];
+}
+
 export interface ClusterNodeInfo {
   id: string;
   port: number;
@@ -57,7 +63,8 @@ export interface LocalRedisCluster {
   describe(): Promise<ClusterNodeInfo[]>;
   /**
    * SIGKILLs a master (the one on `port`, else the first serving slots) and resolves once a replica has taken over.
-   * `fixed`: the cluster did not settle until `reclaimSlots` gave the promoted replica a slot it did not claim.
+   * `fixed`: the cluster did not settle until a master (the promoted replica, as seen) was given slots it did not
+   * claim, as `reclaimSlots` gives them.
    */
   killMaster(port?: number): Promise<{ killed: number; promoted: number; fixed: boolean }>;
   /**
@@ -71,8 +78,12 @@ export interface LocalRedisCluster {
    * once it notices); `restartNode` brings each back, empty.
    */
   killShard(masterPort: number): Promise<number[]>;
-  /** Starts a killed or stopped node again on its port; it rejoins (as a replica of whoever took its slots). */
-  restartNode(port: number): Promise<void>;
+  /**
+   * Starts a killed or stopped node again on its port; it rejoins (as a replica of whoever took its slots). Resolves
+   * once the cluster has settled, with the slots it took `reclaimSlots` to give to masters that claimed too few by
+   * then (none, normally).
+   */
+  restartNode(port: number): Promise<{ reclaimed: Reclaimed[] }>;
   /**
    * Moves `slots` slots from one master to another with `redis-cli --cluster reshard`, keys and all. One cut short
    * (killed after two minutes, or failed) has its open slots closed (`fix`) before its error is thrown.
@@ -89,6 +100,12 @@ export interface LocalRedisCluster {
    * replica is in sync.
    */
   settled(): Promise<void>;
+  /**
+   * `settled`, but when the cluster does not settle because live masters lost slots from their own view, which every
+   * other node still gives them, those slots are assigned to them (as `reclaimSlots`) first; resolves with what was
+   * assigned. killMaster and restartNode wait this way.
+   */
+  settle(): Promise<Reclaimed[]>;
   /** FLUSHALL on every live master (its replicas follow). */
   flushall(): Promise<void>;
   /** Stops every node. Safe to call twice. */
@@ -138,7 +155,8 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
     };
     const describe = () => describeCluster(livePort());
     const settled = () => waitSettled([...alive]);
-    const reclaimSlots = async (port: number): Promise<number[]> => {
+    /** reclaimSlots without the wait for the cluster to settle. */
+    const assignMissing = async (port: number): Promise<number[]> => {
       const me = await onNode(port, async (redis) => String(await redis.call("CLUSTER", "MYID")));
       const given = new Set<number>();
       for (const other of [...alive].filter((p) => p !== port)) {
@@ -153,8 +171,38 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
           await redis.call("CLUSTER", "ADDSLOTS", ...missing);
           await redis.call("CLUSTER", "BUMPEPOCH");
         });
+      return missing;
+    };
+    const reclaimSlots = async (port: number): Promise<number[]> => {
+      const missing = await assignMissing(port);
       await settled();
       return missing;
+    };
+    /**
+     * Waits for the cluster to settle. When it does not because live masters lost slots from their own view, which
+     * every other node still gives them, those slots are assigned to them (as `reclaimSlots`) and it waits again.
+     * Seen in cluster soaks (Redis 7.0.15): a promoted replica claimed its old master's slots but the last one a
+     * resharding had moved to it. In its own view that slot has no owner: cluster_state:fail, CLUSTERDOWN for all
+     * its slots, for good. killMaster once checked only the promoted replica, while the failover settled, and a
+     * later soak still ended a kill-master fault in that state (a timeout, not a repair): every live master is
+     * checked now, after a failover and after a node comes back. Rethrows when no master had lost a slot.
+     */
+    const settle = async (): Promise<Reclaimed[]> => {
+      try {
+        await settled();
+        return [];
+      } catch (err) {
+        const reclaimed: Reclaimed[] = [];
+        for (const port of [...alive]) {
+          if (!(await coverageLost(port))) continue;
+          const slots = await assignMissing(port);
+          if (slots.length > 0) reclaimed.push({ port, slots });
+        }
+        if (reclaimed.length === 0) throw err;
+        await settled();
+        logger.warn({ reclaimed }, "masters claimed too few slots; they were assigned to them");
+        return reclaimed;
+      }
     };
     const fix = async () => {
       // --cluster-yes does not answer "cover these slots?" (redis-cli 7.0 reads it from stdin).
@@ -169,6 +217,7 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
       ports,
       describe,
       settled,
+      settle,
       async killMaster(port) {
         const before = await describe();
         const victim = before.find(
@@ -189,17 +238,7 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
           );
           return heir && now.find((n) => n.port === victim.port)?.failed ? heir.port : undefined;
         }, `a replica of ${victim.port} to take over`);
-        let fixed = false;
-        await settled().catch(async (err: unknown) => {
-          // Seen in two cluster soaks (Redis 7.0.15): the promoted replica claimed its old master's slots but the
-          // last one a resharding had moved to it, which every other node gave it too. In its own view that slot
-          // has no owner: cluster_state:fail, CLUSTERDOWN for all its slots, for good. The harness gives it the
-          // slot, and says so.
-          if (!(await coverageLost(promoted))) throw err;
-          const slots = await reclaimSlots(promoted);
-          logger.warn({ promoted, slots }, "a promoted replica claimed too few slots; they were assigned to it");
-          fixed = true;
-        });
+        const fixed = (await settle()).length > 0;
         return { killed: victim.port, promoted, fixed };
       },
       async killShard(masterPort) {
@@ -222,7 +261,7 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
           const me = (await describeCluster(port)).find((n) => n.port === port);
           return me && !me.failed && (await describe()).every((n) => !(n.port === port && n.failed)) ? true : undefined;
         }, `node ${port} to rejoin`);
-        await settled();
+        return { reclaimed: await settle() };
       },
       async reshard({ slots, fromPort, toPort }) {
         const now = await describe();

@@ -680,9 +680,12 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
       const pick = (k: number) => masters[k % masters.length]!;
       if (op.fault === "kill-master") {
         const { killed, promoted, fixed } = await env.cluster.killMaster(pick(op.user).port);
-        await env.cluster.restartNode(killed);
+        const { reclaimed } = await env.cluster.restartNode(killed);
         const note = fixed ? " (it claimed too few slots: the missing ones were assigned to it)" : "";
-        return `master ${killed} killed, replica ${promoted} promoted${note}, ${killed} back as a replica`;
+        const after = reclaimed.map(
+          (r) => `; then ${r.port} claimed too few slots, ${r.slots.join(", ")} assigned to it`,
+        );
+        return `master ${killed} killed, replica ${promoted} promoted${note}, ${killed} back as a replica${after.join("")}`;
       }
       const from = pick(op.user);
       const to = pick(op.user + 1);
