@@ -29,6 +29,7 @@ import { startBenchServices, startFloor, startInstance, type Instance } from "./
 import { measureSyncAbuse } from "./bench/sync-abuse.ts";
 import { openLabRedis } from "./lab-redis.ts";
 import { describeRun, newRunId, runLab } from "./lab.ts";
+import { round } from "./measure.ts";
 import { resolveWorkload, STRATEGIES } from "./params.ts";
 
 loadEnv();
@@ -294,7 +295,8 @@ async function main(): Promise<void> {
           syncs: quick ? 5 : 20,
         });
         report.bigUser = big;
-        const { apply, snapshot, sync } = big;
+        const { apply, snapshot, sync, answer } = big;
+        const wholeP50Ms = round(sync.p50Ms + answer.p50Ms);
         const times = (name: string, t: typeof apply) => [
           name,
           t.calls,
@@ -322,9 +324,9 @@ async function main(): Promise<void> {
             [times("apply.lua (one at a time)", apply), times("snapshot (a sync's Redis call: one MULTI)", snapshot)],
           ),
           "",
-          `Server time is Redis' own: what each call added to INFO commandstats' usec of EVALSHA and EXEC (usec_per_call: their mean). A whole sync in process (the snapshot, then the list and last messages from PostgreSQL), ${sync.calls} calls: p50 ${sync.p50Ms} ms, p99 ${sync.p99Ms} ms.`,
+          `Server time is Redis' own: what each call added to INFO commandstats' usec of EVALSHA and EXEC (usec_per_call: their mean). A whole sync in process (the snapshot, then the list and last messages from PostgreSQL), ${sync.calls} calls: p50 ${sync.p50Ms} ms, p99 ${sync.p99Ms} ms; then its answer written as JSON (${(answer.bytes / 1e6).toFixed(2)} MB, as socket.io does before sending it): p50 ${answer.p50Ms} ms, p99 ${answer.p99Ms} ms.`,
           "",
-          `Targets: apply.lua p99 < 500 µs server time: ${apply.serverP99Us < 500 ? "met" : "MISSED"}; sync < 20 ms server time (snapshot p99): ${snapshot.serverP99Us < 20_000 ? "met" : "MISSED"}.`,
+          `Targets: apply.lua p99 < 500 µs server time: ${apply.serverP99Us < 500 ? "met" : "MISSED"}; sync < 20 ms server time: Redis' part (snapshot p99) ${snapshot.serverP99Us < 20_000 ? "met" : "MISSED"}, the whole sync with its JSON (p50 ${wholeP50Ms} ms) ${wholeP50Ms < 20 ? "met" : "MISSED"}.`,
           "",
         );
       }

@@ -35,6 +35,11 @@ export interface BigUserResult {
   snapshot: CallTimes;
   /** A whole `sync` in process (the snapshot, then the conversation list and last messages from PostgreSQL), ms. */
   sync: { calls: number; p50Ms: number; p99Ms: number };
+  /**
+   * The sync's answer written as JSON (`JSON.stringify`, as socket.io's encoder does before it sends it), ms, and its
+   * size in UTF-8 bytes: server time on the instance's event loop that the in-process sync does not include.
+   */
+  answer: { p50Ms: number; p99Ms: number; bytes: number };
 }
 
 /**
@@ -133,12 +138,19 @@ export async function measureBigUser(opts: {
 
   const snapshots = createSnapshotService({ db, unread });
   const syncMs: number[] = [];
+  const jsonMs: number[] = [];
+  let bytes = 0;
   for (let i = 0; i < opts.syncs; i++) {
     const t = performance.now();
-    await snapshots.snapshot(big);
+    const answer = await snapshots.snapshot(big);
     syncMs.push(performance.now() - t);
+    const j = performance.now();
+    const json = JSON.stringify(answer);
+    jsonMs.push(performance.now() - j);
+    bytes = Buffer.byteLength(json);
   }
   syncMs.sort((a, b) => a - b);
+  jsonMs.sort((a, b) => a - b);
 
   await redis.del(...keys);
   return {
@@ -148,6 +160,7 @@ export async function measureBigUser(opts: {
     apply,
     snapshot,
     sync: { calls: opts.syncs, p50Ms: round(percentile(syncMs, 50)), p99Ms: round(percentile(syncMs, 99)) },
+    answer: { p50Ms: round(percentile(jsonMs, 50)), p99Ms: round(percentile(jsonMs, 99)), bytes },
   };
 }
 
