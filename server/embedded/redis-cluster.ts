@@ -33,7 +33,7 @@ export interface RedisClusterOptions {
   nodeTimeoutMs?: number;
 }
 
-/** Slots assigned to the master on `port` because its own view gave them to no one (`reclaimSlots`). */
+/** Slots assigned to the master on `port`: every other live node gave them to it, its own view to no one. */
 export interface Reclaimed {
   port: number;
   slots: number[];
@@ -63,10 +63,9 @@ export interface LocalRedisCluster {
   describe(): Promise<ClusterNodeInfo[]>;
   /**
    * SIGKILLs a master (the one on `port`, else the first serving slots) and resolves once a replica has taken over.
-   * `fixed`: the cluster did not settle until a master (the promoted replica, as seen) was given slots it did not
-   * claim, as `reclaimSlots` gives them.
+   * `reclaimed`: what it took `settle` to give masters (the promoted replica, as seen) that claimed too few slots.
    */
-  killMaster(port?: number): Promise<{ killed: number; promoted: number; fixed: boolean }>;
+  killMaster(port?: number): Promise<{ killed: number; promoted: number; reclaimed: Reclaimed[] }>;
   /**
    * The slots every other live node gives the master on `port` but its own view gives to no one, assigned to it
    * (CLUSTER ADDSLOTS, then BUMPEPOCH so the claim wins); resolves with them once the cluster has settled. What a
@@ -101,9 +100,10 @@ export interface LocalRedisCluster {
    */
   settled(): Promise<void>;
   /**
-   * `settled`, but when the cluster does not settle because live masters lost slots from their own view, which every
-   * other node still gives them, those slots are assigned to them (as `reclaimSlots`) first; resolves with what was
-   * assigned. killMaster and restartNode wait this way.
+   * `settled`, but when the cluster does not settle (after its 30 s) because live masters lost slots from their own
+   * view, which every other live node still gives them, those slots are assigned to them (as `reclaimSlots`) and it
+   * waits again; resolves with what was assigned, and rethrows when nothing was. killMaster and restartNode wait
+   * this way.
    */
   settle(): Promise<Reclaimed[]>;
   /** FLUSHALL on every live master (its replicas follow). */
@@ -155,17 +155,27 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
     };
     const describe = () => describeCluster(livePort());
     const settled = () => waitSettled([...alive]);
-    /** reclaimSlots without the wait for the cluster to settle. */
+    /**
+     * reclaimSlots without the wait for the cluster to settle: nothing unless the node on `port` is a master in its
+     * own view, and only the slots every other live node gives it while its own view gives them to no one. (Redis
+     * 7.0 takes ADDSLOTS on a replica too, and a replica that holds a slot keeps the cluster from settling.)
+     */
     const assignMissing = async (port: number): Promise<number[]> => {
-      const me = await onNode(port, async (redis) => String(await redis.call("CLUSTER", "MYID")));
-      const given = new Set<number>();
-      for (const other of [...alive].filter((p) => p !== port)) {
-        const text = await onNode(other, async (redis) => String(await redis.call("CLUSTER", "NODES")));
-        for (const slot of slotsOf(text, me)) given.add(slot);
-      }
       const own = await onNode(port, async (redis) => String(await redis.call("CLUSTER", "NODES")));
-      const mine = new Set(slotsOf(own, me));
-      const missing = [...given].filter((slot) => !mine.has(slot)).sort((a, b) => a - b);
+      const myself = own.split("\n").find((line) => line.split(" ")[2]?.split(",").includes("myself"));
+      const [me, , flags] = myself?.split(" ") ?? [];
+      if (!me || !flags?.split(",").includes("master")) return [];
+      const ownedHere = new Set(parseClusterNodes(own).flatMap((n) => slotsOf(own, n.id)));
+      const others = [...alive].filter((p) => p !== port);
+      const givers = new Map<number, number>();
+      for (const other of others) {
+        const text = await onNode(other, async (redis) => String(await redis.call("CLUSTER", "NODES")));
+        for (const slot of slotsOf(text, me)) givers.set(slot, (givers.get(slot) ?? 0) + 1);
+      }
+      const missing = [...givers]
+        .filter(([slot, count]) => count === others.length && !ownedHere.has(slot))
+        .map(([slot]) => slot)
+        .sort((a, b) => a - b);
       if (missing.length > 0)
         await onNode(port, async (redis) => {
           await redis.call("CLUSTER", "ADDSLOTS", ...missing);
@@ -178,29 +188,32 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
       await settled();
       return missing;
     };
-    /**
-     * Waits for the cluster to settle. When it does not because live masters lost slots from their own view, which
-     * every other node still gives them, those slots are assigned to them (as `reclaimSlots`) and it waits again.
-     * Seen in cluster soaks (Redis 7.0.15): a promoted replica claimed its old master's slots but the last one a
-     * resharding had moved to it. In its own view that slot has no owner: cluster_state:fail, CLUSTERDOWN for all
-     * its slots, for good. killMaster once checked only the promoted replica, while the failover settled, and a
-     * later soak still ended a kill-master fault in that state (a timeout, not a repair): every live master is
-     * checked now, after a failover and after a node comes back. Rethrows when no master had lost a slot.
-     */
+    // settle(): see the interface. Seen in cluster soaks on Redis 7.0.15 (docs/scaling.md, "A promoted replica that
+    // claims one slot too few"); the repair comes only once a wait has timed out (30 s).
     const settle = async (): Promise<Reclaimed[]> => {
       try {
         await settled();
         return [];
       } catch (err) {
         const reclaimed: Reclaimed[] = [];
+        const failures: unknown[] = [];
         for (const port of [...alive]) {
-          if (!(await coverageLost(port))) continue;
-          const slots = await assignMissing(port);
-          if (slots.length > 0) reclaimed.push({ port, slots });
+          try {
+            if (!(await coverageLost(port))) continue;
+            const slots = await assignMissing(port);
+            if (slots.length > 0) reclaimed.push({ port, slots });
+          } catch (failure) {
+            failures.push(failure);
+          }
         }
-        if (reclaimed.length === 0) throw err;
-        await settled();
+        if (reclaimed.length === 0)
+          throw failures.length > 0 ? new AggregateError([err, ...failures], String(err)) : err;
         logger.warn({ reclaimed }, "masters claimed too few slots; they were assigned to them");
+        await settled().catch((again: unknown) => {
+          throw new Error(`the cluster did not settle after slots were assigned: ${JSON.stringify(reclaimed)}`, {
+            cause: again,
+          });
+        });
         return reclaimed;
       }
     };
@@ -238,8 +251,7 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
           );
           return heir && now.find((n) => n.port === victim.port)?.failed ? heir.port : undefined;
         }, `a replica of ${victim.port} to take over`);
-        const fixed = (await settle()).length > 0;
-        return { killed: victim.port, promoted, fixed };
+        return { killed: victim.port, promoted, reclaimed: await settle() };
       },
       async killShard(masterPort) {
         const nodes = await describe();
@@ -414,8 +426,8 @@ export function slotOwnership(clusterNodes: string): string {
 
 async function waitSettled(ports: number[]): Promise<void> {
   await until(async () => {
-    // Every live node must also see the same owner for every slot: a promoted replica that claimed one slot too
-    // few (killMaster) serves it in every view but its own, and answers CLUSTERDOWN for all its slots until then.
+    // Every live node must also see the same owner for every slot: a master that lost a slot from its own view
+    // (settle repairs it) serves it in every view but its own, and answers CLUSTERDOWN for all its slots until then.
     const views = new Set<string>();
     for (const port of ports) {
       const ok = await onNode(port, async (redis) => {

@@ -45,7 +45,7 @@ import { mentionedUserIds } from "../../contracts/mentions.ts";
 import { createDb, type Db } from "../../db/prisma.ts";
 import { startBalancer, type Balancer } from "../../embedded/haproxy.ts";
 import { freePort } from "../../embedded/ports.ts";
-import type { LocalRedisCluster } from "../../embedded/redis-cluster.ts";
+import type { LocalRedisCluster, Reclaimed } from "../../embedded/redis-cluster.ts";
 import type { RedisServer } from "../../embedded/redis.ts";
 import { createRedis, type RedisClient, type RedisTarget } from "../../redis/client.ts";
 import { unreadScriptKeys, userKeys } from "../../redis/keys.ts";
@@ -679,13 +679,12 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
         .sort((a, b) => a.port - b.port);
       const pick = (k: number) => masters[k % masters.length]!;
       if (op.fault === "kill-master") {
-        const { killed, promoted, fixed } = await env.cluster.killMaster(pick(op.user).port);
-        const { reclaimed } = await env.cluster.restartNode(killed);
-        const note = fixed ? " (it claimed too few slots: the missing ones were assigned to it)" : "";
-        const after = reclaimed.map(
-          (r) => `; then ${r.port} claimed too few slots, ${r.slots.join(", ")} assigned to it`,
-        );
-        return `master ${killed} killed, replica ${promoted} promoted${note}, ${killed} back as a replica${after.join("")}`;
+        const failover = await env.cluster.killMaster(pick(op.user).port);
+        const { killed, promoted } = failover;
+        const back = await env.cluster.restartNode(killed);
+        const note = (reclaimed: Reclaimed[]) =>
+          reclaimed.map((r) => ` (${r.port} claimed too few slots: ${r.slots.join(", ")} assigned to it)`).join("");
+        return `master ${killed} killed, replica ${promoted} promoted${note(failover.reclaimed)}, ${killed} back as a replica${note(back.reclaimed)}`;
       }
       const from = pick(op.user);
       const to = pick(op.user + 1);
