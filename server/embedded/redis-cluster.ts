@@ -161,10 +161,11 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
      * 7.0 takes ADDSLOTS on a replica too, and a replica that holds a slot keeps the cluster from settling.)
      */
     const assignMissing = async (port: number): Promise<number[]> => {
-      const own = await onNode(port, async (redis) => String(await redis.call("CLUSTER", "NODES")));
-      const myself = own.split("\n").find((line) => line.split(" ")[2]?.split(",").includes("myself"));
-      const [me, , flags] = myself?.split(" ") ?? [];
-      if (!me || !flags?.split(",").includes("master")) return [];
+      const [me, own] = await onNode(port, async (redis) => [
+        String(await redis.call("CLUSTER", "MYID")),
+        String(await redis.call("CLUSTER", "NODES")),
+      ]);
+      if (parseClusterNodes(own).find((n) => n.id === me)?.role !== "master") return [];
       const ownedHere = new Set(parseClusterNodes(own).flatMap((n) => slotsOf(own, n.id)));
       const others = [...alive].filter((p) => p !== port);
       const givers = new Map<number, number>();
