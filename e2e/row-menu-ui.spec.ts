@@ -1,5 +1,6 @@
 import type { Page } from "@playwright/test";
 import type { MessageDTO, Snapshot, UnreadUpdate, UserDTO } from "../server/contracts/index.ts";
+import { countsAnything, toUnreadEntry } from "../server/contracts/dto.ts";
 import { expect, test } from "./fixtures.ts";
 import {
   conversationItem,
@@ -64,7 +65,15 @@ const conversations = [
   }),
 ];
 // Σ unread over unmuted (3 + 2 + 1) + Σ mentions over muted (1 + 0).
-const snapshot: Snapshot = { conversations, totalUnread: 7, totalMentions: 3, version: 10, epoch: "scripted" };
+const snapshot: Snapshot = {
+  conversations,
+  more: false,
+  unread: conversations.filter(countsAnything).map((c) => toUnreadEntry(c.id, c)),
+  totalUnread: 7,
+  totalMentions: 3,
+  version: 10,
+  epoch: "scripted",
+};
 
 function unreadUpdate(conversationId: number, fields: Omit<UnreadUpdate, "conversationId" | "epoch">): UnreadUpdate {
   return { conversationId, epoch: "scripted", ...fields };

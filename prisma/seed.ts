@@ -28,6 +28,8 @@ export async function seedDemo(db: Db, now = Date.now()): Promise<boolean> {
           title: c.title ?? null,
           directKey: c.kind === "direct" ? [...memberIds].sort((a, b) => a - b).join(":") : null,
           lastSeq: c.messages.length,
+          // The list's order: its newest message's time (the migration 20261127000000_conversation_activity).
+          ...(c.messages.length > 0 ? { lastActivityAt: times[c.messages.length - 1]! } : {}),
           createdById: id(c.members[0]!),
           memberships: {
             create: c.members.map((name) => {

@@ -309,6 +309,7 @@ describe("limits per user and per address, across sockets and instances", () => 
       limits: perTenMinutes({
         send: 60,
         sync: 5,
+        list: 3,
         read: 5,
         state: 1000,
         create: 3,

@@ -1,4 +1,13 @@
-import type { ConversationDTO, MessageDTO, Result, Snapshot, UnreadUpdate, UserDTO } from "@/server/contracts";
+import type {
+  ConversationDTO,
+  MessageDTO,
+  Result,
+  Snapshot,
+  UnreadEntry,
+  UnreadUpdate,
+  UserDTO,
+} from "@/server/contracts";
+import { countsAnything, toUnreadEntry } from "@/server/contracts/dto";
 import { vi } from "vitest";
 import { USER_NAME } from "@/server/contracts/inputs";
 import { createChatStore } from "./index";
@@ -187,7 +196,23 @@ export function snapshot(
 ): Result<{ snapshot: Snapshot }> {
   const totalUnread = conversations.reduce((sum, c) => sum + (c.muted ? c.mentionCount : c.unreadCount), 0);
   const totalMentions = conversations.reduce((sum, c) => sum + c.mentionCount, 0);
-  return { ok: true, snapshot: { conversations, totalUnread, totalMentions, version, epoch } };
+  return {
+    ok: true,
+    snapshot: {
+      conversations,
+      more: false,
+      unread: unreadEntriesOf(conversations),
+      totalUnread,
+      totalMentions,
+      version,
+      epoch,
+    },
+  };
+}
+
+/** A snapshot's `unread` for these conversations: the states of those that count anything. */
+export function unreadEntriesOf(conversations: ConversationDTO[]): UnreadEntry[] {
+  return conversations.filter(countsAnything).map((c) => toUnreadEntry(c.id, c));
 }
 
 export function update(

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ConversationDTO, Snapshot, UnreadUpdate } from "@/server/contracts";
-import { conversation, flush, flushMicrotasks, setup, snapshot, update } from "./fake-transport";
+import { conversation, flush, flushMicrotasks, setup, snapshot, unreadEntriesOf, update } from "./fake-transport";
 import { checkUnreadInvariants, judgeUpdate, storeUnreadRows } from "./unread";
 import { rng as mulberry32 } from "@/server/lab/rng";
 
@@ -219,7 +219,14 @@ class UnreadServer {
   }
   snapshot(): Snapshot {
     const conversations = [...this.conversations].map(([id, c]) => conversation(id, { ...c }));
-    return { conversations, totalUnread: this.total(), totalMentions: this.mentions(), ...this.stamp() };
+    return {
+      conversations,
+      more: false,
+      unread: unreadEntriesOf(conversations),
+      totalUnread: this.total(),
+      totalMentions: this.mentions(),
+      ...this.stamp(),
+    };
   }
   private stamp() {
     return { version: this.version, epoch: this.epoch };

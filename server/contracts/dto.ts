@@ -1,4 +1,4 @@
-import type { ConversationDTO, MessageDTO, UnreadState, UserDTO } from "./index.ts";
+import type { ConversationDTO, MessageDTO, UnreadEntry, UnreadState, UserDTO } from "./index.ts";
 
 /*
  * Database rows to the DTOs of the contract: the one place a row's shape becomes what a client sees. Each query
@@ -70,4 +70,25 @@ export function toConversationDTO(
     lastMessage,
     createdAt: row.createdAt,
   };
+}
+
+/** Whether a conversation's state adds anything a snapshot must carry (the rest count nothing and are left out). */
+export function countsAnything(state: UnreadState): boolean {
+  return state.unreadCount > 0 || state.mentionCount > 0 || state.muted || state.markedUnread;
+}
+
+/** A conversation's unread state as a snapshot's `unread` carries it. */
+export function toUnreadEntry(conversationId: number, state: UnreadState): UnreadEntry {
+  return [
+    conversationId,
+    state.unreadCount,
+    state.mentionCount,
+    state.muted ? 1 : 0,
+    state.markedUnread ? state.markVersion : 0,
+  ];
+}
+
+/** The unread state a snapshot's entry stands for. */
+export function fromUnreadEntry([, unreadCount, mentionCount, muted, markVersion]: UnreadEntry): UnreadState {
+  return { unreadCount, mentionCount, muted: muted === 1, markedUnread: markVersion > 0, markVersion };
 }

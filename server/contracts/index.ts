@@ -3,7 +3,7 @@
  * pulls server code into the client bundle. docs/protocol.md describes the same contract in prose.
  */
 import type { Ack, UserDTO } from "./common.ts";
-import type { MarkUnreadInput, MuteInput, ReadInput, SendInput } from "./inputs.ts";
+import type { ListInput, MarkUnreadInput, MuteInput, ReadInput, SendInput, SyncInput } from "./inputs.ts";
 
 export type ConversationKind = "direct" | "group";
 
@@ -66,9 +66,38 @@ export interface UnreadUpdate {
 /** The per-conversation part of an UnreadUpdate. */
 export type UnreadState = Pick<UnreadUpdate, "unreadCount" | "mentionCount" | "muted" | "markedUnread" | "markVersion">;
 
-/** One user's whole unread state and conversation list, read in one atomic step. */
+/**
+ * One conversation's part of the badge in a snapshot, compact because a big user has thousands:
+ * `[conversationId, unreadCount, mentionCount, muted (1) or not (0), markVersion while marked unread, else 0]`.
+ */
+export type UnreadEntry = [
+  conversationId: number,
+  unreadCount: number,
+  mentionCount: number,
+  muted: 0 | 1,
+  markVersion: number,
+];
+
+/**
+ * Where a page of the conversation list starts: strictly older than this conversation's last activity (its newest
+ * message's time, or its creation's), ties by a lower id. A client passes its oldest listed conversation's.
+ */
+export interface ListCursor {
+  /** ISO 8601 with milliseconds, as MessageDTO.createdAt: the conversation's last activity. */
+  at: string;
+  id: number;
+}
+
+/**
+ * One user's whole unread state, read in one atomic step, with their conversation list (newest activity first): the
+ * whole list, or with `limit` its first page. The unread state covers every conversation, listed or not: `unread`
+ * holds every one with anything to count (the rest count nothing), and the totals are their sum.
+ */
 export interface Snapshot {
   conversations: ConversationDTO[];
+  /** Older conversations follow the listed ones: `conversation:list` pages through them. */
+  more: boolean;
+  unread: UnreadEntry[];
   totalUnread: number;
   totalMentions: number;
   version: number;
@@ -87,7 +116,20 @@ export interface ClientToServerEvents {
   "conversation:mute": (input: MuteInput, ack: Ack<{ unread: UnreadUpdate; changed: boolean }>) => void;
   /** Marks the conversation unread for the user until a read reaches its last message. */
   "conversation:markUnread": (input: MarkUnreadInput, ack: Ack<{ unread: UnreadUpdate; changed: boolean }>) => void;
-  sync: (ack: Ack<{ snapshot: Snapshot }>) => void;
+  /** Without input (or without `limit`), the whole conversation list; with `limit`, its first page. */
+  sync: (...args: [ack: Ack<{ snapshot: Snapshot }>] | [input: SyncInput, ack: Ack<{ snapshot: Snapshot }>]) => void;
+  /**
+   * The next page of the list, older than `before`. Its rows carry their unread state as Redis holds it now, which
+   * may be a version ahead of the tab's: a tab keeps the unread state it has from its snapshot and the pushes since.
+   */
+  "conversation:list": (input: ListInput, ack: Ack<ConversationPage>) => void;
+}
+
+/** A page of the conversation list, newest activity first. */
+export interface ConversationPage {
+  conversations: ConversationDTO[];
+  /** Still older conversations follow. */
+  more: boolean;
 }
 
 export interface ServerToClientEvents {
@@ -152,10 +194,12 @@ export type {
   CreateConversationInput,
   Credentials,
   HistoryQuery,
+  ListInput,
   MarkUnreadInput,
   MuteInput,
   ReadInput,
   SendInput,
+  SyncInput,
 } from "./inputs.ts";
 /** The consistency lab's namespace (`/lab`): see lab.ts. */
 export type * from "./lab.ts";

@@ -56,6 +56,30 @@ export type MuteInput = z.infer<typeof muteInput>;
 export const markUnreadInput = z.strictObject({ conversationId: id });
 export type MarkUnreadInput = z.infer<typeof markUnreadInput>;
 
+/** The most conversations one page of the list (`sync`'s first, `conversation:list`'s next) may hold. */
+export const MAX_LIST_PAGE = 200;
+/** The page the web client asks for: a list's first screens, and a screen or two more as it scrolls. */
+export const CLIENT_LIST_PAGE = 50;
+const pageLimit = z.number().int().min(1).max(MAX_LIST_PAGE);
+
+/** `sync`: with `limit`, the list's first page of that many conversations; without, the whole list. */
+export const syncInput = z.strictObject({ limit: pageLimit.optional() });
+export type SyncInput = z.infer<typeof syncInput>;
+
+/** A conversation's last activity as a client got it: ISO 8601 in UTC with milliseconds (MessageDTO.createdAt). */
+export const ISO_MILLIS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+const activityTime = z
+  .string()
+  .regex(ISO_MILLIS, "A time is ISO 8601 in UTC with milliseconds, as the server sends it.")
+  .refine((s) => !Number.isNaN(Date.parse(s)), "Not a real time.");
+
+/** `conversation:list`: the page after `before` (ListCursor), at most `limit` conversations. */
+export const listInput = z.strictObject({
+  before: z.strictObject({ at: activityTime, id }),
+  limit: pageLimit,
+});
+export type ListInput = z.infer<typeof listInput>;
+
 export const credentialsInput = z.strictObject({
   name: userName,
   password: storableText("The password")

@@ -19,6 +19,8 @@ export const defaultLimits = {
    * SYNC_POINTS_PER conversations: a user in 2000 conversations gets one sync per window, not twenty.
    */
   sync: { points: 20, durationS: 10 },
+  /** `conversation:list` calls (the list's next pages, as a tab scrolls down) by one user. */
+  list: { points: 60, durationS: 10 },
   /** Conversations created by one user. */
   create: { points: 30, durationS: 60 },
   /** Other people one user adds to new groups (each member of a new group counts one). */
@@ -54,6 +56,7 @@ const WORDS: Record<LimitName, string> = {
   read: "Too many read updates; try again shortly.",
   state: "Too many mute or mark changes; try again shortly.",
   sync: "Too many refreshes; try again shortly.",
+  list: "Too many pages of conversations at once; try again shortly.",
   create: "Too many new conversations; try again later.",
   groupAdd: "You have added too many people to groups; try again later.",
   lookup: "Too many name look-ups; try again shortly.",

@@ -6,6 +6,7 @@ import pg from "pg";
 import { createDb, poolOf } from "../db/prisma.ts";
 import { createSnapshotService } from "./snapshot.service.ts";
 import { createUnreadService } from "./unread.service.ts";
+import type { ConversationDTO } from "../contracts/index.ts";
 
 // The conversation list a page loads and a tab syncs from: each conversation with its newest message, read from
 // the database by (conversation, lastSeq).
@@ -155,6 +156,15 @@ describe("the conversation list", () => {
     await h.db.conversation.update({ where: { id: answered.id }, data: { createdAt: at(1000) } });
     await h.db.message.updateMany({ where: { conversationId: answered.id }, data: { createdAt: at(4007) } });
     await h.db.conversation.update({ where: { id: tied.id }, data: { createdAt: at(5000) } });
+    // The list is ordered by the row's last activity, which sends keep equal to these times; set here with them.
+    for (const [conv, ms] of [
+      [older, 5000],
+      [quiet, 3120],
+      [answered, 4007],
+      [tied, 5000],
+    ] as const) {
+      await h.db.conversation.update({ where: { id: conv.id }, data: { lastActivityAt: at(ms) } });
+    }
 
     const listed = (await list(a.token)).conversations;
     expect(listed.map((conv) => conv.id)).toEqual([tied.id, older.id, answered.id, quiet.id]);
@@ -164,6 +174,117 @@ describe("the conversation list", () => {
       [at(1000).toISOString(), at(4007).toISOString()],
       [at(3120).toISOString(), null],
     ]);
+  });
+
+  it("keeps a conversation's last activity at its newest message's time, as a send stores it", async () => {
+    const [a, b] = [await user("lta"), await user("ltb")];
+    const direct = await create(a.token, [b.user.name]);
+    const created = await h.db.conversation.findUniqueOrThrow({ where: { id: direct.id } });
+    expect(created.lastActivityAt).toEqual(created.createdAt);
+    const sa = await h.connect(a.token);
+    const sent = await send(sa, direct.id, "now");
+    if (!sent.ok) throw new Error(sent.error.message);
+    const after = await h.db.conversation.findUniqueOrThrow({ where: { id: direct.id } });
+    expect(after.lastActivityAt.toISOString()).toBe(sent.message.createdAt);
+    expect(after.lastActivityAt.getTime()).toBeGreaterThanOrEqual(created.lastActivityAt.getTime());
+  });
+
+  it("pages the list: a first page with every count, then pages after a cursor, in the whole list's order", async () => {
+    const [a, b, c] = [await user("lpa"), await user("lpb"), await user("lpc")];
+    const convs = [];
+    for (let i = 0; i < 7; i++) convs.push(await create(b.token, [a.user.name, c.user.name], `page ${i}`));
+    const sb = await h.connect(b.token);
+    // Messages in 0, 2, 4 and 6 (6 mentions a): unread for a in those, and two more in 0 so that it is the newest.
+    for (const i of [2, 4, 6, 0]) await send(sb, convs[i]!.id, i === 6 ? `hi @${a.user.name}` : "hi");
+    await send(sb, convs[0]!.id, "again");
+    const sa = await h.connect(a.token);
+    expect(await sa.emitWithAck("conversation:mute", { conversationId: convs[4]!.id, muted: true })).toMatchObject({
+      ok: true,
+    });
+
+    const whole = await list(a.token);
+    expect(whole.more).toBe(false);
+    const order = whole.conversations.map((c) => c.id);
+    expect(order.slice(0, 4)).toEqual([convs[0]!.id, convs[6]!.id, convs[4]!.id, convs[2]!.id]);
+
+    const first = await sa.emitWithAck("sync", { limit: 3 });
+    if (!first.ok) throw new Error(first.error.message);
+    const { snapshot } = first;
+    expect(snapshot.conversations.map((c) => c.id)).toEqual(order.slice(0, 3));
+    expect(snapshot.more).toBe(true);
+    // Every count, listed or not (2 is on no page yet), and the totals are their sum: muted 4 counts its mentions.
+    const byId = (x: number[], y: number[]) => x[0]! - y[0]!;
+    expect([...snapshot.unread].sort(byId)).toEqual(
+      [
+        [convs[0]!.id, 2, 0, 0, 0],
+        [convs[2]!.id, 1, 0, 0, 0],
+        [convs[4]!.id, 1, 0, 1, 0],
+        [convs[6]!.id, 1, 1, 0, 0],
+      ].sort(byId),
+    );
+    expect([...whole.unread].sort(byId)).toEqual([...snapshot.unread].sort(byId));
+    expect(snapshot).toMatchObject({ totalUnread: 4, totalMentions: 1, version: whole.version, epoch: whole.epoch });
+    expect(snapshot.conversations).toEqual(whole.conversations.slice(0, 3));
+
+    // The next pages continue from the oldest row of the one before, with that row's counts.
+    const cursor = (c: ConversationDTO) => ({ at: c.lastMessage?.createdAt ?? c.createdAt, id: c.id });
+    const pages: ConversationDTO[][] = [snapshot.conversations];
+    let more = snapshot.more;
+    while (more) {
+      const next = await sa.emitWithAck("conversation:list", { before: cursor(pages.at(-1)!.at(-1)!), limit: 3 });
+      if (!next.ok) throw new Error(next.error.message);
+      pages.push(next.conversations);
+      more = next.more;
+    }
+    expect(pages.map((p) => p.length)).toEqual([3, 3, 1]);
+    expect(pages.flat()).toEqual(whole.conversations);
+
+    // A message in the oldest conversation brings it to the first page.
+    await send(sb, convs[1]!.id, "back");
+    const again = await sa.emitWithAck("sync", { limit: 1 });
+    expect(again).toMatchObject({ ok: true, snapshot: { more: true, conversations: [{ id: convs[1]!.id }] } });
+  });
+
+  it("refuses a page it cannot read as one, and changes nothing", async () => {
+    const [a, b] = [await user("lra"), await user("lrb")];
+    await create(a.token, [b.user.name]);
+    const sa = await h.connect(a.token);
+    const at = new Date().toISOString();
+    for (const bad of [
+      { limit: 0 },
+      { limit: 201 },
+      { limit: 2.5 },
+      { limit: "3" },
+      { limit: 3, extra: 1 },
+      null,
+      [],
+    ]) {
+      expect(await sa.emitWithAck("sync", bad as never)).toMatchObject({ ok: false, error: { code: "invalid" } });
+    }
+    for (const bad of [
+      {},
+      { before: { at, id: 1 } },
+      { before: { at: "yesterday", id: 1 }, limit: 3 },
+      { before: { at: at.replace("Z", "+00:00"), id: 1 }, limit: 3 },
+      { before: { at: "2026-13-45T99:99:99.999Z", id: 1 }, limit: 3 },
+      { before: { at: '2026-01-01T00:00:00.000Z\'; DROP TABLE "User"; --', id: 1 }, limit: 3 },
+      { before: { at, id: 0 }, limit: 3 },
+      { before: { at, id: -1 }, limit: 3 },
+      { before: { at, id: 1 }, limit: 500 },
+    ]) {
+      expect(await sa.emitWithAck("conversation:list", bad as never)).toMatchObject({
+        ok: false,
+        error: { code: "invalid" },
+      });
+    }
+    // Another user's cursor shows nothing of theirs: a page lists the caller's conversations only.
+    const page = await sa.emitWithAck("conversation:list", {
+      before: { at: "2999-01-01T00:00:00.000Z", id: 1 },
+      limit: 5,
+    });
+    expect(page).toMatchObject({ ok: true, more: false });
+    if (page.ok) expect(page.conversations.every((c) => c.members.some((m) => m.id === a.user.id))).toBe(true);
+    expect(await h.db.user.count({ where: { id: a.user.id } })).toBe(1);
   });
 
   it("tells a member of a changed group its counts as the list shows them: unread, mentions, muted", async () => {
@@ -205,6 +326,12 @@ describe("the conversation list", () => {
     // A removal that does not take (Redis keeps counting the group): no snapshot whose badge is not its rows' sum.
     const stuck = createSnapshotService({ db: h.db, unread: { ...unread, remove: async () => null } });
     await expect(stuck.snapshot(b.user)).rejects.toThrow(/still counts conversations/);
+
+    // Paged, the same check: the group is on no page, and still its count goes.
+    await h.db.membership.delete({ where: { userId_conversationId: { userId: c.user.id, conversationId: group.id } } });
+    expect((await unread.snapshot(c.user.id)).totalUnread).toBe(1);
+    const page = await createSnapshotService({ db: h.db, unread }).snapshot(c.user, { limit: 1 });
+    expect(page).toMatchObject({ conversations: [], more: false, unread: [], totalUnread: 0 });
 
     const snapshot = await createSnapshotService({ db: h.db, unread }).snapshot(b.user);
     expect(snapshot.conversations.map((conv) => [conv.id, conv.unreadCount])).toEqual([[direct.id, 1]]);

@@ -1,7 +1,16 @@
-import { toConversationDTO, type ConversationRow } from "../contracts/dto.ts";
-import type { ConversationDTO, MessageDTO, Snapshot, UserDTO } from "../contracts/index.ts";
+import { toConversationDTO, toUnreadEntry, type ConversationRow } from "../contracts/dto.ts";
+import type {
+  ConversationDTO,
+  ConversationPage,
+  ListCursor,
+  MessageDTO,
+  Snapshot,
+  UnreadEntry,
+  UserDTO,
+} from "../contracts/index.ts";
 import pg from "pg";
 import { poolOf, type Db } from "../db/prisma.ts";
+import { ISO_MILLIS } from "../contracts/inputs.ts";
 import { AppError } from "../errors.ts";
 import { NO_UNREAD, type UnreadService } from "./unread.service.ts";
 
@@ -52,109 +61,205 @@ export function isoOfTimestamp(text: string): string {
 }
 const TIMESTAMP_TEXT = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,3})?$/;
 
+/**
+ * A time a client sent (ListCursor.at, already checked against ISO_MILLIS) as a `timestamp(3)` literal for a
+ * statement's text: only digits and the fixed separators ever get there.
+ */
+export function sqlTimestamp(iso: string): string {
+  if (!ISO_MILLIS.test(iso) || Number.isNaN(Date.parse(iso))) throw new TypeError(`not an ISO time: ${iso}`);
+  return `'${iso.slice(0, 10)} ${iso.slice(11, 23)}'::timestamp(3)`;
+}
+
 /** pg's parsers, but a `timestamp` stays the text a client gets (isoOfTimestamp). */
 const LIST_TYPES = new pg.TypeOverrides();
 LIST_TYPES.setTypeParser(pg.types.builtins.TIMESTAMP, isoOfTimestamp);
+
+/** The list's row of a conversation with its newest message: `FROM` a set of wanted ids, then LISTED_JOINS. */
+const LISTED = `SELECT c."id", c."kind"::TEXT AS "kind", c."title", c."lastSeq", c."createdAt",
+        m."id" AS "lastId", m."senderId" AS "lastSenderId", s."name" AS "lastSenderName", m."content" AS "lastContent",
+        m."createdAt" AS "lastCreatedAt", m."clientMsgId" AS "lastClientMsgId"`;
+const LISTED_JOINS = `JOIN "Conversation" c ON c."id" = wanted."id"
+        LEFT JOIN "Message" m ON m."conversationId" = c."id" AND m."seq" = c."lastSeq"
+        LEFT JOIN "User" s ON s."id" = m."senderId"
+        ORDER BY c."lastActivityAt" DESC, c."id" DESC`;
+
+/** The memberships of the `wanted` conversations (a subquery of ids), then the users they name, each once. */
+function members(wanted: string): string {
+  return `SELECT mb."conversationId", mb."userId", mb."lastReadSeq"
+      FROM (${wanted}) wanted
+      JOIN "Membership" mb ON mb."conversationId" = wanted."id"
+      ORDER BY mb."conversationId", mb."userId";
+      SELECT u."id", u."name", u."isBot" FROM "User" u
+      WHERE u."id" IN (SELECT mb."userId" FROM (${wanted}) wanted JOIN "Membership" mb ON mb."conversationId" = wanted."id")`;
+}
+
+/** A multi-statement query's results, checked: one per statement, each answering the command its statement is. */
+function selects<const T extends readonly string[]>(results: unknown, commands: T): { [K in keyof T]: pg.QueryResult } {
+  const list = Array.isArray(results) ? (results as pg.QueryResult[]) : [results as pg.QueryResult];
+  if (list.length !== commands.length || list.some((r, i) => r?.command !== commands[i])) {
+    const got = list.map((r) => r?.command).join(", ");
+    throw new Error(`the conversation list's query answered ${got}, not ${commands.join(", ")}`);
+  }
+  return list as { [K in keyof T]: pg.QueryResult };
+}
+
+/** The listed rows with their members (every row of a user sharing one UserDTO) and newest messages. */
+function assemble(listed: pg.QueryResult, memberRows: pg.QueryResult, userRows: pg.QueryResult): Listing["entries"] {
+  const users = new Map<number, UserDTO>();
+  for (const u of userRows.rows as UserRow[]) {
+    users.set(u.id, u.isBot ? { id: u.id, name: u.name, bot: true } : { id: u.id, name: u.name });
+  }
+  const members = new Map<number, ConversationRow["memberships"]>();
+  for (const m of memberRows.rows as MemberRow[]) {
+    const user = users.get(m.userId);
+    if (!user) throw new Error(`the conversation list's query named member ${m.userId} without their user`);
+    let list = members.get(m.conversationId);
+    if (!list) members.set(m.conversationId, (list = []));
+    list.push({ userId: m.userId, lastReadSeq: m.lastReadSeq, user });
+  }
+  return (listed.rows as ListRow[]).map((r) => ({
+    row: {
+      id: r.id,
+      kind: r.kind,
+      title: r.title,
+      lastSeq: r.lastSeq,
+      createdAt: r.createdAt,
+      memberships: members.get(r.id) ?? [],
+    },
+    last:
+      r.lastId === null
+        ? null
+        : {
+            id: r.lastId,
+            conversationId: r.id,
+            seq: r.lastSeq,
+            senderId: r.lastSenderId!,
+            senderName: r.lastSenderName!,
+            content: r.lastContent!,
+            createdAt: r.lastCreatedAt!,
+            clientMsgId: r.lastClientMsgId!,
+          },
+  }));
+}
+
+/**
+ * Which conversations to list: a user's (all, or a page of `limit` after `before`; with `memberOf`, the ids of all of
+ * them too), or one.
+ */
+type ListWhere =
+  { memberId: number; limit?: number; before?: ListCursor; memberOf?: boolean } | { conversationId: number };
+
+/** The listed conversations in the list's order; `more`: a page that others follow; `memberOf` if asked for. */
+interface Listing {
+  entries: { row: ConversationRow; last: MessageDTO | null }[];
+  more: boolean;
+  memberOf: Set<number> | null;
+}
 
 /** What a tab syncs from: the user's conversations with their unread counts, whole or one at a time. */
 export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadService }) {
   const pool = poolOf(db);
   /**
    * Conversations with their members (names, cursors) and their message at lastSeq: the user's whole list
-   * (`memberId`), newest activity first, or one conversation. Three plain statements from the wanted conversations:
-   * the conversations with their newest messages and their memberships (each a walk of indexes), and the users those
+   * (`memberId`) or a page of it, newest activity first, or one conversation. Three plain statements: the
+   * conversations with their newest messages, their memberships (each a walk of indexes), and the users those
    * memberships name, each once (one grouping of all of them); Node groups the memberships and gives every row of a
    * user the same object. The first two replaced one statement that aggregated each conversation's members (a
    * LATERAL of three index scans per conversation: 58–70 ms for a user in 5000 conversations, against 16–26 ms for
    * the two then, docs/benchmarks.md, "A tenth look"). None joins an aggregate per conversation, so stale statistics
    * (a user's memberships arriving in bulk) cannot make a plan rebuild one per conversation (2000 groups once took
-   * 4.5 s that way). All go in one round trip (the simple query protocol) and one implicit transaction at REPEATABLE
-   * READ: they read one snapshot, so every listed conversation has the members it had at that instant. An error
-   * rolls the transaction back, and the pool closes the connection it failed on.
+   * 4.5 s that way). They read one snapshot (REPEATABLE READ), so every listed conversation has the members it had
+   * at that instant: the whole list or one conversation in one round trip (the simple query protocol, one implicit
+   * transaction), a page in two (its conversations are sorted out of all of the user's once, then named by id). An
+   * error rolls the transaction back, and the pool closes the connection it failed on.
    *
    * What the instance does per row is most of a big user's sync (docs/benchmarks.md, "An eleventh look"), so it does
    * less of it: timestamps stay text (isoOfTimestamp), the database orders the list, and names each member once,
    * not once per conversation.
    */
-  async function conversations(
-    where: { memberId: number } | { conversationId: number },
-  ): Promise<{ row: ConversationRow; last: MessageDTO | null }[]> {
+  async function conversations(where: ListWhere): Promise<Listing> {
+    if ("memberId" in where && where.limit !== undefined) return listPage(where.memberId, where.limit, where);
     const wanted =
       "memberId" in where
         ? `SELECT "conversationId" AS "id" FROM "Membership" WHERE "userId" = ${sqlId(where.memberId)}`
         : `SELECT ${sqlId(where.conversationId)}::int AS "id"`;
-    const results: unknown = await pool.query({
+    const results = await pool.query({
       types: LIST_TYPES,
       text: `
       SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY;
-      SELECT c."id", c."kind"::TEXT AS "kind", c."title", c."lastSeq", c."createdAt",
-        m."id" AS "lastId", m."senderId" AS "lastSenderId", s."name" AS "lastSenderName", m."content" AS "lastContent",
-        m."createdAt" AS "lastCreatedAt", m."clientMsgId" AS "lastClientMsgId"
-      FROM (${wanted}) wanted
-      JOIN "Conversation" c ON c."id" = wanted."id"
-      LEFT JOIN "Message" m ON m."conversationId" = c."id" AND m."seq" = c."lastSeq"
-      LEFT JOIN "User" s ON s."id" = m."senderId"
-      ORDER BY COALESCE(m."createdAt", c."createdAt") DESC, c."id" DESC;
-      SELECT mb."conversationId", mb."userId", mb."lastReadSeq"
-      FROM (${wanted}) wanted
-      JOIN "Membership" mb ON mb."conversationId" = wanted."id"
-      ORDER BY mb."conversationId", mb."userId";
-      SELECT u."id", u."name", u."isBot" FROM "User" u
-      WHERE u."id" IN (SELECT mb."userId" FROM (${wanted}) wanted JOIN "Membership" mb ON mb."conversationId" = wanted."id")`,
+      ${LISTED} FROM (${wanted}) wanted ${LISTED_JOINS};
+      ${members(wanted)}`,
     });
     // One result per statement, in order: the SET's, the conversations', the memberships', the users'.
-    const [, listed, memberRows, userRows] = Array.isArray(results) ? (results as pg.QueryResult[]) : [];
-    if (listed?.command !== "SELECT" || memberRows?.command !== "SELECT" || userRows?.command !== "SELECT") {
-      throw new Error("the conversation list's query did not answer its three SELECTs");
+    const [, listed, memberRows, userRows] = selects(results, ["SET", "SELECT", "SELECT", "SELECT"]);
+    return { entries: assemble(listed, memberRows, userRows), more: false, memberOf: null };
+  }
+
+  /**
+   * A page of `limit` conversations of the user after `before` (from the start without), and with `memberOf` the ids
+   * of all of them. Newest activity first, ties by the higher id: the list's order, which a page continues from its
+   * cursor. The activity is on the conversation's row, so the page is one sort of the user's conversations (not a
+   * look-up of each one's newest message first), done once: the second round trip names the page's ids.
+   */
+  async function listPage(
+    memberId: number,
+    limit: number,
+    { before, memberOf }: { before?: ListCursor; memberOf?: boolean },
+  ): Promise<Listing> {
+    const after = before ? `AND (c."lastActivityAt", c."id") < (${sqlTimestamp(before.at)}, ${sqlId(before.id)})` : "";
+    const client = await pool.connect();
+    try {
+      // One more than the page, to know whether another follows it.
+      const first = await client.query({
+        types: LIST_TYPES,
+        text: `
+        BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY;
+        ${LISTED} FROM (
+          SELECT c."id" FROM "Membership" w JOIN "Conversation" c ON c."id" = w."conversationId"
+          WHERE w."userId" = ${sqlId(memberId)} ${after}
+          ORDER BY c."lastActivityAt" DESC, c."id" DESC LIMIT ${sqlId(limit + 1)}
+        ) wanted ${LISTED_JOINS}`,
+      });
+      const [, listed] = selects(first, ["BEGIN", "SELECT"]);
+      const more = listed.rows.length > limit;
+      if (more) listed.rows.length = limit;
+      const ids = (listed.rows as ListRow[]).map((r) => sqlId(r.id));
+      const wanted = `SELECT unnest('{${ids.join(",")}}'::int[]) AS "id"`;
+      const ofUser = memberOf
+        ? `;
+        SELECT array_agg("conversationId") AS "ids" FROM "Membership" WHERE "userId" = ${sqlId(memberId)}`
+        : "";
+      const second = await client.query({ types: LIST_TYPES, text: `${members(wanted)}${ofUser}; COMMIT` });
+      const [memberRows, userRows, idRows] = selects(
+        second,
+        memberOf ? ["SELECT", "SELECT", "SELECT", "COMMIT"] : ["SELECT", "SELECT", "COMMIT"],
+      );
+      client.release();
+      const all = memberOf ? ((idRows.rows[0] as { ids: number[] | null }).ids ?? []) : null;
+      return { entries: assemble(listed, memberRows, userRows), more, memberOf: all === null ? null : new Set(all) };
+    } catch (err) {
+      // Not back to the pool in the middle of a transaction: the connection is closed, which rolls it back.
+      client.release(err instanceof Error ? err : new Error(String(err)));
+      throw err;
     }
-    const users = new Map<number, UserDTO>();
-    for (const u of userRows.rows as UserRow[]) {
-      users.set(u.id, u.isBot ? { id: u.id, name: u.name, bot: true } : { id: u.id, name: u.name });
-    }
-    const members = new Map<number, ConversationRow["memberships"]>();
-    for (const m of memberRows.rows as MemberRow[]) {
-      const user = users.get(m.userId);
-      if (!user) throw new Error(`the conversation list's query named member ${m.userId} without their user`);
-      let list = members.get(m.conversationId);
-      if (!list) members.set(m.conversationId, (list = []));
-      list.push({ userId: m.userId, lastReadSeq: m.lastReadSeq, user });
-    }
-    return (listed.rows as ListRow[]).map((r) => ({
-      row: {
-        id: r.id,
-        kind: r.kind,
-        title: r.title,
-        lastSeq: r.lastSeq,
-        createdAt: r.createdAt,
-        memberships: members.get(r.id) ?? [],
-      },
-      last:
-        r.lastId === null
-          ? null
-          : {
-              id: r.lastId,
-              conversationId: r.id,
-              seq: r.lastSeq,
-              senderId: r.lastSenderId!,
-              senderName: r.lastSenderName!,
-              content: r.lastContent!,
-              createdAt: r.lastCreatedAt!,
-              clientMsgId: r.lastClientMsgId!,
-            },
-    }));
   }
 
   /**
    * The conversation list with unread counts, total, version and epoch. Counts and total come from one
    * atomic script call, so they always agree with each other, and every count belongs to a listed conversation.
    */
-  async function snapshot(user: UserDTO): Promise<Snapshot> {
+  async function snapshot(user: UserDTO, options: { limit?: number } = {}): Promise<Snapshot> {
     // Redis first, then the database: a conversation created in between has no count yet, so every count
-    // belongs to a listed conversation, unless the user left it and Redis has not heard yet.
+    // belongs to a conversation of the user, unless the user left it and Redis has not heard yet.
     for (let attempt = 0; ; attempt++) {
       const counts = await unread.snapshot(user.id);
-      const rows = await conversations({ memberId: user.id });
-      const listed = new Set(rows.map((r) => r.row.id));
+      const paged = options.limit !== undefined;
+      const {
+        entries: rows,
+        more,
+        memberOf,
+      } = await conversations({ memberId: user.id, limit: options.limit, memberOf: paged });
+      const listed = memberOf ?? new Set(rows.map((r) => r.row.id));
       const orphans = [...counts.counts.keys()].filter((id) => !listed.has(id));
       if (orphans.length > 0) {
         // Their counts are in the totals and they are not in the list: answering would show a badge its rows do
@@ -171,8 +276,12 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
       const list = rows.map(({ row, last }) =>
         toConversationDTO(row, user.id, counts.counts.get(row.id) ?? NO_UNREAD, last),
       );
+      const entries: UnreadEntry[] = [];
+      for (const [id, state] of counts.counts) entries.push(toUnreadEntry(id, state));
       return {
         conversations: list,
+        more,
+        unread: entries,
         totalUnread: counts.totalUnread,
         totalMentions: counts.totalMentions,
         version: counts.version,
@@ -187,7 +296,12 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
    * their whole snapshot.
    */
   async function describeFor(conversationId: number, viewerIds: number[]): Promise<ConversationDTO[]> {
-    const [[found], counts] = await Promise.all([
+    const [
+      {
+        entries: [found],
+      },
+      counts,
+    ] = await Promise.all([
       conversations({ conversationId }),
       Promise.all(viewerIds.map((viewerId) => unread.view(viewerId, conversationId))),
     ]);
@@ -201,5 +315,18 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
     return conversation!;
   }
 
-  return { snapshot, describe, describeFor };
+  /**
+   * The page of `user`'s list after `before`, each row with its counts from one apply.lua call that moves nothing
+   * (as `describeFor`): O(page), where a sync reads every count of the user.
+   */
+  async function page(user: UserDTO, before: ListCursor, limit: number): Promise<ConversationPage> {
+    const { entries, more } = await conversations({ memberId: user.id, before, limit });
+    const counts = await Promise.all(entries.map(({ row }) => unread.view(user.id, row.id)));
+    return {
+      conversations: entries.map(({ row, last }, i) => toConversationDTO(row, user.id, counts[i]!, last)),
+      more,
+    };
+  }
+
+  return { snapshot, page, describe, describeFor };
 }

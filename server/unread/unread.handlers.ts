@@ -1,5 +1,5 @@
 import type { UserDTO } from "../contracts/index.ts";
-import { markUnreadInput, muteInput, readInput } from "../contracts/inputs.ts";
+import { listInput, markUnreadInput, muteInput, readInput, syncInput } from "../contracts/inputs.ts";
 import { parse } from "../errors.ts";
 import { syncSurcharge, type Limits } from "../limits/limits.ts";
 import type { Logger } from "../log.ts";
@@ -19,7 +19,8 @@ export interface UnreadDeps {
 
 /**
  * `conversation:read` moves the cursor (and clears the mark it names); `conversation:mute` and
- * `conversation:markUnread` change the membership's registers; `sync` answers the whole state a tab rebuilds from.
+ * `conversation:markUnread` change the membership's registers; `sync` answers the whole state a tab rebuilds from
+ * (with the whole list or its first page), and `conversation:list` the list's next pages.
  */
 export function registerUnreadHandlers(socket: TallySocket, deps: UnreadDeps): void {
   const user = socket.data.user;
@@ -38,14 +39,26 @@ export function registerUnreadHandlers(socket: TallySocket, deps: UnreadDeps): v
     await deps.limits.consume("state", { userId: user.id });
     return deps.states.markUnread(user, input.conversationId);
   });
-  onCommand(socket, deps.log, "sync", async () => ({ snapshot: await limitedSnapshot(deps, user) }));
+  onCommand(socket, deps.log, "sync", async (payload) => {
+    const input = parse(syncInput, payload === undefined ? {} : payload);
+    return { snapshot: await limitedSnapshot(deps, user, input.limit) };
+  });
+  onCommand(socket, deps.log, "conversation:list", async (payload) => {
+    const input = parse(listInput, payload);
+    await deps.limits.consume("list", { userId: user.id });
+    return deps.snapshots.page(user, input.before, input.limit);
+  });
 }
 
-/** A snapshot under the `sync` limit, charged by its size: big conversation lists cost more of it. */
-export async function limitedSnapshot(deps: Pick<UnreadDeps, "snapshots" | "limits">, user: UserDTO) {
+/**
+ * A snapshot (the whole list, or its first `limit` conversations) under the `sync` limit, charged by its size: the
+ * rows it lists or the counts it carries, whichever are more (a big user's counts are read whole either way).
+ */
+export async function limitedSnapshot(deps: Pick<UnreadDeps, "snapshots" | "limits">, user: UserDTO, limit?: number) {
   const subject = { userId: user.id };
   await deps.limits.consume("sync", subject);
-  const snapshot = await deps.snapshots.snapshot(user);
-  await deps.limits.charge("sync", subject, syncSurcharge(snapshot.conversations.length));
+  const snapshot = await deps.snapshots.snapshot(user, limit === undefined ? {} : { limit });
+  const size = Math.max(snapshot.conversations.length, snapshot.unread.length);
+  await deps.limits.charge("sync", subject, syncSurcharge(size));
   return snapshot;
 }

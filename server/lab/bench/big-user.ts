@@ -1,3 +1,4 @@
+import { CLIENT_LIST_PAGE } from "../../contracts/inputs.ts";
 import type { Db } from "../../db/prisma.ts";
 import { unreadScriptKeys } from "../../redis/keys.ts";
 import type { RedisClient } from "../../redis/client.ts";
@@ -40,6 +41,18 @@ export interface BigUserResult {
    * size in UTF-8 bytes: server time on the instance's event loop that the in-process sync does not include.
    */
   answer: { p50Ms: number; p99Ms: number; bytes: number };
+  /**
+   * The sync the web client asks for: every count, with the list's first CLIENT_LIST_PAGE conversations (in process,
+   * then its JSON), and the next page after it (`conversation:list`), ms.
+   */
+  paged: {
+    calls: number;
+    limit: number;
+    p50Ms: number;
+    p99Ms: number;
+    json: { p50Ms: number; p99Ms: number; bytes: number };
+    nextPage: { p50Ms: number; p99Ms: number };
+  };
 }
 
 /**
@@ -80,6 +93,10 @@ export async function measureBigUser(opts: {
     INSERT INTO "Message" ("conversationId", "seq", "senderId", "clientMsgId", "content")
     SELECT c."id", s, ${other.id}::int, c."id" || ':' || s, 'hello'
     FROM "Conversation" c, generate_series(1, c."lastSeq") s WHERE c."createdById" = ${other.id}`;
+  // The list's order, as tally_store_messages keeps it: the newest message's time.
+  await db.$executeRaw`
+    UPDATE "Conversation" c SET "lastActivityAt" = m."createdAt" FROM "Message" m
+    WHERE c."createdById" = ${other.id} AND m."conversationId" = c."id" AND m."seq" = c."lastSeq"`;
   await db.$executeRaw`
     INSERT INTO "Membership" ("userId", "conversationId", "lastReadSeq", "muted", "muteVersion", "markVersion", "markAt")
     SELECT u, c."id",
@@ -152,6 +169,27 @@ export async function measureBigUser(opts: {
   syncMs.sort((a, b) => a - b);
   jsonMs.sort((a, b) => a - b);
 
+  const paged = { sync: [] as number[], json: [] as number[], next: [] as number[], bytes: 0 };
+  for (let i = 0; i < opts.syncs; i++) {
+    const t = performance.now();
+    const answer = await snapshots.snapshot(big, { limit: CLIENT_LIST_PAGE });
+    paged.sync.push(performance.now() - t);
+    const j = performance.now();
+    const json = JSON.stringify(answer);
+    paged.json.push(performance.now() - j);
+    paged.bytes = Buffer.byteLength(json);
+    const oldest = answer.conversations.at(-1)!;
+    const n = performance.now();
+    await snapshots.page(
+      big,
+      { at: oldest.lastMessage?.createdAt ?? oldest.createdAt, id: oldest.id },
+      CLIENT_LIST_PAGE,
+    );
+    paged.next.push(performance.now() - n);
+  }
+  for (const list of [paged.sync, paged.json, paged.next]) list.sort((a, b) => a - b);
+  const p = (list: number[], q: number) => round(percentile(list, q));
+
   await redis.del(...keys);
   return {
     conversations: opts.conversations,
@@ -161,6 +199,14 @@ export async function measureBigUser(opts: {
     snapshot,
     sync: { calls: opts.syncs, p50Ms: round(percentile(syncMs, 50)), p99Ms: round(percentile(syncMs, 99)) },
     answer: { p50Ms: round(percentile(jsonMs, 50)), p99Ms: round(percentile(jsonMs, 99)), bytes },
+    paged: {
+      calls: opts.syncs,
+      limit: CLIENT_LIST_PAGE,
+      p50Ms: p(paged.sync, 50),
+      p99Ms: p(paged.sync, 99),
+      json: { p50Ms: p(paged.json, 50), p99Ms: p(paged.json, 99), bytes: paged.bytes },
+      nextPage: { p50Ms: p(paged.next, 50), p99Ms: p(paged.next, 99) },
+    },
   };
 }
 
