@@ -49,5 +49,21 @@ test("the badge check takes a muted row's mentions, not its count, and reports a
       { app: 11, rows: 3 },
       { app: 3, rows: 7 },
     ]);
+
+  // The list's end adds what the conversations not listed yet count: 3 rows + 4 there make a badge of 7.
+  await page.evaluate(() => {
+    document.querySelector('[data-conversation-id="3"]')?.setAttribute("data-muted", "true");
+    document.querySelector("[data-testid=app-badge]")?.setAttribute("data-count", "7");
+  });
+  await expect.poll(() => mismatches).toHaveLength(3);
+  await page.evaluate(() => {
+    const end = document.createElement("span");
+    end.setAttribute("data-testid", "older-unread");
+    end.setAttribute("data-unread", "4");
+    document.body.append(end);
+  });
+  // Reports arrive in order: this one (8 ≠ 7) coming next proves the state with the end added passed.
+  await page.evaluate(() => document.querySelector("[data-testid=app-badge]")?.setAttribute("data-count", "8"));
+  await expect.poll(() => mismatches.slice(3)).toEqual([{ app: 8, rows: 7 }]);
   await context.close();
 });

@@ -5,7 +5,8 @@
  * one more each round); a failing round prints its plan and the command that replays it. Starts its own PostgreSQL,
  * redis-server and Tally processes, all on free ports; prints what it did and what it found. `--cluster` runs the
  * cluster round instead: a local Redis Cluster (3 masters + 3 replicas) and HAProxy in front of the instances, with
- * masters killed and slots resharded mid-traffic besides the other faults.
+ * masters killed and slots resharded mid-traffic besides the other faults. Rounds of odd seeds list two conversations
+ * a page, so tabs count conversations they do not list and page through the list.
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -109,6 +110,8 @@ try {
       ops: opsPerRound,
       faultRate,
       concurrency,
+      // Rounds of odd seeds list two conversations a page (tabs scroll for the rest), the others the page's own.
+      ...(seed % 2 === 1 ? { listPage: 2 } : {}),
       // A round takes well under a minute; one still running after two says where it is, every two minutes.
       stallMs: 120_000,
       onStall: (report) => console.error(`  slow round: ${report}`),
@@ -161,7 +164,7 @@ try {
     const left = Math.max(0, Math.round((deadline - Date.now()) / 1000));
     console.log(
       `round ${totals.rounds} seed ${seed}: ${r.ops} ops (${r.sends} sends, ${r.mentionSends} mentioning, ` +
-        `${r.mutes} mutes, ${r.marks} marks), faults ${JSON.stringify(r.faults)}, ${summary(r)}, ` +
+        `${r.mutes} mutes, ${r.marks} marks, ${r.pages} pages of older conversations), faults ${JSON.stringify(r.faults)}, ${summary(r)}, ` +
         `${ok ? "clean" : `PROBLEMS: ${r.problems.length}`} (${left}s left)`,
     );
     if (!ok) {

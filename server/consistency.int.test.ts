@@ -81,7 +81,8 @@ describe("model-based: the page's store on real sockets, two instances sharing o
   it("keeps every tab's badge and mentions equal to their parts, and ends equal to the database", async () => {
     // The stall report a soak prints for a round that hangs, heard here every 250 ms of a healthy round.
     const stalls: string[] = [];
-    const report = await runChecked({ seed, ops: 500, stallMs: 250, onStall: (r) => stalls.push(r) });
+    // Lists of two conversations a page: every tab counts conversations it does not list, and scrolls for them.
+    const report = await runChecked({ seed, ops: 500, stallMs: 250, onStall: (r) => stalls.push(r), listPage: 2 });
     const heard = stalls.length;
     expect(stalls[0]).toMatch(
       new RegExp(`^seed ${seed}: still running after \\d+ s, after "[^"]+"; operations running: `),
@@ -100,6 +101,7 @@ describe("model-based: the page's store on real sockets, two instances sharing o
     expect(report.mutes).toBeGreaterThan(5);
     expect(report.marks).toBeGreaterThan(5);
     expect(report.mentionSends).toBeGreaterThan(10);
+    expect(report.pages).toBeGreaterThan(10);
   }, 300_000);
 
   it("loses no message, read, mute or mark and drifts nowhere with FLUSHALL, Redis restarts, SIGKILLed instances and crashes after commit", async () => {

@@ -1,6 +1,6 @@
 "use client";
 
-import { memo, useEffect } from "react";
+import { memo, useEffect, useRef } from "react";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { formatTimestamp } from "@/components/lib/format";
 import {
@@ -10,6 +10,8 @@ import {
   selectMuted,
   selectShownMentions,
   selectShownUnread,
+  selectUnlistedMentions,
+  selectUnlistedUnread,
 } from "@/components/store/selectors";
 import { RowMenu } from "./RowMenu";
 import { rowShortcut } from "./row-shortcut";
@@ -169,6 +171,90 @@ export function ConversationList() {
       {order.map((id) => (
         <ConversationItem key={id} id={id} />
       ))}
+      <OlderConversations />
     </ul>
   );
+}
+
+/**
+ * The list's end: the next page, loaded as the end comes into view or on a click, and what the conversations not
+ * listed yet add to the badge, kept in sight at the bottom of the list (so the badge is still the sum of what the list
+ * shows, and a person sees where the rest is).
+ */
+function OlderConversations() {
+  const more = useChatStore((s) => s.moreConversations);
+  const loading = useChatStore((s) => s.loadingConversations);
+  const error = useChatStore((s) => s.conversationsError);
+  const unread = useChatStore(selectUnlistedUnread);
+  const mentions = useChatStore(selectUnlistedMentions);
+  const load = useChatStore((s) => s.loadOlderConversations);
+  const end = useRef<HTMLLIElement>(null);
+  useEffect(() => {
+    // After a refusal the next page waits for a click. Observed again after each page, so an end still in view
+    // loads the one after.
+    const element = end.current;
+    if (!more || loading || error || !element) return;
+    const observer = new IntersectionObserver((entries) => {
+      if (entries.some((entry) => entry.isIntersecting)) void load();
+    });
+    observer.observe(element);
+    return () => observer.disconnect();
+  }, [more, loading, error, load]);
+
+  return (
+    <>
+      {more && (
+        <li className="older-conversations" ref={end} data-testid="older-conversations">
+          <button
+            type="button"
+            className="older-button"
+            data-testid="older-button"
+            disabled={loading}
+            onClick={() => void load()}
+          >
+            {loading ? "Loading older conversations…" : "Show older conversations"}
+          </button>
+          {error && (
+            <p className="form-error older-error" role="alert" data-testid="older-error">
+              {error}
+            </p>
+          )}
+        </li>
+      )}
+      {(unread > 0 || mentions > 0) && (
+        <li className="older-unread-row">
+          <button
+            type="button"
+            className="older-unread"
+            data-testid="older-unread"
+            data-unread={unread}
+            data-mentions={mentions}
+            disabled={!more || loading}
+            onClick={() => void load()}
+          >
+            <span className="older-unread-text">
+              {describeUnlisted(unread, mentions)} in {more ? "older conversations" : "conversations not listed yet"}
+            </span>
+            {mentions > 0 && (
+              <span className="badge mention-badge" aria-hidden="true">
+                {mentions === 1 ? "@" : `@${mentions}`}
+              </span>
+            )}
+            {unread > 0 && (
+              <span className="badge" aria-hidden="true">
+                {unread}
+              </span>
+            )}
+          </button>
+        </li>
+      )}
+    </>
+  );
+}
+
+function describeUnlisted(unread: number, mentions: number): string {
+  const parts = [];
+  if (unread > 0) parts.push(`${unread} unread`);
+  if (mentions > 0) parts.push(`${mentions} ${mentions === 1 ? "mention" : "mentions"}`);
+  return parts.join(", ");
 }

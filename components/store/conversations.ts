@@ -1,5 +1,12 @@
 import type { StateCreator } from "zustand/vanilla";
-import type { ConversationDTO, MessageDTO, Result, UnreadUpdate } from "@/server/contracts";
+import type {
+  ConversationDTO,
+  ConversationPage,
+  ListCursor,
+  MessageDTO,
+  Result,
+  UnreadUpdate,
+} from "@/server/contracts";
 import { createReadCursor, type ReadCursor } from "./read-cursor";
 import { badgeShare, isBeingRead, latestSeq, type StoreRuntime } from "./runtime";
 import type { ChatState, ConversationsSlice } from "./types";
@@ -40,7 +47,17 @@ export const initialConversationsState = {
   readRequested: {},
   seenSeq: {},
   conversationErrors: {},
+  moreConversations: false,
+  loadingConversations: false,
+  conversationsError: null,
 } satisfies Partial<ConversationsSlice>;
+
+const NO_ANSWER = "The server did not answer; try again.";
+
+/** Where the list continues after `conversation`: its last activity as the server orders by it, and its id. */
+export function listCursor(conversation: ConversationDTO): ListCursor {
+  return { at: conversation.lastMessage?.createdAt ?? conversation.createdAt, id: conversation.id };
+}
 
 function without<T>(record: Record<number, T>, id: number): Record<number, T> {
   if (!(id in record)) return record;
@@ -185,6 +202,52 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
       ...initialConversationsState,
       visible: false,
       focused: false,
+
+      async loadOlderConversations() {
+        const s = get();
+        if (!s.moreConversations || s.loadingConversations || s.syncing) return;
+        const oldest = s.conversations[s.conversationOrder.at(-1) ?? -1];
+        if (!oldest) return;
+        // The listed conversations are the newest of the user's (a page at a time, and whatever activity brought
+        // to the top since), so the next page starts after the oldest of them.
+        const generation = rt.generation;
+        const token = rt.sync.token;
+        // A sync since the request replaced the list this page would continue.
+        const current = () => generation === rt.generation && token === rt.sync.token;
+        set({ loadingConversations: true, conversationsError: null });
+        let res: Result<ConversationPage>;
+        try {
+          res = await rt.deps.transport.listConversations({ before: listCursor(oldest), limit: rt.deps.listPage });
+        } catch {
+          if (current()) set({ loadingConversations: false, conversationsError: NO_ANSWER });
+          return;
+        }
+        if (!current()) return;
+        if (!res.ok) {
+          set({ loadingConversations: false, conversationsError: res.error.message });
+          return;
+        }
+        const page = res;
+        set((s) => {
+          const conversations = { ...s.conversations };
+          const readRequested = { ...s.readRequested };
+          for (const fresh of page.conversations) {
+            // Dropped by this tab (its removal's push may still be on the way), or already here, and then as new as
+            // the pushes made it: the page's copy is not newer. Its counts are not taken either: the tab has every
+            // conversation's from its snapshot and the pushes since, and the page's may be a version ahead.
+            if (rt.removed.has(fresh.id) || conversations[fresh.id]) continue;
+            conversations[fresh.id] = fresh;
+            readRequested[fresh.id] ??= fresh.lastReadSeq;
+          }
+          return {
+            conversations,
+            conversationOrder: sortConversationIds(conversations),
+            readRequested,
+            moreConversations: page.more,
+            loadingConversations: false,
+          };
+        });
+      },
 
       openConversation(conversationId) {
         leaveView(conversationId);

@@ -38,7 +38,9 @@ export interface FakeTransport extends ChatTransport {
   marks: Calls<"markUnread">;
   mute: Method<"mute">;
   markUnread: Method<"markUnread">;
-  syncs: Queue<null, Answer<"sync">>;
+  /** The page size each sync asked for. */
+  syncs: Queue<number, Answer<"sync">>;
+  lists: Calls<"listConversations">;
   fetches: Queue<{ conversationId: number; query: MessagesQuery }, Answer<"fetchMessages">>;
   creates: Calls<"createConversation">;
   leaves: Calls<"leaveConversation">;
@@ -47,6 +49,7 @@ export interface FakeTransport extends ChatTransport {
     send?: Responder<"send">;
     read?: Responder<"read">;
     sync?: Responder<"sync">;
+    listConversations?: Responder<"listConversations">;
     fetchMessages?: Responder<"fetchMessages">;
   };
 }
@@ -65,6 +68,7 @@ export function createFakeTransport(): FakeTransport {
     mutes: [],
     marks: [],
     syncs: [],
+    lists: [],
     fetches: [],
     creates: [],
     leaves: [],
@@ -74,10 +78,8 @@ export function createFakeTransport(): FakeTransport {
     read: (input) => call(fake.reads, input, fake.auto.read),
     mute: (input) => call(fake.mutes, input),
     markUnread: (input) => call(fake.marks, input),
-    sync: () => {
-      const auto = fake.auto.sync;
-      return call(fake.syncs, null, auto && (() => auto()));
-    },
+    sync: (limit) => call(fake.syncs, limit, fake.auto.sync),
+    listConversations: (input) => call(fake.lists, input, fake.auto.listConversations),
     fetchMessages: (conversationId, query) => {
       const auto = fake.auto.fetchMessages;
       return call(fake.fetches, { conversationId, query }, auto && ((i) => auto(i.conversationId, i.query)));

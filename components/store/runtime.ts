@@ -1,3 +1,4 @@
+import { CLIENT_LIST_PAGE } from "@/server/contracts/inputs";
 import type { UnreadUpdate } from "@/server/contracts";
 import { defaultDraftStorage } from "./drafts";
 import { defaultQueueStorage } from "./saved-queue";
@@ -73,6 +74,7 @@ export function createRuntime(deps: ChatStoreDeps): StoreRuntime {
       retryDelayMs: 1000,
       staleUnreadMs: 2000,
       readDebounceMs: 300,
+      listPage: CLIENT_LIST_PAGE,
       ...deps,
       drafts: deps.drafts ?? defaultDraftStorage(),
       queueStorage: deps.queueStorage ?? defaultQueueStorage(),

@@ -64,3 +64,23 @@ export const selectConversationError =
   (id: number) =>
   (s: ChatState): string | null =>
     s.conversationErrors[id] ?? null;
+
+/**
+ * What the conversations the list does not show yet (older ones, a page away) add to the badge and to the mentions:
+ * the list's footer shows it, so the badge is still the sum of what the list shows.
+ */
+export const selectUnlistedUnread = (s: ChatState): number => {
+  let unread = 0;
+  for (const key of Object.keys(s.unreadCounts)) {
+    const id = Number(key);
+    if (!s.conversations[id]) unread += badgeShare(s, id, false);
+  }
+  return unread;
+};
+export const selectUnlistedMentions = (s: ChatState): number => {
+  let mentions = 0;
+  for (const [key, detail] of Object.entries(s.unreadDetails)) {
+    if (!s.conversations[Number(key)]) mentions += detail.mentionCount;
+  }
+  return mentions;
+};

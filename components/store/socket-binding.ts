@@ -73,10 +73,14 @@ export function createSocketLink(http: HttpTransport): SocketLink {
       if (!socket?.connected) throw new Error("not connected");
       return socket.timeout(ACK_TIMEOUT_MS).emitWithAck("conversation:markUnread", input);
     },
-    async sync() {
+    async sync(limit) {
       // A reconnect syncs anyway; a sync buffered while offline would only be superseded.
       if (!socket?.connected) throw new Error("not connected");
-      return socket.timeout(ACK_TIMEOUT_MS).emitWithAck("sync");
+      return socket.timeout(ACK_TIMEOUT_MS).emitWithAck("sync", { limit });
+    },
+    async listConversations(input) {
+      if (!socket?.connected) throw new Error("not connected");
+      return socket.timeout(ACK_TIMEOUT_MS).emitWithAck("conversation:list", input);
     },
     fetchMessages: http.fetchMessages,
     createConversation: http.createConversation,

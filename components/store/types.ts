@@ -1,6 +1,8 @@
 import type {
   ConversationDTO,
+  ConversationPage,
   CreateConversationInput,
+  ListInput,
   MessageDTO,
   MessagesResponse,
   MarkUnreadInput,
@@ -33,7 +35,10 @@ export interface ChatTransport {
   read(input: ReadInput): Promise<Result<{ unread: UnreadUpdate; changed: boolean }>>;
   mute(input: MuteInput): Promise<Result<{ unread: UnreadUpdate; changed: boolean }>>;
   markUnread(input: MarkUnreadInput): Promise<Result<{ unread: UnreadUpdate; changed: boolean }>>;
-  sync(): Promise<Result<{ snapshot: Snapshot }>>;
+  /** The whole unread state with the list's first `limit` conversations. */
+  sync(limit: number): Promise<Result<{ snapshot: Snapshot }>>;
+  /** The list's next page, older than `before`. */
+  listConversations(input: ListInput): Promise<Result<ConversationPage>>;
   fetchMessages(conversationId: number, query: MessagesQuery): Promise<Result<MessagesResponse>>;
   createConversation(input: CreateConversationInput): Promise<Result<{ conversation: ConversationDTO }>>;
   /** Groups only; HTTP, so it always resolves. */
@@ -73,6 +78,8 @@ export interface ChatStoreDeps {
   staleUnreadMs?: number;
   /** Reads of what scrolled into view within this window go out as one (components/store/read-cursor.ts). */
   readDebounceMs?: number;
+  /** How many conversations the sync's first page and each next page hold; defaults to CLIENT_LIST_PAGE. */
+  listPage?: number;
 }
 
 /** What the open conversation's message list shows, as the list measures it. */
@@ -111,6 +118,17 @@ export interface ConversationsSlice {
   conversations: Record<number, ConversationDTO>;
   /** Conversation ids by last activity, newest first. */
   conversationOrder: number[];
+  /**
+   * Older conversations than the listed ones exist on the server: the list is its newest part (the sync's first
+   * page and the pages loaded since), and the unread state of the rest is known (a snapshot carries every count).
+   */
+  moreConversations: boolean;
+  /** A page of older conversations is on its way. */
+  loadingConversations: boolean;
+  /** Why the last page did not come, until the next try. */
+  conversationsError: string | null;
+  /** Loads the next page of older conversations (no-op while one loads, a sync runs, or none are left). */
+  loadOlderConversations(): Promise<void>;
   activeConversationId: number | null;
   visible: boolean;
   focused: boolean;

@@ -1,5 +1,6 @@
 import type { StateCreator } from "zustand/vanilla";
 import type { ConversationDTO, Result, Snapshot, UnreadState, UnreadUpdate } from "@/server/contracts";
+import { fromUnreadEntry } from "@/server/contracts/dto";
 import { sortConversationIds } from "./conversations";
 import { pendingWithin } from "./messages";
 import { badgeShare, isBeingRead, shownUnread, type StoreRuntime } from "./runtime";
@@ -269,7 +270,7 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
         const generation = rt.generation;
         const current = () => token === sync.token && generation === rt.generation;
         set({ syncing: true });
-        rt.deps.transport.sync().then(
+        rt.deps.transport.sync(rt.deps.listPage).then(
           (res) => {
             if (!current()) return;
             if (res.ok) landed(token, res.snapshot);
@@ -290,11 +291,19 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
       applySnapshot(snapshot) {
         // Taken after the removal (older answers are dropped), so the server's word wins.
         for (const fresh of snapshot.conversations) rt.removed.delete(fresh.id);
+        for (const [id] of snapshot.unread) rt.removed.delete(id);
         set((s) => {
           const conversations: Record<number, ConversationDTO> = {};
           const unreadCounts: Record<number, number> = {};
           const unreadDetails: Record<number, UnreadDetail> = {};
           const readRequested: Record<number, number> = {};
+          // Every conversation's state, listed or not (the rest count nothing): the totals are their sum.
+          for (const entry of snapshot.unread) {
+            const state = fromUnreadEntry(entry);
+            unreadCounts[entry[0]] = state.unreadCount;
+            unreadDetails[entry[0]] = detailOf(state);
+          }
+          // The list's first page replaces the list: pages loaded before may be stale after whatever made this sync.
           for (const fresh of snapshot.conversations) {
             const known = s.conversations[fresh.id];
             // A push that overtook the snapshot carries the newer last message.
@@ -302,11 +311,16 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
               known && known.lastSeq > fresh.lastSeq
                 ? { ...fresh, lastSeq: known.lastSeq, lastMessage: known.lastMessage }
                 : fresh;
-            unreadCounts[fresh.id] = fresh.unreadCount;
-            unreadDetails[fresh.id] = detailOf(fresh);
             readRequested[fresh.id] = fresh.lastReadSeq;
+            // The same read as `unread`: a listed row that counts nothing gets its zeros.
+            unreadCounts[fresh.id] ??= fresh.unreadCount;
+            unreadDetails[fresh.id] ??= detailOf(fresh);
           }
           return {
+            moreConversations: snapshot.more,
+            // A page on its way continues the list this replaces: it is dropped when it comes.
+            loadingConversations: false,
+            conversationsError: null,
             epoch: snapshot.epoch,
             version: snapshot.version,
             totalUnread: snapshot.totalUnread,

@@ -163,6 +163,8 @@ export function installBadgeSumCheck(): void {
       const muted = row.getAttribute("data-muted") === "true";
       rows += Number(row.getAttribute(muted ? "data-mentions" : "data-unread") ?? "0");
     }
+    // What the conversations not listed yet add (the list's end says it; muted ones already count their mentions).
+    rows += Number(document.querySelector("[data-testid=older-unread]")?.getAttribute("data-unread") ?? "0");
     const app = Number(badge.getAttribute("data-count"));
     // A bounded report: one broken state usually repeats on every later update.
     if (app !== rows && reported < 20) {

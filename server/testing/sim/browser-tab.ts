@@ -34,6 +34,8 @@ export interface BrowserTabOptions {
   route: (socketUrl: string) => string;
   /** When set, a lost connection moves the tab to this instance (a load balancer routing away from a dead one). */
   failover?: () => string;
+  /** The conversation list's page size (the store's `listPage`); the page's own when unset. */
+  listPage?: number;
 }
 
 /**
@@ -53,6 +55,8 @@ export class BrowserTab {
   url = "";
   /** Transport calls sent and not yet answered. */
   inflight = 0;
+  /** Pages of older conversations this tab loaded, over its reloads. */
+  pages = 0;
   /** The last client message id this tab's store took: deterministic, so a replay sends the same ids. */
   lastId = "";
   private readonly user: TabUser;
@@ -135,6 +139,25 @@ export class BrowserTab {
    * moment this page is unloaded: a promise of a page that is gone never settles (a send goes on from the next page's
    * restored queue).
    */
+  /**
+   * Scrolls the list down, a page at a time, until it shows the conversation (as a person does before acting on a
+   * row) or has nothing older; gives up after a few seconds (an offline tab, a sync that does not land), and the
+   * operation then acts on the conversation as a link to it would.
+   */
+  async showConversation(conversationId: number): Promise<void> {
+    for (let waited = 0; waited < 3000;) {
+      const s = this.store.getState();
+      if (s.conversations[conversationId] || !s.moreConversations) return;
+      if (s.syncing || s.loadingConversations || !s.connected) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        waited += 20;
+      } else {
+        await s.loadOlderConversations();
+        waited += 1;
+      }
+    }
+  }
+
   act<T>(action: (state: ChatState) => T): { value: T; calls: Promise<unknown>[]; unloaded: Promise<void> } {
     const calls: Promise<unknown>[] = [];
     this.capture = calls;
@@ -193,6 +216,7 @@ export class BrowserTab {
       queueStorage: this.sessionStorage,
       // Reads go out as the page's would with nothing to coalesce: at once, so each operation awaits its own.
       readDebounceMs: 0,
+      ...(this.options.listPage === undefined ? {} : { listPage: this.options.listPage }),
     });
     this.unsubscribe = store.subscribe((state, prev) => {
       this.judge(state, prev);
@@ -257,7 +281,14 @@ export class BrowserTab {
           }),
         );
       },
-      sync: () => track(inner.sync()),
+      sync: (limit) => track(inner.sync(limit)),
+      listConversations: (input) =>
+        track(
+          inner.listConversations(input).then((res) => {
+            if (res.ok) this.pages++;
+            return res;
+          }),
+        ),
       fetchMessages: (conversationId, query) => track(inner.fetchMessages(conversationId, query)),
       createConversation: (input) => track(inner.createConversation(input)),
       leaveConversation: (conversationId) => {
@@ -304,7 +335,11 @@ export class BrowserTab {
     if (state.unreadCounts !== prev.unreadCounts) {
       for (const [id, before] of Object.entries(prev.unreadCounts)) {
         const now = state.unreadCounts[Number(id)];
-        if (now === undefined) {
+        if (now === undefined && state.moreConversations && !state.conversations[Number(id)]) {
+          // On no page the tab lists: a snapshot carries its count only while it counts something, so gone is 0.
+          if (0 < before && !this.journal.mayDrop(this.user.id, Number(id), 0))
+            this.journal.violation(`${this.name}: count of #${id} dropped ${before} -> 0 (unlisted) without a read`);
+        } else if (now === undefined) {
           if (!this.journal.mayRemove(this.user.id, Number(id)))
             this.journal.violation(`${this.name}: count of #${id} removed although nobody left or deleted it`);
         } else if (now < before && !this.journal.mayDrop(this.user.id, Number(id), now)) {
@@ -314,7 +349,12 @@ export class BrowserTab {
     }
     if (state.conversations !== prev.conversations) {
       for (const id of Object.keys(prev.conversations)) {
-        if (state.conversations[Number(id)] === undefined && !this.journal.mayRemove(this.user.id, Number(id)))
+        // A sync lists the first page again: rows of the pages loaded since may leave it while older ones remain.
+        if (
+          state.conversations[Number(id)] === undefined &&
+          !state.moreConversations &&
+          !this.journal.mayRemove(this.user.id, Number(id))
+        )
           this.journal.violation(`${this.name}: #${id} disappeared although nobody left or deleted it`);
       }
     }
