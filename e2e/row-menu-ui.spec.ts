@@ -68,6 +68,7 @@ const conversations = [
 const snapshot: Snapshot = {
   conversations,
   more: false,
+  conversationIds: conversations.map((c) => c.id),
   unread: conversations.filter(countsAnything).map((c) => toUnreadEntry(c.id, c)),
   totalUnread: 7,
   totalMentions: 3,

@@ -48,6 +48,7 @@ export const initialConversationsState = {
   seenSeq: {},
   conversationErrors: {},
   moreConversations: false,
+  listEnd: null,
   loadingConversations: false,
   conversationsError: null,
 } satisfies Partial<ConversationsSlice>;
@@ -205,11 +206,10 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
 
       async loadOlderConversations() {
         const s = get();
-        if (!s.moreConversations || s.loadingConversations || s.syncing) return;
-        const oldest = s.conversations[s.conversationOrder.at(-1) ?? -1];
-        if (!oldest) return;
-        // The listed conversations are the newest of the user's (a page at a time, and whatever activity brought
-        // to the top since), so the next page starts after the oldest of them.
+        const before = s.listEnd;
+        if (!s.moreConversations || !before || s.loadingConversations || s.syncing) return;
+        // The next page starts where the last one (or the sync's) ended, not at the oldest row the tab shows: a row
+        // can come from elsewhere (an old direct conversation someone opened again) and sort after rows not listed.
         const generation = rt.generation;
         const token = rt.sync.token;
         // A sync since the request replaced the list this page would continue.
@@ -217,7 +217,7 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         set({ loadingConversations: true, conversationsError: null });
         let res: Result<ConversationPage>;
         try {
-          res = await rt.deps.transport.listConversations({ before: listCursor(oldest), limit: rt.deps.listPage });
+          res = await rt.deps.transport.listConversations({ before, limit: rt.deps.listPage });
         } catch {
           if (current()) set({ loadingConversations: false, conversationsError: NO_ANSWER });
           return;
@@ -239,11 +239,13 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
             conversations[fresh.id] = fresh;
             readRequested[fresh.id] ??= fresh.lastReadSeq;
           }
+          const end = page.conversations.at(-1);
           return {
             conversations,
             conversationOrder: sortConversationIds(conversations),
             readRequested,
-            moreConversations: page.more,
+            moreConversations: page.more && end !== undefined,
+            listEnd: page.more && end ? listCursor(end) : null,
             loadingConversations: false,
           };
         });

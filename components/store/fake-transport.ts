@@ -203,6 +203,7 @@ export function snapshot(
     snapshot: {
       conversations,
       more: false,
+      conversationIds: conversations.map((c) => c.id),
       unread: unreadEntriesOf(conversations),
       totalUnread,
       totalMentions,

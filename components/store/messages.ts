@@ -53,9 +53,9 @@ export function mergeMessages(existing: MessageDTO[], incoming: MessageDTO[]): M
  */
 export function pendingWithin(
   pending: Record<number, PendingMessage[]>,
-  conversations: Record<number, unknown>,
+  isMember: (conversationId: number) => boolean,
 ): Record<number, PendingMessage[]> {
-  const gone = Object.keys(pending).filter((id) => conversations[Number(id)] === undefined);
+  const gone = Object.keys(pending).filter((id) => !isMember(Number(id)));
   if (gone.length === 0) return pending;
   const kept = { ...pending };
   for (const id of gone) delete kept[Number(id)];

@@ -142,7 +142,85 @@ describe("a list read a page at a time", () => {
       snapshot: { ...whole.snapshot, conversations: [moved, all[0]!], more: true },
     });
     await flush();
-    expect(t.store.getState().conversationOrder).toEqual([1, 6]);
+    // 5, paged in by the first sync, stays (the user is still in it); the next page starts after the new first page.
+    expect(t.store.getState().conversationOrder).toEqual([1, 6, 5]);
+    expect(t.store.getState().listEnd).toEqual({ at: all[0]!.lastMessage!.createdAt, id: 6 });
     expect(t.transport.syncs).toHaveLength(1);
+  });
+
+  /** Synced with a first page of 2, then the next two pages loaded: 6…1 all listed. */
+  async function pagedIn() {
+    const t = await synced(2);
+    for (const [i, rows] of [all.slice(2, 4), all.slice(4)].entries()) {
+      const loading = t.store.getState().loadOlderConversations();
+      t.transport.lists[i]?.resolve({ ok: true, conversations: rows, more: i === 0 });
+      await loading;
+    }
+    expect(t.store.getState().conversationOrder).toEqual([6, 5, 4, 3, 2, 1]);
+    expect(t.store.getState().moreConversations).toBe(false);
+    return t;
+  }
+
+  it("keeps the rows it paged in and the open conversation through a sync, as deep as it lists, and drops one the user left", async () => {
+    const t = await pagedIn();
+    t.store.getState().openConversation(2);
+    t.store.getState().requestSync(true);
+    // As deep as the tab lists.
+    expect(t.transport.syncs[0]?.input).toBe(6);
+    const whole = snapshot(
+      all.filter((c) => c.id !== 4),
+      7,
+    );
+    if (!whole.ok) throw new Error("a snapshot");
+    // The server answers a first page of 2 all the same (say it was asked by another tab): the rest are kept.
+    t.transport.syncs[0]?.resolve({
+      ok: true,
+      snapshot: { ...whole.snapshot, conversations: all.slice(0, 2), more: true },
+    });
+    await flush();
+    const s = t.store.getState();
+    expect(s.conversationOrder).toEqual([6, 5, 3, 2, 1]);
+    expect(s.activeConversationId).toBe(2);
+    expect(s.conversations[2]).toBeDefined();
+    // Everything the user is in is listed, so nothing is left to page in.
+    expect(s.moreConversations).toBe(false);
+    expect(s.listEnd).toBeNull();
+  });
+
+  it("sends the messages queued for a conversation it paged in once a sync has landed, and drops them for one the user left", async () => {
+    const t = await pagedIn();
+    t.store.setState({ connected: false });
+    const kept = t.store.getState().sendMessage(2, "still here");
+    const dropped = t.store.getState().sendMessage(4, "gone");
+    t.store.getState().handleConnected();
+    const whole = snapshot(
+      all.filter((c) => c.id !== 4),
+      7,
+    );
+    if (!whole.ok) throw new Error("a snapshot");
+    t.transport.syncs
+      .at(-1)
+      ?.resolve({ ok: true, snapshot: { ...whole.snapshot, conversations: all.slice(0, 2), more: true } });
+    await flush();
+    expect(t.transport.sends.map((send) => send.input.content)).toEqual(["still here"]);
+    t.transport.sends[0]?.resolve({
+      ok: true,
+      message: message(2, 3, { clientMsgId: t.transport.sends[0].input.clientMsgId }),
+    });
+    expect(await kept).toBe(true);
+    expect(await dropped).toBe(false);
+  });
+
+  it("goes on from where the last page ended, not from an old row that came in another way", async () => {
+    const t = await synced(2);
+    // The person opens their old direct conversation again (the server answers the existing one): it lists at the end.
+    t.store.getState().receiveConversation(all[5]!);
+    expect(t.store.getState().conversationOrder).toEqual([6, 5, 1]);
+    const loading = t.store.getState().loadOlderConversations();
+    expect(t.transport.lists[0]?.input.before).toEqual({ at: all[1]!.lastMessage!.createdAt, id: 5 });
+    t.transport.lists[0]?.resolve({ ok: true, conversations: all.slice(2, 4), more: true });
+    await loading;
+    expect(t.store.getState().conversationOrder).toEqual([6, 5, 4, 3, 1]);
+    expect(t.store.getState().listEnd).toEqual({ at: all[3]!.lastMessage!.createdAt, id: 3 });
   });
 });

@@ -73,14 +73,14 @@ export const selectUnlistedUnread = (s: ChatState): number => {
   let unread = 0;
   for (const key of Object.keys(s.unreadCounts)) {
     const id = Number(key);
-    if (!s.conversations[id]) unread += badgeShare(s, id, false);
+    if (!s.conversations[id]) unread += badgeShare(s, id, true);
   }
   return unread;
 };
 export const selectUnlistedMentions = (s: ChatState): number => {
   let mentions = 0;
-  for (const [key, detail] of Object.entries(s.unreadDetails)) {
-    if (!s.conversations[Number(key)]) mentions += detail.mentionCount;
+  for (const key of Object.keys(s.unreadDetails)) {
+    if (!s.conversations[Number(key)]) mentions += shownMentions(s, Number(key));
   }
   return mentions;
 };

@@ -2,6 +2,7 @@ import type {
   ConversationDTO,
   ConversationPage,
   CreateConversationInput,
+  ListCursor,
   ListInput,
   MessageDTO,
   MessagesResponse,
@@ -123,6 +124,8 @@ export interface ConversationsSlice {
    * page and the pages loaded since), and the unread state of the rest is known (a snapshot carries every count).
    */
   moreConversations: boolean;
+  /** Where the next page of the list starts: the end of the last page (or of the sync's); null with none left. */
+  listEnd: ListCursor | null;
   /** A page of older conversations is on its way. */
   loadingConversations: boolean;
   /** Why the last page did not come, until the next try. */

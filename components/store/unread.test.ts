@@ -222,6 +222,7 @@ class UnreadServer {
     return {
       conversations,
       more: false,
+      conversationIds: conversations.map((c) => c.id),
       unread: unreadEntriesOf(conversations),
       totalUnread: this.total(),
       totalMentions: this.mentions(),

@@ -1,7 +1,8 @@
 import type { StateCreator } from "zustand/vanilla";
 import type { ConversationDTO, Result, Snapshot, UnreadState, UnreadUpdate } from "@/server/contracts";
 import { fromUnreadEntry } from "@/server/contracts/dto";
-import { sortConversationIds } from "./conversations";
+import { MAX_LIST_PAGE } from "@/server/contracts/inputs";
+import { listCursor, sortConversationIds } from "./conversations";
 import { pendingWithin } from "./messages";
 import { badgeShare, isBeingRead, shownUnread, type StoreRuntime } from "./runtime";
 import type { ChatState, UnreadDetail, UnreadSlice } from "./types";
@@ -87,6 +88,9 @@ export function detailOf(state: UnreadState): UnreadDetail {
 }
 
 const NO_ANSWER = "The server did not answer; try again.";
+
+/** A listed conversation's state while it counts nothing. */
+const NO_DETAIL: UnreadDetail = { mentionCount: 0, muted: false, markedUnread: false, markVersion: 0 };
 
 export const initialUnreadState = {
   epoch: null,
@@ -270,7 +274,9 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
         const generation = rt.generation;
         const current = () => token === sync.token && generation === rt.generation;
         set({ syncing: true });
-        rt.deps.transport.sync(rt.deps.listPage).then(
+        // As deep as the tab lists (up to the most a page holds), so a sync does not take away rows it shows.
+        const depth = Math.min(Math.max(rt.deps.listPage, get().conversationOrder.length), MAX_LIST_PAGE);
+        rt.deps.transport.sync(depth).then(
           (res) => {
             if (!current()) return;
             if (res.ok) landed(token, res.snapshot);
@@ -303,7 +309,7 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
             unreadCounts[entry[0]] = state.unreadCount;
             unreadDetails[entry[0]] = detailOf(state);
           }
-          // The list's first page replaces the list: pages loaded before may be stale after whatever made this sync.
+          // The list's first page (as deep as the tab had it, up to the most a page holds) is the server's word.
           for (const fresh of snapshot.conversations) {
             const known = s.conversations[fresh.id];
             // A push that overtook the snapshot carries the newer last message.
@@ -316,8 +322,26 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
             unreadCounts[fresh.id] ??= fresh.unreadCount;
             unreadDetails[fresh.id] ??= detailOf(fresh);
           }
+          // Rows older than the page that the tab paged in (or was sent) stay while the user is in them: whatever
+          // was missed since (pushes lost) made the conversations it touched newer than all of them, so onto the page.
+          const members = new Set(snapshot.conversationIds);
+          if (snapshot.more) {
+            for (const [key, known] of Object.entries(s.conversations)) {
+              const id = Number(key);
+              if (conversations[id] || !members.has(id)) continue;
+              conversations[id] = known;
+              readRequested[id] = known.lastReadSeq;
+              // Listed, so it has a count like the page's rows: 0 unless the snapshot counts it.
+              unreadCounts[id] ??= 0;
+              unreadDetails[id] ??= NO_DETAIL;
+            }
+          }
+          const complete = snapshot.conversationIds.every((id) => conversations[id] !== undefined);
+          const pageEnd = snapshot.conversations.at(-1);
           return {
-            moreConversations: snapshot.more,
+            moreConversations: !complete,
+            // Pages go on from the first page's end: rows the tab kept come again and are skipped, and none is missed.
+            listEnd: complete || !pageEnd ? null : listCursor(pageEnd),
             // A page on its way continues the list this replaces: it is dropped when it comes.
             loadingConversations: false,
             conversationsError: null,
@@ -330,7 +354,9 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
             conversations,
             conversationOrder: sortConversationIds(conversations),
             readRequested,
-            pending: pendingWithin(s.pending, conversations),
+            // Messages queued for a conversation the user is in go out, listed or not (a reload restores the queue
+            // before the rows it belongs to are paged in); those for one they left are dropped.
+            pending: pendingWithin(s.pending, (id) => members.has(id)),
           };
         });
       },

@@ -97,6 +97,11 @@ export interface Snapshot {
   conversations: ConversationDTO[];
   /** Older conversations follow the listed ones: `conversation:list` pages through them. */
   more: boolean;
+  /**
+   * The ids of every conversation of the user, listed or not: a client keeps what it has of those (rows it paged in,
+   * messages queued for them) and drops the rest.
+   */
+  conversationIds: number[];
   unread: UnreadEntry[];
   totalUnread: number;
   totalMentions: number;

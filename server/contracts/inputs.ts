@@ -71,7 +71,16 @@ export const ISO_MILLIS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const activityTime = z
   .string()
   .regex(ISO_MILLIS, "A time is ISO 8601 in UTC with milliseconds, as the server sends it.")
-  .refine((s) => !Number.isNaN(Date.parse(s)), "Not a real time.");
+  .refine(isRealTime, "Not a real time.");
+
+/**
+ * Whether an ISO_MILLIS text names a time as it is written: not one a parser rolls over (February 31st, hour 24) and
+ * not year 0, which PostgreSQL's timestamp refuses (so the statement would fail on what the input check passed).
+ */
+export function isRealTime(iso: string): boolean {
+  const time = Date.parse(iso);
+  return !Number.isNaN(time) && !iso.startsWith("0000") && new Date(time).toISOString() === iso;
+}
 
 /** `conversation:list`: the page after `before` (ListCursor), at most `limit` conversations. */
 export const listInput = z.strictObject({

@@ -223,6 +223,10 @@ describe("the conversation list", () => {
       ].sort(byId),
     );
     expect([...whole.unread].sort(byId)).toEqual([...snapshot.unread].sort(byId));
+    // Every conversation's id, listed or not.
+    const numeric = (x: number, y: number) => x - y;
+    expect([...snapshot.conversationIds].sort(numeric)).toEqual(convs.map((c) => c.id).sort(numeric));
+    expect([...whole.conversationIds].sort(numeric)).toEqual(convs.map((c) => c.id).sort(numeric));
     expect(snapshot).toMatchObject({ totalUnread: 4, totalMentions: 1, version: whole.version, epoch: whole.epoch });
     expect(snapshot.conversations).toEqual(whole.conversations.slice(0, 3));
 
@@ -267,6 +271,8 @@ describe("the conversation list", () => {
       { before: { at: "yesterday", id: 1 }, limit: 3 },
       { before: { at: at.replace("Z", "+00:00"), id: 1 }, limit: 3 },
       { before: { at: "2026-13-45T99:99:99.999Z", id: 1 }, limit: 3 },
+      { before: { at: "2026-02-31T00:00:00.000Z", id: 1 }, limit: 3 },
+      { before: { at: "0000-01-01T00:00:00.000Z", id: 1 }, limit: 3 },
       { before: { at: '2026-01-01T00:00:00.000Z\'; DROP TABLE "User"; --', id: 1 }, limit: 3 },
       { before: { at, id: 0 }, limit: 3 },
       { before: { at, id: -1 }, limit: 3 },

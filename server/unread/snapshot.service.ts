@@ -10,7 +10,7 @@ import type {
 } from "../contracts/index.ts";
 import pg from "pg";
 import { poolOf, type Db } from "../db/prisma.ts";
-import { ISO_MILLIS } from "../contracts/inputs.ts";
+import { ISO_MILLIS, isRealTime } from "../contracts/inputs.ts";
 import { AppError } from "../errors.ts";
 import { NO_UNREAD, type UnreadService } from "./unread.service.ts";
 
@@ -66,7 +66,7 @@ const TIMESTAMP_TEXT = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,3})?$/;
  * statement's text: only digits and the fixed separators ever get there.
  */
 export function sqlTimestamp(iso: string): string {
-  if (!ISO_MILLIS.test(iso) || Number.isNaN(Date.parse(iso))) throw new TypeError(`not an ISO time: ${iso}`);
+  if (!ISO_MILLIS.test(iso) || !isRealTime(iso)) throw new TypeError(`not an ISO time: ${iso}`);
   return `'${iso.slice(0, 10)} ${iso.slice(11, 23)}'::timestamp(3)`;
 }
 
@@ -208,6 +208,9 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
   ): Promise<Listing> {
     const after = before ? `AND (c."lastActivityAt", c."id") < (${sqlTimestamp(before.at)}, ${sqlId(before.id)})` : "";
     const client = await pool.connect();
+    let listed: pg.QueryResult;
+    let more: boolean;
+    let second: unknown;
     try {
       // One more than the page, to know whether another follows it.
       const first = await client.query({
@@ -220,8 +223,8 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
           ORDER BY c."lastActivityAt" DESC, c."id" DESC LIMIT ${sqlId(limit + 1)}
         ) wanted ${LISTED_JOINS}`,
       });
-      const [, listed] = selects(first, ["BEGIN", "SELECT"]);
-      const more = listed.rows.length > limit;
+      [, listed] = selects(first, ["BEGIN", "SELECT"]);
+      more = listed.rows.length > limit;
       if (more) listed.rows.length = limit;
       const ids = (listed.rows as ListRow[]).map((r) => sqlId(r.id));
       const wanted = `SELECT unnest('{${ids.join(",")}}'::int[]) AS "id"`;
@@ -229,19 +232,19 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
         ? `;
         SELECT array_agg("conversationId") AS "ids" FROM "Membership" WHERE "userId" = ${sqlId(memberId)}`
         : "";
-      const second = await client.query({ types: LIST_TYPES, text: `${members(wanted)}${ofUser}; COMMIT` });
-      const [memberRows, userRows, idRows] = selects(
-        second,
-        memberOf ? ["SELECT", "SELECT", "SELECT", "COMMIT"] : ["SELECT", "SELECT", "COMMIT"],
-      );
-      client.release();
-      const all = memberOf ? ((idRows.rows[0] as { ids: number[] | null }).ids ?? []) : null;
-      return { entries: assemble(listed, memberRows, userRows), more, memberOf: all === null ? null : new Set(all) };
+      second = await client.query({ types: LIST_TYPES, text: `${members(wanted)}${ofUser}; COMMIT` });
     } catch (err) {
       // Not back to the pool in the middle of a transaction: the connection is closed, which rolls it back.
       client.release(err instanceof Error ? err : new Error(String(err)));
       throw err;
     }
+    client.release();
+    const [memberRows, userRows, idRows] = selects(
+      second,
+      memberOf ? ["SELECT", "SELECT", "SELECT", "COMMIT"] : ["SELECT", "SELECT", "COMMIT"],
+    );
+    const all = memberOf ? ((idRows.rows[0] as { ids: number[] | null }).ids ?? []) : null;
+    return { entries: assemble(listed, memberRows, userRows), more, memberOf: all === null ? null : new Set(all) };
   }
 
   /**
@@ -281,6 +284,7 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
       return {
         conversations: list,
         more,
+        conversationIds: [...listed],
         unread: entries,
         totalUnread: counts.totalUnread,
         totalMentions: counts.totalMentions,
@@ -321,7 +325,10 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
    */
   async function page(user: UserDTO, before: ListCursor, limit: number): Promise<ConversationPage> {
     const { entries, more } = await conversations({ memberId: user.id, before, limit });
-    const counts = await Promise.all(entries.map(({ row }) => unread.view(user.id, row.id)));
+    // The first alone: when Redis lost the user's state it rebuilds it, once, before the others read it.
+    const [head, ...rest] = entries;
+    const counts = head ? [await unread.view(user.id, head.row.id)] : [];
+    counts.push(...(await Promise.all(rest.map(({ row }) => unread.view(user.id, row.id)))));
     return {
       conversations: entries.map(({ row, last }, i) => toConversationDTO(row, user.id, counts[i]!, last)),
       more,

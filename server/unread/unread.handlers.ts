@@ -1,5 +1,5 @@
 import type { UserDTO } from "../contracts/index.ts";
-import { listInput, markUnreadInput, muteInput, readInput, syncInput } from "../contracts/inputs.ts";
+import { CLIENT_LIST_PAGE, listInput, markUnreadInput, muteInput, readInput, syncInput } from "../contracts/inputs.ts";
 import { parse } from "../errors.ts";
 import { syncSurcharge, type Limits } from "../limits/limits.ts";
 import type { Logger } from "../log.ts";
@@ -45,20 +45,25 @@ export function registerUnreadHandlers(socket: TallySocket, deps: UnreadDeps): v
   });
   onCommand(socket, deps.log, "conversation:list", async (payload) => {
     const input = parse(listInput, payload);
-    await deps.limits.consume("list", { userId: user.id });
-    return deps.snapshots.page(user, input.before, input.limit);
+    const subject = { userId: user.id };
+    await deps.limits.consume("list", subject);
+    const page = await deps.snapshots.page(user, input.before, input.limit);
+    // A point more for each full page of the client's size past the first: 200 rows cost 4 pages' worth.
+    await deps.limits.charge("list", subject, Math.floor((page.conversations.length - 1) / CLIENT_LIST_PAGE));
+    return page;
   });
 }
 
 /**
- * A snapshot (the whole list, or its first `limit` conversations) under the `sync` limit, charged by its size: the
- * rows it lists or the counts it carries, whichever are more (a big user's counts are read whole either way).
+ * A snapshot (the whole list, or its first `limit` conversations) under the `sync` limit, charged by the user's
+ * conversations: a big user's ids and counts are read whole whatever part of the list is answered.
  */
 export async function limitedSnapshot(deps: Pick<UnreadDeps, "snapshots" | "limits">, user: UserDTO, limit?: number) {
   const subject = { userId: user.id };
   await deps.limits.consume("sync", subject);
   const snapshot = await deps.snapshots.snapshot(user, limit === undefined ? {} : { limit });
-  const size = Math.max(snapshot.conversations.length, snapshot.unread.length);
+  // Every conversation of the user is read (its id, its count if any), whatever part of the list is answered.
+  const size = Math.max(snapshot.conversations.length, snapshot.unread.length, snapshot.conversationIds.length);
   await deps.limits.charge("sync", subject, syncSurcharge(size));
   return snapshot;
 }

@@ -144,10 +144,21 @@ export class BrowserTab {
    * row) or has nothing older; gives up after a few seconds (an offline tab, a sync that does not land), and the
    * operation then acts on the conversation as a link to it would.
    */
-  async showConversation(conversationId: number): Promise<void> {
+  async showConversation(conversationId: number): Promise<boolean> {
+    return this.scrollUntil((s) => s.conversations[conversationId] !== undefined);
+  }
+
+  /** Scrolls the list to its end; false if it still had older conversations after a few seconds. */
+  async showAll(): Promise<boolean> {
+    await this.scrollUntil(() => false);
+    return !this.store.getState().moreConversations;
+  }
+
+  private async scrollUntil(done: (state: ChatState) => boolean): Promise<boolean> {
     for (let waited = 0; waited < 3000;) {
       const s = this.store.getState();
-      if (s.conversations[conversationId] || !s.moreConversations) return;
+      if (done(s)) return true;
+      if (!s.moreConversations) return false;
       if (s.syncing || s.loadingConversations || !s.connected) {
         await new Promise((resolve) => setTimeout(resolve, 20));
         waited += 20;
@@ -156,6 +167,7 @@ export class BrowserTab {
         waited += 1;
       }
     }
+    return false;
   }
 
   act<T>(action: (state: ChatState) => T): { value: T; calls: Promise<unknown>[]; unloaded: Promise<void> } {
@@ -349,12 +361,7 @@ export class BrowserTab {
     }
     if (state.conversations !== prev.conversations) {
       for (const id of Object.keys(prev.conversations)) {
-        // A sync lists the first page again: rows of the pages loaded since may leave it while older ones remain.
-        if (
-          state.conversations[Number(id)] === undefined &&
-          !state.moreConversations &&
-          !this.journal.mayRemove(this.user.id, Number(id))
-        )
+        if (state.conversations[Number(id)] === undefined && !this.journal.mayRemove(this.user.id, Number(id)))
           this.journal.violation(`${this.name}: #${id} disappeared although nobody left or deleted it`);
       }
     }

@@ -795,9 +795,14 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
         const ok = await Promise.race([value, unloaded.then(() => "unloaded" as const)]);
         if (ok === "unloaded") return await handedOver(tab, id, clientMsgId);
         await settle(calls);
-        return ok
-          ? `${clientMsgId} acknowledged`
-          : `${clientMsgId} not sent: ${tab.store.getState().pending[id]?.find((p) => p.clientMsgId === clientMsgId)?.error ?? "conversation removed"}`;
+        if (ok) return `${clientMsgId} acknowledged`;
+        const refusal = tab.store.getState().pending[id]?.find((p) => p.clientMsgId === clientMsgId)?.error;
+        // Dropped from the queue: only for a conversation the user left or someone deleted.
+        if (refusal === undefined && !journal.mayRemove(users[op.user]!.id, id))
+          report.problems.push(
+            `${clientMsgId}: dropped from ${tab.name}'s queue although nobody left or deleted #${id}`,
+          );
+        return `${clientMsgId} not sent: ${refusal ?? "conversation removed"}`;
       }
       case "open": {
         const id = await conversationOf(op.conv);
@@ -897,6 +902,12 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
       `tabs not settled 30 s after reconnecting: ${tabs.filter((t) => !t.settled).map((t) => t.name)}`,
     );
   report.pages = tabs.reduce((sum, tab) => sum + tab.pages, 0);
+  // Each tab scrolls its list to the end, so a conversation missing from it shows.
+  const scrollAll = async (when: string) => {
+    for (const tab of tabs)
+      if (!(await tab.showAll())) report.problems.push(`${when}, ${tab.name}: could not page its list to the end`);
+  };
+  await scrollAll("after reconnecting");
   const drifted = new Set<number>(report.driftedUserIds);
   const compareTabs = (when: string, truths: Map<number, Map<number, Truth>>) => {
     for (const user of users) {
@@ -918,9 +929,7 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
         }
         for (const conv of Object.keys(s.conversations))
           if (!truth.has(Number(conv))) problems.push(`shows #${conv}, not a member`);
-        // A list read a page at a time may end before a conversation; its counts above are checked all the same.
-        if (!s.moreConversations)
-          for (const conv of truth.keys()) if (!s.conversations[conv]) problems.push(`misses #${conv}`);
+        for (const conv of truth.keys()) if (!s.conversations[conv]) problems.push(`misses #${conv}`);
         if (s.totalUnread !== totalUnread) problems.push(`total ${s.totalUnread} != ${totalUnread}`);
         if (s.totalMentions !== totalMentions) problems.push(`mentions total ${s.totalMentions} != ${totalMentions}`);
         if (problems.length > 0) {
@@ -972,6 +981,7 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
   const quiet = async () => (await env.db.outboxEvent.count()) === 0 && (await behind()).length === 0;
   if (!(await until(quiet, 30_000)))
     report.problems.push(`after the coda, tabs behind Redis for 30 s: ${(await behind()).slice(0, 6).join("; ")}`);
+  await scrollAll("after the coda");
   compareTabs("after the coda", await truthOf(env.db, env.redis));
   log("coda checked");
   report.driftedUsers = drifted.size;
