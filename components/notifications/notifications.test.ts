@@ -122,7 +122,7 @@ function tab(browser: ReturnType<typeof fakeBrowser>, looking = false) {
     for (const h of handlers) h({ message: m });
   };
   const setUnread = (unreadCount: number) => store.setState({ unreadCounts: { 5: unreadCount } });
-  return { store, stop, receive, setUnread };
+  return { store, stop, receive, setUnread, handlers };
 }
 
 describe("notifications across tabs", () => {
@@ -164,6 +164,27 @@ describe("notifications across tabs", () => {
     b.receive(message(5, 2));
     expect(browser.shown.map((n) => n.tag)).toEqual(["tally:5:2"]);
     b.stop();
+  });
+
+  it("notifies of a message in a conversation the tab does not list yet once the sync it causes lists it", async () => {
+    const browser = fakeBrowser();
+    const a = tab(browser);
+    await Promise.resolve();
+    const older = conversation(9, { kind: "group", title: "Old friends", members: [ME, BOB] });
+    const sent = message(9, 4, { content: "remember us?" });
+    for (const h of a.handlers) h({ message: sent });
+    expect(browser.shown).toHaveLength(0);
+    // A page or a sync lists it, with the message: now it is decided on as any other.
+    a.store.setState((s) => ({
+      conversations: { ...s.conversations, 9: { ...older, lastSeq: 4, lastMessage: sent } },
+    }));
+    expect(browser.shown.map((n) => [n.title, n.body, n.tag])).toEqual([
+      ["Old friends", "bob: remember us?", "tally:9:4"],
+    ]);
+    // Once only.
+    a.store.setState({ visible: false });
+    expect(browser.shown).toHaveLength(1);
+    a.stop();
   });
 
   it("shows nothing before the person allowed notifications", async () => {

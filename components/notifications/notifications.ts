@@ -67,11 +67,36 @@ export function bindNotifications(
   const shown: Shown[] = [];
   const seen = new Set<number>();
 
+  /**
+   * Messages of conversations this tab does not list yet (an older one, on a page it has not loaded: the message makes
+   * it sync, and the snapshot lists the conversation first), decided on once it is listed. A few at most: one the
+   * sync never lists (the user left it) gives way to newer ones.
+   */
+  const waiting: MessageDTO[] = [];
+  const MAX_WAITING = 20;
+
   const onMessage = ({ message }: { message: MessageDTO }) => {
     // A message can arrive twice (a replay after an instance died): one notification per message id.
     if (seen.has(message.id)) return;
     seen.add(message.id);
-    if (!leader || Note.permission !== "granted") return;
+    if (!leader || Note.permission !== "granted" || message.senderId === userId) return;
+    if (!store.getState().conversations[message.conversationId]) {
+      waiting.push(message);
+      if (waiting.length > MAX_WAITING) waiting.shift();
+      return;
+    }
+    decide(message);
+  };
+  const stopWaiting = store.subscribe((state) => {
+    for (let i = 0; i < waiting.length; i++) {
+      const message = waiting[i]!;
+      if (!state.conversations[message.conversationId]) continue;
+      waiting.splice(i--, 1);
+      decide(message);
+    }
+  });
+
+  const decide = (message: MessageDTO) => {
     const state = store.getState();
     const conversation = state.conversations[message.conversationId];
     // The mute as the latest unread state says (the row shows the same), not the snapshot's conversation.
@@ -104,6 +129,7 @@ export function bindNotifications(
 
   return () => {
     socket.off("message:new", onMessage);
+    stopWaiting();
     stopClosing();
     stopPresence();
     presence.close();
