@@ -410,6 +410,26 @@ describe("limits per user and per address, across sockets and instances", () => 
     expect(first.ok && first.snapshot.conversations.length).toBe(200);
     expect((await s.emitWithAck("sync")).ok).toBe(true);
     expect(await s.emitWithAck("sync")).toMatchObject({ ok: false, error: { code: "rate_limited" } });
+
+    // A first page costs as much as the whole list: every conversation's id and count are read either way.
+    const pager = await h.signUp("lim_pager");
+    await h.db.membership.createMany({ data: groups.map((g) => ({ userId: pager.user.id, conversationId: g.id })) });
+    const p = await h.connect(pager.token);
+    const page = await p.emitWithAck("sync", { limit: 50 });
+    if (!page.ok) throw new Error(page.error.message);
+    expect(page.snapshot).toMatchObject({ more: true });
+    expect(page.snapshot.conversations).toHaveLength(50);
+    expect(page.snapshot.conversationIds).toHaveLength(200);
+    expect((await p.emitWithAck("sync", { limit: 50 })).ok).toBe(true);
+    expect(await p.emitWithAck("sync", { limit: 1 })).toMatchObject({ ok: false, error: { code: "rate_limited" } });
+
+    // Pages of the list have their own limit (3 here), one point a page of up to 50 rows and one more per 50 after.
+    const last = page.snapshot.conversations.at(-1)!;
+    const before = { at: last.lastMessage?.createdAt ?? last.createdAt, id: last.id };
+    for (let i = 0; i < 3; i++) expect((await p.emitWithAck("conversation:list", { before, limit: 50 })).ok).toBe(true);
+    const refused = await p.emitWithAck("conversation:list", { before, limit: 50 });
+    expect(refused).toMatchObject({ ok: false, error: { code: "rate_limited" } });
+    if (!refused.ok) expect(refused.error.retryAfterMs).toBeGreaterThan(0);
   });
 
   it("stops a sign-in flood per name and per address, with Retry-After", async () => {
