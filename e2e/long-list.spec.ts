@@ -2,7 +2,7 @@ import { expect, test } from "./fixtures.ts";
 import { appBadge, conversationItem, expectTotalUnread, expectUnread, sendMessage } from "./support/tally-page.ts";
 import { CLIENT_LIST_PAGE } from "../server/contracts/inputs.ts";
 
-test("a long list comes a page at a time: older conversations' unread waits at its end, and scrolling brings them", async ({
+test("a long list comes a page at a time: older conversations' unread waits at its end, a click or a scroll brings them", async ({
   alice,
   bob,
   carol,
@@ -27,13 +27,22 @@ test("a long list comes a page at a time: older conversations' unread waits at i
   await expect(end).toHaveText(/2 unread in older conversations/);
   await expect(conversationItem(page, old.id)).toHaveCount(0);
 
-  // Scrolling to the end loads the rest; the old group's row takes its count from the end.
-  await page.getByTestId("older-button").scrollIntoViewIfNeeded();
+  // A click on the end's count loads the next page and brings the row that counts into view.
+  await end.click();
   await expect(rows).toHaveCount(CLIENT_LIST_PAGE + 3);
   await expectUnread(page, old.id, 2);
+  await expect(conversationItem(page, old.id)).toBeInViewport();
   await expect(end).toHaveCount(0);
   await expect(page.getByTestId("older-button")).toHaveCount(0);
   await expect(rows.last()).toHaveAttribute("data-conversation-id", String(old.id));
+
+  // In another tab, scrolling to the list's end loads the rest by itself.
+  const other = await alice.openTab(env.serverA);
+  const otherRows = other.getByTestId("conversation-item");
+  await expect(otherRows).toHaveCount(CLIENT_LIST_PAGE);
+  await other.getByTestId("older-button").scrollIntoViewIfNeeded();
+  await expect(otherRows).toHaveCount(CLIENT_LIST_PAGE + 3);
+  await expectUnread(other, old.id, 2);
 
   // A new message there brings it to the top, counted once.
   await sendMessage(bobPage, "third");

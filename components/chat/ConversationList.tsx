@@ -189,6 +189,24 @@ function OlderConversations() {
   const mentions = useChatStore(selectUnlistedMentions);
   const load = useChatStore((s) => s.loadOlderConversations);
   const end = useRef<HTMLLIElement>(null);
+  const pill = useRef<HTMLLIElement>(null);
+  /**
+   * The pill's click: the next page, then the first of its rows that counts in the badge is scrolled into view (or,
+   * when none does yet, the first new row), so the person sees where the count went.
+   */
+  const showUnlisted = async () => {
+    const list = pill.current?.closest("ul");
+    const rows = () => [...(list?.querySelectorAll<HTMLElement>("[data-testid=conversation-item]") ?? [])];
+    const known = new Set(rows().map((row) => row.dataset.conversationId));
+    await load();
+    requestAnimationFrame(() => {
+      const added = rows().filter((row) => !known.has(row.dataset.conversationId));
+      const counted = added.find(
+        (row) => Number(row.dataset[row.dataset.muted === "true" ? "mentions" : "unread"]) > 0,
+      );
+      (counted ?? added[0])?.scrollIntoView({ block: "center" });
+    });
+  };
   useEffect(() => {
     // After a refusal the next page waits for a click. Observed again after each page, so an end still in view
     // loads the one after.
@@ -222,7 +240,7 @@ function OlderConversations() {
         </li>
       )}
       {(unread > 0 || mentions > 0) && (
-        <li className="older-unread-row">
+        <li className="older-unread-row" ref={pill}>
           <button
             type="button"
             className="older-unread"
@@ -230,7 +248,7 @@ function OlderConversations() {
             data-unread={unread}
             data-mentions={mentions}
             disabled={!more || loading}
-            onClick={() => void load()}
+            onClick={() => void showUnlisted()}
           >
             <span className="older-unread-text">
               {describeUnlisted(unread, mentions)} in {more ? "older conversations" : "conversations not listed yet"}

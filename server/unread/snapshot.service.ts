@@ -248,8 +248,9 @@ export function createSnapshotService({ db, unread }: { db: Db; unread: UnreadSe
   }
 
   /**
-   * The conversation list with unread counts, total, version and epoch. Counts and total come from one
-   * atomic script call, so they always agree with each other, and every count belongs to a listed conversation.
+   * The conversation list (whole, or its first `limit` rows) with every unread count, total, version and epoch.
+   * Counts and total come from one atomic read, so they always agree with each other, and every count belongs to a
+   * conversation of the user (`conversationIds`).
    */
   async function snapshot(user: UserDTO, options: { limit?: number } = {}): Promise<Snapshot> {
     // Redis first, then the database: a conversation created in between has no count yet, so every count
