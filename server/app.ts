@@ -121,7 +121,7 @@ export function createApp({
   const observe = metrics.sendStage;
 
   // One story per folder: reading and sync (unread/), sending (messages/), membership (conversations/).
-  const snapshots = createSnapshotService({ db, unread });
+  const snapshots = createSnapshotService({ db, unread, onRead: metrics.syncRead });
   const reads = createReadService({ db, unread, notifier, outbox });
   const states = createStateService({ db, unread, notifier, outbox });
   const fanout = createMessageFanout({ db, unread, notifier, outbox, log, observe });

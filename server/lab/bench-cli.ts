@@ -292,7 +292,7 @@ async function main(): Promise<void> {
           conversations,
           applies: quick ? 2000 : 5000,
           snapshots: 50,
-          syncs: quick ? 5 : 20,
+          syncs: quick ? 5 : 100,
         });
         report.bigUser = big;
         const { apply, snapshot, sync, answer, paged } = big;

@@ -44,6 +44,8 @@ describe("/metrics", () => {
       error: { code: "forbidden" },
     });
 
+    expect(await socket.emitWithAck("sync")).toMatchObject({ ok: true });
+
     const { status, text } = await scrape(h);
     expect(status).toBe(200);
     const delta = (series: string) => sample(text, series) - sample(before, series);
@@ -56,6 +58,9 @@ describe("/metrics", () => {
     // Each send waited for the one before, so each went to the database in a group of its own.
     expect([delta("tally_send_group_size_count"), delta("tally_send_group_size_sum")]).toEqual([3, 3]);
     expect(delta('tally_send_group_size_bucket{le="1"}')).toBe(3);
+    // One snapshot, read side by side or (had ann's counts moved during it) one after the other.
+    const reads = ["side_by_side", "sequential"].map((order) => delta(`tally_sync_reads_total{order="${order}"}`));
+    expect(reads[0]! + reads[1]!).toBe(1);
     expect(sample(text, "tally_connected_sockets")).toBe(1);
     expect(sample(text, "tally_sends_waiting")).toBe(0); // every send was answered
     // Each send's entry is completed once its counters are applied, by the next send's statement or, with no send

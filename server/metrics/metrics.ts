@@ -5,6 +5,9 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
 /** Where a send spends its time, in order: the database statement, the Redis counters, the pushes. */
 export type SendStage = "commit" | "counters" | "push";
 
+/** How a snapshot read Redis and PostgreSQL (server/unread/snapshot.service.ts). */
+export type SyncReadOrder = "side_by_side" | "sequential";
+
 /** Seconds since `start` (a process.hrtime.bigint() reading). */
 export function since(start: bigint): number {
   return Number(process.hrtime.bigint() - start) / 1e9;
@@ -51,6 +54,12 @@ export function createMetrics(sources: {
     labelNames: ["result"] as const,
     registers: [registry],
   });
+  const syncReads = new Counter({
+    name: "tally_sync_reads_total",
+    help: "Snapshots (sync, GET /api/conversations) by how Redis and PostgreSQL were read: side_by_side (kept, since nothing the snapshot counts changed during the read) or sequential (Redis first, then PostgreSQL: after a change during the side-by-side read, or with the state missing)",
+    labelNames: ["order"] as const,
+    registers: [registry],
+  });
   new Gauge({
     name: "tally_outbox_entries",
     help: "Outbox entries not yet applied to Redis: pending (the relay retries them) and parked (given up)",
@@ -88,6 +97,9 @@ export function createMetrics(sources: {
     },
     sendGroup(sends: number) {
       sendGroup.observe(sends);
+    },
+    syncRead(order: SyncReadOrder) {
+      syncReads.inc({ order });
     },
     reconciled(report: { drifted: number; repaired: number }) {
       reconciliation.inc({ result: "drifted" }, report.drifted);

@@ -344,6 +344,85 @@ describe("the conversation list", () => {
     expect(snapshot.totalUnread).toBe(1);
   });
 
+  it("reads Redis and the database side by side, and keeps that answer only when nothing it counts moved in between", async () => {
+    const [a, b, c] = [await user("lsa"), await user("lsb"), await user("lsc")];
+    const direct = await create(a.token, [b.user.name]);
+    const sa = await h.connect(a.token);
+    await send(sa, direct.id, "one");
+    const unread = createUnreadService({ redis: h.redis, db: h.db });
+    const pool = poolOf(h.db);
+    const orders: string[] = [];
+    const moved = async (version: number) => {
+      while ((await unread.stamp(b.user.id))!.version === version) await new Promise((r) => setTimeout(r, 5));
+    };
+    /**
+     * A snapshot service whose first Redis read comes only after its database read finished and `change` ran: the
+     * order the side-by-side read allows and the sequential one does not.
+     */
+    const racing = (change: () => Promise<void>) => {
+      let first = true;
+      return createSnapshotService({
+        db: h.db,
+        onRead: (order) => orders.push(order),
+        unread: {
+          ...unread,
+          async snapshot(userId: number) {
+            if (first) {
+              first = false;
+              await new Promise((released) => pool.once("release", released));
+              await change();
+            }
+            return unread.snapshot(userId);
+          },
+        },
+      });
+    };
+
+    // Nothing moves: the side-by-side answer is kept, and it is the sequential one.
+    const still = await createSnapshotService({ db: h.db, unread, onRead: (order) => orders.push(order) }).snapshot(
+      b.user,
+    );
+    const sequential = await createSnapshotService({
+      db: h.db,
+      unread: { ...unread, stamp: async () => null },
+    }).snapshot(b.user);
+    expect(still).toEqual(sequential);
+    expect(still.conversations.map((c) => [c.id, c.unreadCount, c.lastSeq])).toEqual([[direct.id, 1, 1]]);
+    expect(orders).toEqual(["side_by_side"]);
+
+    // A message counted after the database was read: its row would show a count its newest message is older than.
+    // The counts' version moved, so the sequential read answers, with the message.
+    const v1 = still.version;
+    const afterMessage = await racing(async () => {
+      await send(sa, direct.id, "two");
+      await moved(v1);
+    }).snapshot(b.user);
+    expect(afterMessage.conversations).toMatchObject([
+      { id: direct.id, unreadCount: 2, lastSeq: 2, lastMessage: { content: "two" } },
+    ]);
+    expect(afterMessage.totalUnread).toBe(2);
+    expect(orders).toEqual(["side_by_side", "sequential"]);
+
+    // A conversation created after the database was read: a count the list does not have. The sequential read
+    // lists it; its count is kept, not taken for a conversation the user left.
+    let group: ConversationDTO | undefined;
+    const afterCreate = await racing(async () => {
+      group = await create(a.token, [b.user.name, c.user.name], "late");
+      await send(sa, group.id, "late one");
+      await moved(afterMessage.version);
+    }).snapshot(b.user, { limit: 1 });
+    expect(afterCreate.conversations.map((c) => [c.id, c.unreadCount])).toEqual([[group!.id, 1]]);
+    expect(afterCreate).toMatchObject({ more: true, totalUnread: 3 });
+    expect(afterCreate.unread.map(([id, count]) => [id, count]).sort()).toEqual(
+      [
+        [direct.id, 2],
+        [group!.id, 1],
+      ].sort(),
+    );
+    expect((await unread.snapshot(b.user.id)).counts.get(group!.id)?.unreadCount).toBe(1);
+    expect(orders).toEqual(["side_by_side", "sequential", "sequential"]);
+  });
+
   it("views one conversation's counts without resyncing anyone, and after Redis lost the user's state rebuilds it and resyncs their tabs once", async () => {
     const [a, b] = [await user("lva"), await user("lvb")];
     const direct = await create(a.token, [b.user.name]);

@@ -4,7 +4,15 @@ import type { UnreadState, UnreadUpdate } from "../contracts/index.ts";
 import type { Db } from "../db/prisma.ts";
 import { groupByNode, type RedisClient } from "../redis/client.ts";
 import { rebuildScriptKeys, unreadScriptKeys, userKeys } from "../redis/keys.ts";
-import { updateOf, type ApplyPart, type ApplyReply, type InspectReply, type RebuildReply } from "../redis/scripts.ts";
+import {
+  readOfReply,
+  updateOf,
+  type ApplyPart,
+  type ApplyReply,
+  type InspectReply,
+  type RebuildReply,
+  type UnreadCounts,
+} from "../redis/scripts.ts";
 import { readPlainSnapshot } from "../redis/snapshot.ts";
 
 /** A membership's mute and mark registers, as the database holds them (docs/consistency.md). */
@@ -60,14 +68,7 @@ export interface AppliedEvent {
   changed: boolean;
 }
 
-export interface UnreadCounts {
-  epoch: string;
-  version: number;
-  totalUnread: number;
-  totalMentions: number;
-  /** Conversations with anything to show (unread or mentions > 0, muted, marked); the others are all zero. */
-  counts: Map<number, UnreadState>;
-}
+export type { UnreadCounts };
 
 /** A conversation with nothing to show. */
 export const NO_UNREAD: UnreadState = {
@@ -376,45 +377,39 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
       : { applied, published };
   }
 
+  /**
+   * The epoch and version of a user's state, or null when it is missing: what a snapshot taken later compares
+   * with to know whether anything it counts changed in between (every change to what a snapshot counts moves the
+   * version or, with a rebuild or expiry, the epoch: the scripts' rule). One HMGET.
+   */
+  async function stamp(userId: number): Promise<{ epoch: string; version: number } | null> {
+    const [epoch, version] = await redis.hmget(userKeys(userId, prefix).meta, "epoch", "version");
+    return epoch ? { epoch, version: Number(version) || 0 } : null;
+  }
+
   async function snapshot(userId: number): Promise<UnreadCounts> {
     const keys = unreadScriptKeys(userId, prefix);
     const read = async () =>
       // Without expiry a snapshot only reads: a plain read, unless only the script can answer (fenced state).
       (ttlMs === 0 ? await readPlainSnapshot(redis, keys) : null) ??
-      (await (clock
-        ? redis.tallySnapshotExpiring(...keys, ttlMs, clock())
-        : redis.tallySnapshotExpiring(...keys, ttlMs)));
-    let reply = await read();
-    if (reply.length === 1) {
+      readOfReply(
+        await (clock
+          ? redis.tallySnapshotExpiring(...keys, ttlMs, clock())
+          : redis.tallySnapshotExpiring(...keys, ttlMs)),
+      );
+    let state = await read();
+    if (typeof state === "number") {
       // Missing (-1) or a stored sum that drifted from its parts (-2): both are fixed from the database. A repaired
       // drift may have reached the user's other tabs in pushes (apply.lua keeps a drift as it finds it): they resync.
-      const drifted = reply[0] === -2;
+      const drifted = state === -2;
       await rebuild(userId);
       if (drifted) onResync?.(userId);
-      reply = await read();
+      state = await read();
     }
-    if (reply.length === 1) throw new Error(`unread state of user ${userId} could not be rebuilt (${reply[0]})`);
-    const [epoch, version, totalUnread, totalMentions, expired, ...flat] = reply as [
-      string,
-      number,
-      number,
-      number,
-      0 | 1,
-      ...(string | number)[],
-    ];
-    if (expired === 1) onResync?.(userId);
-    const counts = new Map<number, UnreadState>();
-    for (let i = 0; i + 4 < flat.length; i += 5) {
-      const markVersion = Number(flat[i + 4]);
-      counts.set(Number(flat[i]), {
-        unreadCount: Number(flat[i + 1]),
-        mentionCount: Number(flat[i + 2]),
-        muted: Number(flat[i + 3]) === 1,
-        markedUnread: markVersion > 0,
-        markVersion,
-      });
-    }
-    return { epoch, version, totalUnread, totalMentions, counts };
+    if (typeof state === "number") throw new Error(`unread state of user ${userId} could not be rebuilt (${state})`);
+    const { expired, ...counts } = state;
+    if (expired) onResync?.(userId);
+    return counts;
   }
 
   /** Takes a conversation out of a user's counters (they left it, or it was deleted). */
@@ -450,5 +445,5 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
     return reply;
   }
 
-  return { applyOne, applyMany, applyAndPublish, snapshot, view, rebuild, remove, truth, inspect, ttlMs };
+  return { applyOne, applyMany, applyAndPublish, stamp, snapshot, view, rebuild, remove, truth, inspect, ttlMs };
 }
