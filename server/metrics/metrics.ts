@@ -56,7 +56,7 @@ export function createMetrics(sources: {
   });
   const syncReads = new Counter({
     name: "tally_sync_reads_total",
-    help: "Snapshots (sync, GET /api/conversations) by how Redis and PostgreSQL were read: side_by_side (kept, since nothing the snapshot counts changed during the read) or sequential (Redis first, then PostgreSQL: after a change during the side-by-side read, or with the state missing)",
+    help: "Snapshots (sync, GET /api/conversations) by how Redis and PostgreSQL were read: side_by_side (kept, since nothing the snapshot counts changed during the read) or sequential (Redis first, then PostgreSQL: the counts moved during the side-by-side read, the state was missing, or Redis counted a conversation the list did not have)",
     labelNames: ["order"] as const,
     registers: [registry],
   });

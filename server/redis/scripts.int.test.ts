@@ -223,6 +223,17 @@ describe("remove.lua", () => {
     expect((await state(1)).unread).toEqual({ "11": "2" });
     expect(await redis.tallyRemove(...unreadScriptKeys(99, prefix), 10)).toEqual([-1]);
   });
+
+  it("moves the version for any conversation a snapshot lists, even when the sums stay: a muted one's unread", async () => {
+    await create(1, "e1", 10, 3, 0, 11, 2, 2, 12, 1, 0);
+    // 12 muted: its unread leaves the total, it stays listed (version 2).
+    await redis.tallyApply(...keysOf(1), 12, 0, 0, 0, 0, "", "mute", 1, 1);
+    expect(((await snapshotOf(1)) as unknown[]).slice(0, 3)).toEqual(["e1", 2, 3]);
+    expect(await remove(1, 12)).toEqual([0, 3, 3, "e1", 1]);
+    expect(((await snapshotOf(1)) as unknown[]).slice(0, 3)).toEqual(["e1", 3, 3]);
+    // 11 is read up: nothing listed, nothing moves.
+    expect(await remove(1, 11)).toEqual([0, 3, 3, "e1", 0]);
+  });
 });
 
 describe("inspect.lua", () => {

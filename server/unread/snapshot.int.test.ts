@@ -359,14 +359,17 @@ describe("the conversation list", () => {
      * A snapshot service whose first Redis read comes only after its database read finished and `change` ran: the
      * order the side-by-side read allows and the sequential one does not.
      */
+    let redisReads = 0;
     const racing = (change: () => Promise<void>) => {
       let first = true;
+      redisReads = 0;
       return createSnapshotService({
         db: h.db,
         onRead: (order) => orders.push(order),
         unread: {
           ...unread,
           async snapshot(userId: number) {
+            redisReads++;
             if (first) {
               first = false;
               await new Promise((released) => pool.once("release", released));
@@ -402,6 +405,8 @@ describe("the conversation list", () => {
     ]);
     expect(afterMessage.totalUnread).toBe(2);
     expect(orders).toEqual(["side_by_side", "sequential"]);
+    // The counts read beside the database were read before the second database read: they are not read again.
+    expect(redisReads).toBe(1);
 
     // A conversation created after the database was read: a count the list does not have. The sequential read
     // lists it; its count is kept, not taken for a conversation the user left.

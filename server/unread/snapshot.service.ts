@@ -266,14 +266,16 @@ export function createSnapshotService({
    * no row. Read one after the other, a big user's sync waits for Redis' half (8 ms for 5000 conversations, most of
    * it the instance parsing the records) before the database's. So it first reads both side by side, after the
    * state's epoch and version (one HMGET), and keeps that answer only if the counts carry the same epoch and version:
-   * nothing a snapshot counts enters it or grows without moving one of them (the scripts' rule), so every count it
-   * holds was in Redis before the database was read, which is all the order gave. Anything else (a change in
-   * between, a rebuild, a count the list does not have) takes the sequential read.
+   * no conversation enters or leaves a snapshot's counts, and no count grows, without moving one of them (the
+   * scripts' rule), so every count it holds was in Redis before the database was read, which is all the order gave. Anything else (a change in
+   * between, a rebuild, a count the list does not have) reads the database again, after those counts: the
+   * sequential read.
    */
   async function snapshot(user: UserDTO, options: { limit?: number } = {}): Promise<Snapshot> {
     const paged = options.limit !== undefined;
     const list = () => conversations({ memberId: user.id, limit: options.limit, memberOf: paged });
     const stamp = await unread.stamp(user.id);
+    let read: UnreadCounts | null = null;
     if (stamp) {
       const [counts, listing] = await Promise.all([unread.snapshot(user.id), list()]);
       if (counts.epoch === stamp.epoch && counts.version === stamp.version) {
@@ -283,12 +285,15 @@ export function createSnapshotService({
           return answer.snapshot;
         }
       }
+      // These counts were read before any database read that starts now: the sequential order's first half.
+      read = counts;
     }
     onRead?.("sequential");
     // Redis first, then the database: a conversation created in between has no count yet, so every count
     // belongs to a conversation of the user, unless the user left it and Redis has not heard yet.
     for (let attempt = 0; ; attempt++) {
-      const counts = await unread.snapshot(user.id);
+      const counts = read ?? (await unread.snapshot(user.id));
+      read = null;
       const { snapshot, orphans } = answerOf(user, counts, await list());
       if (snapshot) return snapshot;
       // Their counts are in the totals and they are not in the list: answering would show a badge its rows do

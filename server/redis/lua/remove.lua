@@ -4,10 +4,10 @@
   ARGV[1] conversation id
   Its values leave the sums in the same step, and a "gone" mark makes apply.lua ignore late events for it; its
   expiry state (message timestamps, aged mark), mentions, mute and mark go too.
-  Returns { 0, total, version, epoch, changed, 0, totalMentions, 0, 0 } like apply.lua (changed when a sum
-  moved), or { -1 } when the user's state is missing (or fenced, includes/fence.lua): nothing to remove but the
-  "gone" mark, which it still sets (rebuild.lua never removes one). Idempotent: removing twice changes nothing the
-  second time.
+  Returns { 0, total, version, epoch, changed, 0, totalMentions, 0, 0 } like apply.lua (changed when a snapshot
+  listed the conversation: unread, mentions, muted or marked), or { -1 } when the user's state is missing (or
+  fenced, includes/fence.lua): nothing to remove but the "gone" mark, which it still sets (rebuild.lua never
+  removes one). Idempotent: removing twice changes nothing the second time.
 ]]
 local rcall = redis.call
 --- @include "layout"
@@ -31,7 +31,11 @@ local total = tonumber(meta[1]) or 0
 local version = tonumber(meta[2]) or 0
 local total_mentions = tonumber(meta[4]) or 0
 local old = drop_conversation(conv)
-if old[5] == 0 and old[2] == 0 then
+-- Not in a snapshot (nothing unread, no mention, neither muted nor marked): nothing anyone sees moved. Anything
+-- else moves the version, even when the sums stay (a muted conversation's unread): a snapshot's list of counts
+-- changes only with the version or the epoch, which a sync that reads the database beside Redis relies on
+-- (server/unread/snapshot.service.ts).
+if old[1] == 0 and old[2] == 0 and old[3] == 0 and old[4] == 0 then
   return { 0, total, version, meta[3], 0, 0, total_mentions, 0, 0 }
 end
 total = total - old[5]
