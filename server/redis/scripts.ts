@@ -180,7 +180,7 @@ export function readOfReply(reply: SnapshotReply): SnapshotRead {
 }
 
 /**
- * snapshot.lua's answer without expiry, read, from a plain atomic read of the same state: the meta fields
+ * What snapshot.lua answers without expiry, read from a plain atomic read of the same state: the meta fields
  * (SNAPSHOT_META_FIELDS) and every record (HGETALL), read in one MULTI, and on a cluster node its replication id
  * (`nodeTerm`, INFO's master_replid; null on a single Redis). The same rule as the script's (lua/includes/sums.lua):
  * the sums are checked against the values handed out, -2 when they differ, -1 when the state is missing. Null

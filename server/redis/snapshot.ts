@@ -3,7 +3,7 @@ import type { UnreadScriptKeys } from "./keys.ts";
 import { SNAPSHOT_META_FIELDS, snapshotOfRecords, type SnapshotRead } from "./scripts.ts";
 
 /**
- * snapshot.lua's answer without expiry, read, without the script: the meta and every record in one MULTI (one
+ * What snapshot.lua answers without expiry, read without the script: the meta and every record in one MULTI (one
  * instant's state, as the script's), and on a cluster node its replication id (INFO in the same transaction, so
  * from the node that holds the keys), checked and listed by snapshotOfRecords. Null: only the script can answer
  * (state stamped by another term, or written before stamps). A big user's records would otherwise be parsed inside

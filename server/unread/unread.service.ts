@@ -379,8 +379,8 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
 
   /**
    * The epoch and version of a user's state, or null when it is missing: what a snapshot taken later compares
-   * with to know whether anything it counts changed in between (every change to what a snapshot counts moves the
-   * version or, with a rebuild or expiry, the epoch: the scripts' rule). One HMGET.
+   * with to know whether its counts moved in between (no conversation enters or leaves a snapshot's counts, and no
+   * count grows, without moving the version or, with a rebuild or expiry, the epoch: the scripts' rule). One HMGET.
    */
   async function stamp(userId: number): Promise<{ epoch: string; version: number } | null> {
     const [epoch, version] = await redis.hmget(userKeys(userId, prefix).meta, "epoch", "version");
