@@ -422,11 +422,24 @@ describe("limits per user and per address, across sockets and instances", () => 
     expect(page.snapshot.conversationIds).toHaveLength(200);
     expect((await p.emitWithAck("sync", { limit: 50 })).ok).toBe(true);
     expect(await p.emitWithAck("sync", { limit: 1 })).toMatchObject({ ok: false, error: { code: "rate_limited" } });
+    // The HTTP first page is a sync too: the same limit, the same answer, with Retry-After.
+    const overHttp = await fetch(`${h.instances[0]!.url}/api/conversations?limit=1`, {
+      headers: { authorization: `Bearer ${pager.token}` },
+    });
+    expect([overHttp.status, ((await overHttp.json()) as { error: { code: string } }).error.code]).toEqual([
+      429,
+      "rate_limited",
+    ]);
+    expect(Number(overHttp.headers.get("retry-after"))).toBeGreaterThan(0);
 
     // Pages of the list have their own limit (3 here), one point a page of up to 50 rows and one more per 50 after.
     const last = page.snapshot.conversations.at(-1)!;
     const before = { at: last.lastMessage?.createdAt ?? last.createdAt, id: last.id };
-    for (let i = 0; i < 3; i++) expect((await p.emitWithAck("conversation:list", { before, limit: 50 })).ok).toBe(true);
+    for (let i = 0; i < 2; i++) expect((await p.emitWithAck("conversation:list", { before, limit: 50 })).ok).toBe(true);
+    // …over HTTP too, and under the same limit.
+    const pagePath = `/api/conversations/list?at=${encodeURIComponent(before.at)}&id=${before.id}&limit=50`;
+    expect((await h.http(pagePath, { token: pager.token })).status).toBe(200);
+    expect((await h.http(pagePath, { token: pager.token })).status).toBe(429);
     const refused = await p.emitWithAck("conversation:list", { before, limit: 50 });
     expect(refused).toMatchObject({ ok: false, error: { code: "rate_limited" } });
     if (!refused.ok) expect(refused.error.retryAfterMs).toBeGreaterThan(0);

@@ -116,4 +116,12 @@ export const historyQuery = z
   .refine((q) => q.before === undefined || q.after === undefined, "Use either before or after, not both.");
 export type HistoryQuery = z.infer<typeof historyQuery>;
 
+/** `GET /api/conversations?limit=<n>`: as `sync {limit}`, the list's first `limit` rows; without, the whole list. */
+export const snapshotQuery = z.strictObject({ limit: queryInt(1).max(MAX_LIST_PAGE).optional() });
+
+/** `GET /api/conversations/list?at=<time>&id=<id>&limit=<n>`: as `conversation:list {before: {at, id}, limit}`. */
+export const listQuery = z
+  .strictObject({ at: activityTime, id: queryInt(1), limit: queryInt(1).max(MAX_LIST_PAGE) })
+  .transform(({ at, id, limit }): ListInput => ({ before: { at, id }, limit }));
+
 export const conversationIdParam = z.coerce.number().int().positive().max(2_147_483_647);

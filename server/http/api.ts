@@ -1,18 +1,22 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { DemoAccounts, ErrorCode, StartResponse } from "../contracts/index.ts";
 import type { ConversationActions } from "../conversations/conversations.handlers.ts";
-import { AppError, httpStatus, toApiError } from "../errors.ts";
+import { AppError, httpStatus, parse, toApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { historyPage, type MessageDeps } from "../messages/messages.handlers.ts";
 import { sessionCookie, type CookiePolicy } from "../sessions/cookies.ts";
 import type { SessionActions } from "../sessions/sessions.handlers.ts";
 import type { UserActions } from "../users/users.handlers.ts";
 import { SESSION_TTL_MS, type Authenticated, type SessionService } from "../sessions/sessions.service.ts";
-import { limitedSnapshot, type UnreadDeps } from "../unread/unread.handlers.ts";
+import { limitedPage, limitedSnapshot, type UnreadDeps } from "../unread/unread.handlers.ts";
+import { listQuery, snapshotQuery } from "../contracts/inputs.ts";
 import { clientAddress, originAllowed } from "./origin.ts";
 
 const MAX_BODY_BYTES = 64 * 1024;
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** A request's query as an object (a repeated parameter: its last value), for a route's schema to check. */
+const query = (url: URL): Record<string, string> => Object.fromEntries(url.searchParams);
 
 export interface ApiDeps {
   sessions: SessionService;
@@ -154,7 +158,13 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       method: "GET",
       path: /^\/api\/conversations$/,
       auth: true,
-      run: ({ session }) => limitedSnapshot(deps.unread, session!.user),
+      run: ({ url, session }) => limitedSnapshot(deps.unread, session!.user, parse(snapshotQuery, query(url)).limit),
+    },
+    {
+      method: "GET",
+      path: /^\/api\/conversations\/list$/,
+      auth: true,
+      run: ({ url, session }) => limitedPage(deps.unread, session!.user, parse(listQuery, query(url))),
     },
     {
       method: "POST",
@@ -178,8 +188,7 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       method: "GET",
       path: /^\/api\/conversations\/([^/]+)\/messages$/,
       auth: true,
-      run: ({ url, params, session }) =>
-        historyPage(deps.messages, session!.user, params[0], Object.fromEntries(url.searchParams)),
+      run: ({ url, params, session }) => historyPage(deps.messages, session!.user, params[0], query(url)),
     },
   ];
 

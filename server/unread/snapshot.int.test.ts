@@ -243,6 +243,22 @@ describe("the conversation list", () => {
     expect(pages.map((p) => p.length)).toEqual([3, 3, 1]);
     expect(pages.flat()).toEqual(whole.conversations);
 
+    // Over HTTP the same: `GET /api/conversations?limit=` is the first page, `…/list?at=&id=&limit=` the next ones.
+    const get = async (path: string) => {
+      const res = await h.http(path, { token: a.token });
+      expect(res.status, path).toBe(200);
+      return res.body;
+    };
+    expect(await get("/api/conversations?limit=3")).toEqual({ ok: true, ...snapshot });
+    const httpPages: ConversationDTO[][] = [(await get("/api/conversations?limit=3")).conversations];
+    for (let more = true; more;) {
+      const { at, id } = cursor(httpPages.at(-1)!.at(-1)!);
+      const next = await get(`/api/conversations/list?at=${encodeURIComponent(at)}&id=${id}&limit=3`);
+      httpPages.push(next.conversations);
+      more = next.more;
+    }
+    expect(httpPages).toEqual(pages);
+
     // A message in the oldest conversation brings it to the first page.
     await send(sb, convs[1]!.id, "back");
     const again = await sa.emitWithAck("sync", { limit: 1 });
@@ -283,6 +299,26 @@ describe("the conversation list", () => {
         error: { code: "invalid" },
       });
     }
+    // The same refusals over HTTP: 400 with the code.
+    const iso = encodeURIComponent(at);
+    for (const path of [
+      "/api/conversations?limit=0",
+      "/api/conversations?limit=201",
+      "/api/conversations?limit=2.5",
+      "/api/conversations?limit=three",
+      "/api/conversations?limit=3&extra=1",
+      "/api/conversations/list",
+      `/api/conversations/list?at=${iso}&id=1`,
+      "/api/conversations/list?at=yesterday&id=1&limit=3",
+      "/api/conversations/list?at=2026-02-31T00:00:00.000Z&id=1&limit=3",
+      `/api/conversations/list?at=${iso}&id=0&limit=3`,
+      `/api/conversations/list?at=${iso}&id=1&limit=500`,
+      `/api/conversations/list?at=${iso}&id=1&limit=3&extra=1`,
+    ]) {
+      const res = await h.http(path, { token: a.token });
+      expect([res.status, res.body.error?.code], path).toEqual([400, "invalid"]);
+    }
+    expect((await h.http(`/api/conversations/list?at=${iso}&id=1&limit=3`)).status).toBe(401);
     // Another user's cursor shows nothing of theirs: a page lists the caller's conversations only.
     const page = await sa.emitWithAck("conversation:list", {
       before: { at: "2999-01-01T00:00:00.000Z", id: 1 },

@@ -1,5 +1,13 @@
 import type { UserDTO } from "../contracts/index.ts";
-import { CLIENT_LIST_PAGE, listInput, markUnreadInput, muteInput, readInput, syncInput } from "../contracts/inputs.ts";
+import {
+  CLIENT_LIST_PAGE,
+  listInput,
+  markUnreadInput,
+  muteInput,
+  readInput,
+  syncInput,
+  type ListInput,
+} from "../contracts/inputs.ts";
 import { parse } from "../errors.ts";
 import { syncSurcharge, type Limits } from "../limits/limits.ts";
 import type { Logger } from "../log.ts";
@@ -43,15 +51,19 @@ export function registerUnreadHandlers(socket: TallySocket, deps: UnreadDeps): v
     const input = parse(syncInput, payload === undefined ? {} : payload);
     return { snapshot: await limitedSnapshot(deps, user, input.limit) };
   });
-  onCommand(socket, deps.log, "conversation:list", async (payload) => {
-    const input = parse(listInput, payload);
-    const subject = { userId: user.id };
-    await deps.limits.consume("list", subject);
-    const page = await deps.snapshots.page(user, input.before, input.limit);
-    // A point more for each full page of the client's size past the first: 200 rows cost 4 pages' worth.
-    await deps.limits.charge("list", subject, Math.floor((page.conversations.length - 1) / CLIENT_LIST_PAGE));
-    return page;
-  });
+  onCommand(socket, deps.log, "conversation:list", async (payload) =>
+    limitedPage(deps, user, parse(listInput, payload)),
+  );
+}
+
+/** A page of the list after a cursor (`conversation:list`, `GET /api/conversations/list`) under the `list` limit. */
+export async function limitedPage(deps: Pick<UnreadDeps, "snapshots" | "limits">, user: UserDTO, input: ListInput) {
+  const subject = { userId: user.id };
+  await deps.limits.consume("list", subject);
+  const page = await deps.snapshots.page(user, input.before, input.limit);
+  // A point more for each full page of the client's size past the first: 200 rows cost 4 pages' worth.
+  await deps.limits.charge("list", subject, Math.floor((page.conversations.length - 1) / CLIENT_LIST_PAGE));
+  return page;
 }
 
 /**
