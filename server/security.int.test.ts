@@ -445,6 +445,46 @@ describe("limits per user and per address, across sockets and instances", () => 
     if (!refused.ok) expect(refused.error.retryAfterMs).toBeGreaterThan(0);
   });
 
+  it("holds a user's syncs and pages sent all at once to what one at a time would get", async () => {
+    const other = await h.db.user.create({ data: { name: "lim_burster" } });
+    const groups = await h.db.conversation.createManyAndReturn({
+      data: Array.from({ length: 200 }, (_, i) => ({ kind: "group" as const, title: `b${i}`, createdById: other.id })),
+      select: { id: true },
+    });
+    const member = async (name: string) => {
+      const u = await h.signUp(name);
+      await h.db.membership.createMany({ data: groups.map((g) => ({ userId: u.user.id, conversationId: g.id })) });
+      return u;
+    };
+    // A sync costs 3 of the 5 points (1, and 2 for 200 conversations): one at a time, two are served. Sent at
+    // once over HTTP and both instances' sockets: each instance lets one in at a time, so only the two instances'
+    // first may both pass before either is charged, and the second instance's charge may come after the first
+    // instance's second sync took the last point: two, or three, never the five that one point each would let by.
+    const syncer = await member("lim_burst_sync");
+    const [s0, s1] = [await h.connect(syncer.token, 0), await h.connect(syncer.token, 1)];
+    const statuses = await Promise.all([
+      ...Array.from({ length: 4 }, () => h.http("/api/conversations", { token: syncer.token }).then((r) => r.status)),
+      ...Array.from({ length: 2 }, (_, i) => (i ? s1 : s0).emitWithAck("sync").then((r) => (r.ok ? 200 : 429))),
+    ]);
+    const served = statuses.filter((status) => status === 200).length;
+    expect(served).toBeGreaterThanOrEqual(2);
+    expect(served).toBeLessThanOrEqual(3);
+    // On one instance alone, exactly what one at a time gets.
+    const single = await member("lim_burst_one");
+    const one = await Promise.all(
+      Array.from({ length: 5 }, () => h.http("/api/conversations", { token: single.token }).then((r) => r.status)),
+    );
+    expect(one.sort()).toEqual([200, 200, 429, 429, 429]);
+
+    // A page of up to 100 rows costs 2 of the 3 points, paid first: one at a time one is served, and at once too.
+    const pager = await member("lim_burst_page");
+    const path = `/api/conversations/list?at=${encodeURIComponent("2999-01-01T00:00:00.000Z")}&id=1&limit=100`;
+    const pages = await Promise.all(
+      Array.from({ length: 5 }, () => h.http(path, { token: pager.token }).then((r) => r.status)),
+    );
+    expect(pages.sort()).toEqual([200, 429, 429, 429, 429]);
+  });
+
   it("stops a sign-in flood per name and per address, with Retry-After", async () => {
     await h.signUp("lim_victim");
     const attempt = (name: string, password: string) =>

@@ -106,22 +106,31 @@ export const createConversationInput = z.strictObject({
 });
 export type CreateConversationInput = z.input<typeof createConversationInput>;
 
-const queryInt = (min: number) => z.coerce.number().int().min(min).max(2_147_483_647);
+/**
+ * A whole number in a URL (a query parameter, a path segment): plain decimal digits only, so `5e0`, `0x10`, ` 3`
+ * and `+3` are refused rather than read as a number, and each number has one spelling.
+ */
+const queryInt = (min: number, max = 2_147_483_647) =>
+  z
+    .string()
+    .regex(/^(0|[1-9]\d{0,9})$/, "Expected a whole number in plain digits.")
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
 export const historyQuery = z
   .strictObject({
     before: queryInt(1).optional(),
     after: queryInt(0).optional(),
-    limit: queryInt(1).max(200).default(50),
+    limit: queryInt(1, 200).default(50),
   })
   .refine((q) => q.before === undefined || q.after === undefined, "Use either before or after, not both.");
 export type HistoryQuery = z.infer<typeof historyQuery>;
 
 /** `GET /api/conversations?limit=<n>`: as `sync {limit}`, the list's first `limit` rows; without, the whole list. */
-export const snapshotQuery = z.strictObject({ limit: queryInt(1).max(MAX_LIST_PAGE).optional() });
+export const snapshotQuery = z.strictObject({ limit: queryInt(1, MAX_LIST_PAGE).optional() });
 
 /** `GET /api/conversations/list?at=<time>&id=<id>&limit=<n>`: as `conversation:list {before: {at, id}, limit}`. */
 export const listQuery = z
-  .strictObject({ at: activityTime, id: queryInt(1), limit: queryInt(1).max(MAX_LIST_PAGE) })
+  .strictObject({ at: activityTime, id: queryInt(1), limit: queryInt(1, MAX_LIST_PAGE) })
   .transform(({ at, id, limit }): ListInput => ({ before: { at, id }, limit }));
 
-export const conversationIdParam = z.coerce.number().int().positive().max(2_147_483_647);
+export const conversationIdParam = queryInt(1);

@@ -15,8 +15,15 @@ import { clientAddress, originAllowed } from "./origin.ts";
 const MAX_BODY_BYTES = 64 * 1024;
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
-/** A request's query as an object (a repeated parameter: its last value), for a route's schema to check. */
-const query = (url: URL): Record<string, string> => Object.fromEntries(url.searchParams);
+/** A request's query as an object, for a route's schema to check; a parameter given twice is refused, not picked. */
+function query(url: URL): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of url.searchParams) {
+    if (Object.hasOwn(out, key)) throw new AppError("invalid", `'${key.slice(0, 40)}' is given more than once.`);
+    out[key] = value;
+  }
+  return out;
+}
 
 export interface ApiDeps {
   sessions: SessionService;

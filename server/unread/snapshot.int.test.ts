@@ -314,11 +314,27 @@ describe("the conversation list", () => {
       `/api/conversations/list?at=${iso}&id=0&limit=3`,
       `/api/conversations/list?at=${iso}&id=1&limit=500`,
       `/api/conversations/list?at=${iso}&id=1&limit=3&extra=1`,
+      // Numbers in plain digits only, each parameter once.
+      "/api/conversations?limit=0x10",
+      "/api/conversations?limit=1e2",
+      "/api/conversations?limit=%203",
+      "/api/conversations?limit=+3",
+      "/api/conversations?limit=",
+      "/api/conversations?limit=3&limit=1",
+      `/api/conversations/list?at=${iso}&id=0x10&limit=3`,
+      `/api/conversations/list?at=${iso}&id=1&id=2&limit=3`,
+      `/api/conversations/1e0/messages`,
+      `/api/conversations/1/messages?limit=05`,
     ]) {
       const res = await h.http(path, { token: a.token });
       expect([res.status, res.body.error?.code], path).toEqual([400, "invalid"]);
     }
     expect((await h.http(`/api/conversations/list?at=${iso}&id=1&limit=3`)).status).toBe(401);
+    // A conversation's id in a path is read the same way: `5e0` is not conversation 5.
+    const direct = (await list(a.token)).conversations[0]!;
+    const deleted = await h.http(`/api/conversations/${direct.id}e0`, { method: "DELETE", token: a.token });
+    expect([deleted.status, deleted.body.error?.code]).toEqual([400, "invalid"]);
+    expect(await h.db.conversation.count({ where: { id: direct.id } })).toBe(1);
     // Another user's cursor shows nothing of theirs: a page lists the caller's conversations only.
     const page = await sa.emitWithAck("conversation:list", {
       before: { at: "2999-01-01T00:00:00.000Z", id: 1 },

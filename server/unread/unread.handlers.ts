@@ -56,26 +56,43 @@ export function registerUnreadHandlers(socket: TallySocket, deps: UnreadDeps): v
   );
 }
 
-/** A page of the list after a cursor (`conversation:list`, `GET /api/conversations/list`) under the `list` limit. */
+/**
+ * A page of the list after a cursor (`conversation:list`, `GET /api/conversations/list`) under the `list` limit,
+ * paid before it is read: a point for each page of the client's size it may hold (200 rows cost 4), so requests
+ * sent at once cannot all pass on one point each.
+ */
 export async function limitedPage(deps: Pick<UnreadDeps, "snapshots" | "limits">, user: UserDTO, input: ListInput) {
-  const subject = { userId: user.id };
-  await deps.limits.consume("list", subject);
-  const page = await deps.snapshots.page(user, input.before, input.limit);
-  // A point more for each full page of the client's size past the first: 200 rows cost 4 pages' worth.
-  await deps.limits.charge("list", subject, Math.floor((page.conversations.length - 1) / CLIENT_LIST_PAGE));
-  return page;
+  await deps.limits.consume("list", { userId: user.id }, 1 + Math.floor((input.limit - 1) / CLIENT_LIST_PAGE));
+  return deps.snapshots.page(user, input.before, input.limit);
 }
+
+/** Syncs running on this instance, per limits (one app's) and user: the last one's promise. */
+const syncsRunning = new WeakMap<Limits, Map<number, Promise<unknown>>>();
 
 /**
  * A snapshot (the whole list, or its first `limit` conversations) under the `sync` limit, charged by the user's
- * conversations: a big user's ids and counts are read whole whatever part of the list is answered.
+ * conversations: a big user's ids and counts are read whole whatever part of the list is answered. Its size is
+ * known only once it is read, so a user's syncs run one at a time on an instance: each one's charge is counted
+ * before the next is let in (syncs sent at once would otherwise all pass on one point each).
  */
 export async function limitedSnapshot(deps: Pick<UnreadDeps, "snapshots" | "limits">, user: UserDTO, limit?: number) {
-  const subject = { userId: user.id };
-  await deps.limits.consume("sync", subject);
-  const snapshot = await deps.snapshots.snapshot(user, limit === undefined ? {} : { limit });
-  // Every conversation of the user is read (its id, its count if any), whatever part of the list is answered.
-  const size = Math.max(snapshot.conversations.length, snapshot.unread.length, snapshot.conversationIds.length);
-  await deps.limits.charge("sync", subject, syncSurcharge(size));
-  return snapshot;
+  let running = syncsRunning.get(deps.limits);
+  if (!running) syncsRunning.set(deps.limits, (running = new Map()));
+  const before = running.get(user.id);
+  const mine = (async () => {
+    await before?.catch(() => undefined);
+    const subject = { userId: user.id };
+    await deps.limits.consume("sync", subject);
+    const snapshot = await deps.snapshots.snapshot(user, limit === undefined ? {} : { limit });
+    // Every conversation of the user is read (its id, its count if any), whatever part of the list is answered.
+    const size = Math.max(snapshot.conversations.length, snapshot.unread.length, snapshot.conversationIds.length);
+    await deps.limits.charge("sync", subject, syncSurcharge(size));
+    return snapshot;
+  })();
+  running.set(user.id, mine);
+  try {
+    return await mine;
+  } finally {
+    if (running.get(user.id) === mine) running.delete(user.id);
+  }
 }
