@@ -19,6 +19,7 @@ export const httpStatus: Record<ErrorCode, number> = {
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
+  method_not_allowed: 405,
   conflict: 409,
   unsupported_media_type: 415,
   rate_limited: 429,

@@ -2,6 +2,7 @@
  * The attacker's suite: each finding of the security review (docs/security.md) as a test that failed before the fix.
  * Real servers, real sockets, a real database and Redis; two instances wherever "every instance" matters.
  */
+import { request as httpRequest } from "node:http";
 import { io as connect, type Socket } from "socket.io-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClientToServerEvents, ServerToClientEvents } from "./contracts/index.ts";
@@ -232,6 +233,56 @@ describe("accounts, sessions and the front door", () => {
     expect(res.headers.get("strict-transport-security")).toBeNull();
     const next = await fetch(`${h.instances[0]!.url}/api/health`);
     expect(next.headers.get("content-security-policy")).not.toBe(csp);
+  });
+
+  it("answers HEAD as GET without a body, OPTIONS and other methods with Allow, and a target that is not a path with 400", async () => {
+    const { token } = await h.signUp("sec_methods");
+    const base = h.instances[0]!.url;
+    const session = { authorization: `Bearer ${token}` };
+
+    const head = await fetch(`${base}/api/session`, { method: "HEAD", headers: session });
+    expect(head.status).toBe(200);
+    expect(head.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(await head.text()).toBe("");
+    expect((await fetch(`${base}/api/session`, { method: "HEAD" })).status).toBe(401);
+    expect((await fetch(`${base}/api/health`, { method: "HEAD" })).status).toBe(200);
+
+    const options = await fetch(`${base}/api/session`, { method: "OPTIONS" });
+    expect(options.status).toBe(204);
+    expect(options.headers.get("allow")).toBe("POST, GET, HEAD, DELETE, OPTIONS");
+    expect(await options.text()).toBe("");
+
+    // A method the path does not take changes nothing, whatever it carries.
+    const conversations = await h.db.conversation.count();
+    const put = await h.http("/api/conversations", { method: "PUT", token, body: JSON.stringify({ memberNames: [] }) });
+    expect(put).toMatchObject({ status: 405, body: { ok: false, error: { code: "method_not_allowed" } } });
+    expect(await h.db.conversation.count()).toBe(conversations);
+    const post = await fetch(`${base}/api/health`, { method: "POST" });
+    expect(post.status).toBe(405);
+    expect(post.headers.get("allow")).toBe("GET, HEAD, OPTIONS");
+    expect((await h.http("/api/nothing-here", { method: "OPTIONS" })).status).toBe(404);
+
+    // fetch() cannot send these targets, so they go as raw request lines.
+    const raw = (target: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = httpRequest({ host: "127.0.0.1", port: Number(new URL(base).port), path: target }, (res) => {
+          let body = "";
+          res.setEncoding("utf8");
+          res.on("data", (chunk: string) => (body += chunk));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        req.on("error", reject);
+        req.end();
+      });
+    for (const target of ["http://elsewhere.example/api/session", "http://[/api/session", "*"]) {
+      const answer = await raw(target);
+      expect(answer.status, target).toBe(400);
+      expect(JSON.parse(answer.body), target).toMatchObject({ ok: false, error: { code: "invalid" } });
+    }
+    // A path that starts with "//" is a path, not a host ("//[" made the API answer 500 with no body): not the API's.
+    for (const target of ["//[", "//api/health", "//[::1]/api/health"]) {
+      expect(await raw(target), target).toEqual({ status: 404, body: "Not found" });
+    }
   });
 
   it("ignores a malformed session cookie: a valid bearer still works, without one it is 401, never 503", async () => {

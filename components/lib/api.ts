@@ -19,6 +19,7 @@ const CODE_BY_STATUS: Partial<Record<number, ErrorCode>> = {
   401: "unauthorized",
   403: "forbidden",
   404: "not_found",
+  405: "method_not_allowed",
   409: "conflict",
   415: "unsupported_media_type",
   429: "rate_limited",

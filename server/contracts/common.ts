@@ -7,6 +7,7 @@ export type ErrorCode =
   | "unauthorized"
   | "forbidden"
   | "not_found"
+  | "method_not_allowed"
   | "conflict"
   | "unsupported_media_type"
   | "rate_limited"

@@ -15,6 +15,26 @@ import { clientAddress, originAllowed } from "./origin.ts";
 const MAX_BODY_BYTES = 64 * 1024;
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
+/**
+ * The request's target, when it is a path ("/api/…?…"), else null: `new URL(target, base)` would read "//host/…" as
+ * another host and throws on "//[", and an absolute or "*" target is not something this server answers.
+ */
+function requestUrl(target: string | undefined): URL | null {
+  if (!target?.startsWith("/")) return null;
+  try {
+    return new URL(`http://localhost${target}`);
+  } catch {
+    return null;
+  }
+}
+
+/** What a path answers to: each route's method, HEAD wherever GET is, and OPTIONS. */
+function allowed(routes: { method: string }[]): string {
+  const methods = routes.map((r) => r.method);
+  if (methods.includes("GET")) methods.splice(methods.indexOf("GET") + 1, 0, "HEAD");
+  return [...methods, "OPTIONS"].join(", ");
+}
+
 /** A request's query as an object, for a route's schema to check; a parameter given twice is refused, not picked. */
 function query(url: URL): Record<string, string> {
   const out: Record<string, string> = {};
@@ -111,6 +131,15 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
   // Each route parses its path and calls one behaviour; validation, limits and orchestration live there.
   const routes: Route[] = [
     {
+      method: "GET",
+      path: /^\/api\/health$/,
+      auth: false,
+      run: async () => {
+        if (!(await deps.health())) throw new AppError("unavailable", "Redis or the database does not answer.");
+        return {};
+      },
+    },
+    {
       method: "POST",
       path: /^\/api\/users$/,
       auth: false,
@@ -200,8 +229,7 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
   ];
 
   return async (req, res) => {
-    const url = new URL(req.url ?? "/", "http://localhost");
-    if (!url.pathname.startsWith("/api/")) return false;
+    const url = requestUrl(req.url);
     const fail = (error: { code: ErrorCode; message: string; retryAfterMs?: number }) =>
       send(
         res,
@@ -209,23 +237,24 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
         { ok: false, error },
         error.retryAfterMs === undefined ? {} : { "retry-after": String(Math.ceil(error.retryAfterMs / 1000)) },
       );
-
-    if (url.pathname === "/api/health") {
-      const ok = await deps.health();
-      if (ok) send(res, 200, { ok: true });
-      else fail({ code: "unavailable", message: "Redis or the database does not answer." });
+    if (!url) {
+      fail({ code: "invalid", message: "The request target is not a path." });
       return true;
     }
+    if (!url.pathname.startsWith("/api/")) return false;
 
     const matching = routes.filter((r) => r.path.test(url.pathname));
-    const route = matching.find((r) => r.method === req.method);
+    if (matching.length === 0) {
+      fail({ code: "not_found", message: "No such endpoint." });
+      return true;
+    }
+    // HEAD runs the GET route (its checks and limits too); Node sends the headers without the body.
+    const method = req.method === "HEAD" ? "GET" : req.method;
+    const route = matching.find((r) => r.method === method);
     if (!route) {
-      if (matching.length > 0) res.setHeader("allow", matching.map((r) => r.method).join(", "));
-      fail(
-        matching.length > 0
-          ? { code: "invalid", message: `${req.method} is not allowed here.` }
-          : { code: "not_found", message: "No such endpoint." },
-      );
+      res.setHeader("allow", allowed(matching));
+      if (req.method === "OPTIONS") res.writeHead(204, { "cache-control": "no-store" }).end();
+      else fail({ code: "method_not_allowed", message: `${req.method ?? "This method"} is not allowed here.` });
       return true;
     }
     if (!SAFE_METHODS.has(route.method)) {
@@ -254,7 +283,8 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       send(res, 200, { ok: true, ...body });
     } catch (err) {
       const error = toApiError(err);
-      if (error.code === "unavailable") deps.log.error({ err, path: url.pathname }, "request failed");
+      // An AppError says what failed in its message; anything else is unexpected and logged.
+      if (!(err instanceof AppError)) deps.log.error({ err, path: url.pathname }, "request failed");
       fail(error);
     }
     return true;
