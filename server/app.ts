@@ -17,9 +17,10 @@ import { createMessageService } from "./messages/messages.service.ts";
 import type { AppModule } from "./modules.ts";
 import { createOutbox } from "./outbox/outbox.ts";
 import { createRelay } from "./outbox/relay.ts";
-import { requireSession } from "./sessions/socket-gate.ts";
+import { endAtExpiry, requireSession } from "./sessions/socket-gate.ts";
 import { socketNotifier, type Notifier } from "./realtime/notifier.ts";
-import { commandsSettled, observeCommands } from "./realtime/command.ts";
+import { MAX_FRAME_BYTES, textOnlyParser } from "./realtime/parser.ts";
+import { answerUnknownCommands, commandsSettled, observeCommands } from "./realtime/command.ts";
 import type { TallyServer } from "./realtime/types.ts";
 import { redisAdapter } from "./realtime/adapter.ts";
 import type { AdapterClients, RedisClient } from "./redis/client.ts";
@@ -97,6 +98,9 @@ export function createApp({
     destroyUpgrade: !fallback,
     // The handshake (polling or WebSocket) from a page of another origin is refused before any session check.
     allowRequest: (req, callback) => callback(null, originAllowed(req, config.allowedOrigins)),
+    // JSON packets only, in frames of at most 64 kB: what a client sends is small (server/realtime/parser.ts).
+    parser: textOnlyParser,
+    maxHttpBufferSize: MAX_FRAME_BYTES,
     ...(adapterClients ? { adapter: redisAdapter(adapterClients) } : {}),
   });
   const notifier = socketNotifier(io, {
@@ -177,16 +181,19 @@ export function createApp({
 
   io.attach(httpServer);
 
-  io.use(
+  /** A namespace's session check and socket cap: at most maxSocketsPerUser of a user's sockets in `nsp`. */
+  const gate = (nsp: Pick<TallyServer, "in">) =>
     requireSession(sessions, log, {
       maxSockets: config.maxSocketsPerUser,
       // Every instance answers through the adapter; an instance that does not answer in time counts as none.
-      countSockets: async (userId) => (await io.in(userRoom(userId)).fetchSockets()).length,
-    }),
-  );
+      countSockets: async (userId) => (await nsp.in(userRoom(userId)).fetchSockets()).length,
+    });
+  io.use(gate(io));
 
   io.on("connection", (socket) => {
     void socket.join([userRoom(socket.data.user.id), sessionRoom(socket.data.sessionId)]);
+    answerUnknownCommands(socket);
+    endAtExpiry(socket);
     registerMessageHandlers(socket, {
       messages,
       fanout,
@@ -199,7 +206,7 @@ export function createApp({
   });
 
   const mounted = modules.map((mount) =>
-    mount({ io, httpServer, redis, db, sessions, conversations, snapshots, notifier, log }),
+    mount({ io, httpServer, redis, db, sessions, conversations, snapshots, notifier, log, limits, gate }),
   );
 
   /** Disconnects local sockets whose session ended while this instance could not hear about it. */
@@ -257,8 +264,14 @@ export function createApp({
     reconcileTimer.unref();
   }
 
+  // Hourly: expired sessions go, and so does any local socket whose session ended unheard (a socket's own
+  // expiry timer, endAtExpiry, is the exact one; this also covers a revocation broadcast that was lost).
   const purgeTimer = setInterval(
-    () => void sessions.purgeExpired().catch((err: unknown) => log.warn({ err }, "purging expired sessions failed")),
+    () =>
+      void sessions
+        .purgeExpired()
+        .then(dropRevokedSockets)
+        .catch((err: unknown) => log.warn({ err }, "purging expired sessions failed")),
     3_600_000,
   );
   purgeTimer.unref();

@@ -64,6 +64,27 @@ describe("validation errors in words", () => {
         expect(refusal(schema, input)).not.toMatch(/^\w+(\.\w+)*: |Invalid input|expected/);
   });
 
+  it("states the bound a number field has, however far past it a number is", () => {
+    expect(refusal(readInput, { conversationId: 0, seq: 1 })).toBe("The conversation must be at least 1.");
+    expect(refusal(readInput, { conversationId: -1, seq: 1 })).toBe("The conversation must be at least 1.");
+    for (const big of [2 ** 31, 2 ** 53 + 2, 1e308]) {
+      expect(refusal(readInput, { conversationId: big, seq: 1 })).toBe("The conversation must be at most 2147483647.");
+      expect(refusal(readInput, { conversationId: 1, seq: big })).toBe("The read position must be at most 2147483647.");
+    }
+    expect(refusal(readInput, { conversationId: 1.5, seq: 1 })).toBe("The conversation should be a whole number.");
+    expect(refusal(z.strictObject({ n: z.number().positive() }), { n: 0 })).toBe("'n' must be more than 0.");
+  });
+
+  it("names at most three unknown fields, each cut short, so the answer stays small", () => {
+    const many = Object.fromEntries(Array.from({ length: 50_000 }, (_, i) => [`k${i}`, i]));
+    expect(refusal(readInput, { conversationId: 1, seq: 1, ...many })).toBe(
+      "The request has fields Tally does not know: 'k0', 'k1', 'k2', 49997 more.",
+    );
+    expect(refusal(readInput, { conversationId: 1, seq: 1, ["x".repeat(500)]: 1 })).toBe(
+      `The request has a field Tally does not know: '${"x".repeat(40)}…'.`,
+    );
+  });
+
   it("lists unknown users by name", () => {
     expect(noSuchUsers(["x"])).toBe("No user called 'x'.");
     expect(noSuchUsers(["x", "y"])).toBe("No users called 'x' or 'y'.");

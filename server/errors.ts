@@ -86,15 +86,20 @@ export function plainIssueMessage(issue: z.core.$ZodRawIssue): string {
     case "too_small":
       if (issue.origin === "string") return `${Field} needs at least ${String(issue.minimum)} characters.`;
       if (issue.origin === "array") return `${Field} needs at least ${String(issue.minimum)} entries.`;
+      if (issue.inclusive === false) return `${Field} must be more than ${String(issue.minimum)}.`;
       return `${Field} must be at least ${String(issue.minimum)}.`;
     case "too_big":
       if (issue.origin === "string") return `${Field} can have at most ${String(issue.maximum)} characters.`;
       if (issue.origin === "array") return `${Field} can have at most ${String(issue.maximum)} entries.`;
       return `${Field} must be at most ${String(issue.maximum)}.`;
-    case "unrecognized_keys":
+    case "unrecognized_keys": {
+      // Named, but only a few and each cut short: the answer stays small however many keys were sent.
+      const named = issue.keys.slice(0, 3).map((k) => `'${k.length > 40 ? `${k.slice(0, 40)}…` : k}'`);
+      if (issue.keys.length > named.length) named.push(`${issue.keys.length - named.length} more`);
       return issue.keys.length === 1
-        ? `The request has a field Tally does not know: '${issue.keys[0]}'.`
-        : `The request has fields Tally does not know: ${issue.keys.map((k) => `'${k}'`).join(", ")}.`;
+        ? `The request has a field Tally does not know: ${named[0]}.`
+        : `The request has fields Tally does not know: ${named.join(", ")}.`;
+    }
     case "invalid_value":
       return `${Field} must be one of ${issue.values.map((v) => `'${String(v)}'`).join(", ")}.`;
     case "not_multiple_of":

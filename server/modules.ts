@@ -1,4 +1,6 @@
 import type { Server as HttpServer } from "node:http";
+import type { Namespace, Socket } from "socket.io";
+import type { Limits } from "./limits/limits.ts";
 import type { RedisClient } from "./redis/client.ts";
 import type { ConversationService } from "./conversations/conversations.service.ts";
 import type { Db } from "./db/prisma.ts";
@@ -19,6 +21,9 @@ export interface ModuleContext {
   snapshots: SnapshotService;
   notifier: Notifier;
   log: Logger;
+  limits: Limits;
+  /** The session check and per-user socket cap of the chat's namespace, for another namespace's sockets. */
+  gate: (nsp: Namespace) => (socket: Socket, next: (err?: Error) => void) => void;
 }
 
 /** An optional module: one function that mounts it and gives back how to close it with the app. */

@@ -169,6 +169,74 @@ describe("accounts, sessions and the front door", () => {
     expect((await h.http("/api/session", { token: other })).status).toBe(401);
   });
 
+  it("has no socket of a revoked session left on any instance once the sign-out has answered", async () => {
+    const { token, user } = await h.signUp("sec_signout_sync");
+    const other = await signIn(h, "sec_signout_sync");
+    await h.connect(token, 1);
+    await h.connect(other, 1);
+    const remote = h.instances[1]!.app.io.of("/");
+    const mine = () => [...remote.sockets.values()].filter((s) => s.data.user.id === user.id).length;
+    expect(mine()).toBe(2);
+    expect((await h.http("/api/session", { method: "DELETE", token, instance: 0 })).status).toBe(200);
+    // Not eventually: the answer waited for instance 1 to have disconnected it, so no send of it can follow.
+    expect(mine()).toBe(1);
+  });
+
+  it("disconnects a socket when its session expires, on either namespace", async () => {
+    const { token, user } = await h.signUp("sec_expiry");
+    await h.db.session.updateMany({ where: { userId: user.id }, data: { expiresAt: new Date(Date.now() + 1500) } });
+    const chat = await h.connect(token, 1);
+    const lab = await connectSocket(`${h.instances[0]!.url}/lab`, token, clients);
+    expect(await Promise.all([disconnected(chat, 15_000), disconnected(lab, 15_000)])).toEqual([
+      "io server disconnect",
+      "io server disconnect",
+    ]);
+    expect((await h.http("/api/session", { token })).status).toBe(401);
+  });
+
+  it("closes a connection that sends binary data or a frame over 64 kB, storing nothing; other sockets go on", async () => {
+    const alice = await h.signUp("sec_binary_a");
+    const bob = await h.signUp("sec_binary_b");
+    const id = await createConversation(h, alice.token, [bob.user.name]);
+    const bystander = await h.connect(alice.token, 0);
+    const payloads: [string, unknown][] = [
+      ["sync", Buffer.alloc(900_000)],
+      ["conversation:mute", { conversationId: id, muted: new Uint8Array(10) }],
+      ["message:send", { conversationId: id, clientMsgId: "bin-1", content: "x", extra: Buffer.from("y") }],
+      ["message:send", { conversationId: id, clientMsgId: "big-1", content: `${" ".repeat(70_000)}hi` }],
+    ];
+    for (const [event, payload] of payloads) {
+      const socket = await h.connect(alice.token, 0);
+      const gone = disconnected(socket);
+      (socket as unknown as Socket).emit(event, payload, () => undefined);
+      expect(await gone, event).toBe("transport close");
+    }
+    expect(await h.db.message.count({ where: { conversationId: id } })).toBe(0);
+    expect(bystander.connected).toBe(true);
+    const sent = await bystander.emitWithAck("message:send", {
+      conversationId: id,
+      clientMsgId: "ok-1",
+      content: "hi",
+    });
+    expect(sent).toMatchObject({ ok: true });
+  });
+
+  it("answers sync with no input or null as the whole list, and a command it does not have with not_found", async () => {
+    const alice = await h.signUp("sec_commands_a");
+    const bob = await h.signUp("sec_commands_b");
+    await createConversation(h, alice.token, [bob.user.name]);
+    const socket = await h.connect(alice.token, 0);
+    const raw = socket as unknown as Socket;
+    for (const answer of [await raw.emitWithAck("sync"), await raw.emitWithAck("sync", null)]) {
+      expect(answer).toMatchObject({ ok: true, snapshot: { conversations: [{ kind: "direct" }] } });
+    }
+    expect(await raw.timeout(5000).emitWithAck("conversation:delete", { conversationId: 1 })).toEqual({
+      ok: false,
+      error: { code: "not_found", message: "There is no such command." },
+    });
+    expect(await raw.timeout(5000).emitWithAck("x".repeat(50_000))).toMatchObject({ error: { code: "not_found" } });
+  });
+
   it("refuses a socket handshake from a foreign Origin, and takes one from its own", async () => {
     const { token } = await h.signUp("sec_origin");
     const url = h.instances[0]!.url;
@@ -366,9 +434,10 @@ describe("limits per user and per address, across sockets and instances", () => 
         create: 3,
         groupAdd: 4,
         lookup: 3,
-        signUp: 12,
+        signUp: 13,
         signIn: 8,
         signInFailures: 3,
+        lab: 1000,
       }),
     });
   });
@@ -411,6 +480,15 @@ describe("limits per user and per address, across sockets and instances", () => 
         ),
       )
       .toBe(true);
+  });
+
+  it("admits no more than the cap of a user's sockets opened all at once on one instance", async () => {
+    const { token } = await h.signUp("lim_burst");
+    const opened = await Promise.allSettled(Array.from({ length: 30 }, () => h.connect(token, 0)));
+    expect(opened.filter((o) => o.status === "fulfilled")).toHaveLength(10);
+    for (const o of opened) {
+      if (o.status === "rejected") expect(o.reason).toMatchObject({ data: { code: "rate_limited" } });
+    }
   });
 
   it("limits sync, reads and conversation creation per user, with a retry hint", async () => {
@@ -563,15 +641,15 @@ describe("limits per user and per address, across sockets and instances", () => 
     // Every person's account in this harness's database was signed up from this address, by the tests above too.
     const before = await h.db.user.count({ where: { passwordHash: { not: null } } });
     const results: number[] = [];
-    for (let i = 0; i < 14 - before; i++) {
+    for (let i = 0; i < 15 - before; i++) {
       const res = await h.http("/api/users", {
         method: "POST",
         body: JSON.stringify({ name: `lim_flood_${i}`, password: "flood password" }),
       });
       results.push(res.status);
     }
-    expect(results).toEqual([...Array<number>(12 - before).fill(200), 429, 429]);
-    expect(await h.db.user.count({ where: { passwordHash: { not: null } } })).toBe(12);
+    expect(results).toEqual([...Array<number>(13 - before).fill(200), 429, 429]);
+    expect(await h.db.user.count({ where: { passwordHash: { not: null } } })).toBe(13);
   });
 });
 

@@ -36,4 +36,6 @@ export interface SocketData {
   user: UserDTO;
   /** The server-side session the socket was opened with; revoking it disconnects the socket. */
   sessionId: string;
+  /** When that session expires (ms since the epoch): the socket is disconnected then. */
+  expiresAt: number;
 }

@@ -30,8 +30,14 @@ export const userLookupQuery = z.strictObject({
   prefix: z.string().trim().regex(USER_NAME, "Type the start of a name: 1–32 letters, digits, _ or -."),
 });
 
-const id = z.number().int().positive().max(2_147_483_647);
-const seq = z.number().int().min(0).max(2_147_483_647);
+/**
+ * A whole number in [min, max]. The bounds are checked before `.int()`, so that a number past them (1e308, 2^53)
+ * is answered with the bound the field has, not with the largest safe integer.
+ */
+export const wholeNumber = (min: number, max: number) => z.number().min(min).max(max).int();
+
+const id = wholeNumber(1, 2_147_483_647);
+const seq = wholeNumber(0, 2_147_483_647);
 
 export const sendInput = z.strictObject({
   conversationId: id,
@@ -60,7 +66,7 @@ export type MarkUnreadInput = z.infer<typeof markUnreadInput>;
 export const MAX_LIST_PAGE = 200;
 /** The page the web client asks for: a list's first screens, and a screen or two more as it scrolls. */
 export const CLIENT_LIST_PAGE = 50;
-const pageLimit = z.number().int().min(1).max(MAX_LIST_PAGE);
+const pageLimit = wholeNumber(1, MAX_LIST_PAGE);
 
 /** `sync`: with `limit`, the list's first page of that many conversations; without, the whole list. */
 export const syncInput = z.strictObject({ limit: pageLimit.optional() });
@@ -115,7 +121,7 @@ const queryInt = (min: number, max = 2_147_483_647) =>
     .string()
     .regex(/^(0|[1-9]\d{0,9})$/, "Expected a whole number in plain digits.")
     .transform(Number)
-    .pipe(z.number().int().min(min).max(max));
+    .pipe(wholeNumber(min, max));
 export const historyQuery = z
   .strictObject({
     before: queryInt(1).optional(),

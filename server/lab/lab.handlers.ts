@@ -2,10 +2,12 @@ import type { Server as HttpServer } from "node:http";
 import type { Namespace } from "socket.io";
 import type { SocketData, UserDTO } from "../contracts/index.ts";
 import type { LabClientToServerEvents, LabServerToClientEvents } from "../contracts/lab.ts";
+import { isUniqueViolation } from "../db/unique.ts";
+import { oneAtATime } from "../limits/turns.ts";
 import { AppError, parse } from "../errors.ts";
 import type { ModuleContext } from "../modules.ts";
-import { requireSession } from "../sessions/socket-gate.ts";
-import { command } from "../realtime/command.ts";
+import { endAtExpiry } from "../sessions/socket-gate.ts";
+import { answerUnknownCommands, command } from "../realtime/command.ts";
 import { sessionRoom, userRoom } from "../redis/keys.ts";
 import { createLabService } from "./lab.service.ts";
 import { botsInputSchema, runInputSchema, stopInputSchema, storyInputSchema } from "./params.ts";
@@ -53,6 +55,8 @@ export function registerLab({
   snapshots,
   notifier,
   log,
+  limits,
+  gate,
 }: ModuleContext): {
   close(): Promise<void>;
 } {
@@ -67,12 +71,14 @@ export function registerLab({
     const accounts: { name: string; token: string; sessionId: string }[] = [];
     for (let k = 1; k <= count; k++) {
       const name = botName(owner.id, k);
-      const bot = await db.user.upsert({
-        where: { name },
-        update: {},
-        create: { name, isBot: true },
-        select: { id: true, isBot: true },
-      });
+      const select = { id: true, isBot: true } as const;
+      // Two instances may create the same bot at once: the one that loses the race reads the winner's row.
+      const bot = await db.user
+        .upsert({ where: { name }, update: {}, create: { name, isBot: true }, select })
+        .catch(async (err: unknown) => {
+          if (!isUniqueViolation(err)) throw err;
+          return db.user.findUniqueOrThrow({ where: { name }, select });
+        });
       if (!bot.isBot) throw new AppError("conflict", `${name} is not a bot account.`);
       const { conversationId, created, memberIds } = await conversations.create(
         owner,
@@ -94,16 +100,24 @@ export function registerLab({
     const ended = botSessions.get(ownerId) ?? [];
     botSessions.delete(ownerId);
     await Promise.all(ended.map((id) => sessions.revoke(id)));
-    notifier.sessionsEnded(ended);
+    await notifier.sessionsEnded(ended);
     return status;
   }
 
-  nsp.use(requireSession(sessions, log));
+  /**
+   * One `bots:start` or `bots:stop` of a user at a time on this instance: two starts at once each replaced the
+   * other's bots in turn, and the bots and sessions of all but the last were left running with nobody to stop them.
+   */
+  const botTurn = oneAtATime<number>();
+
+  nsp.use(gate(nsp as unknown as Namespace));
 
   nsp.on("connection", (socket) => {
     const user = socket.data.user;
     const room = userRoom(user.id);
     void socket.join([room, sessionRoom(socket.data.sessionId)]);
+    answerUnknownCommands(socket);
+    endAtExpiry(socket);
 
     socket.on(
       "lab:start",
@@ -133,9 +147,11 @@ export function registerLab({
 
     socket.on(
       "lab:replay",
-      command(log, "lab:replay", async (payload) => ({
-        stories: await lab.replay(parse(storyInputSchema, payload).scenario),
-      })),
+      command(log, "lab:replay", async (payload) => {
+        const { scenario } = parse(storyInputSchema, payload);
+        await limits.consume("lab", { userId: user.id });
+        return { stories: await lab.replay(scenario) };
+      }),
     );
 
     socket.on(
@@ -143,26 +159,29 @@ export function registerLab({
       command(log, "bots:start", async (payload) => {
         const input = parse(botsInputSchema, payload);
         if (user.bot) throw new AppError("forbidden", "Bots cannot start bots.");
-        await stopBotsOf(user.id);
-        const accounts = await botAccounts(user, input.count);
-        botSessions.set(
-          user.id,
-          accounts.map((a) => a.sessionId),
-        );
-        const bots = await lab.startBots(user.id, {
-          baseUrl: selfUrl(httpServer),
-          accounts,
-          ownerId: user.id,
-          rate: input.rate,
-          onChange: (status) => nsp.to(room).emit("bots:changed", status),
+        await limits.consume("lab", { userId: user.id });
+        return botTurn(user.id, async () => {
+          await stopBotsOf(user.id);
+          const accounts = await botAccounts(user, input.count);
+          botSessions.set(
+            user.id,
+            accounts.map((a) => a.sessionId),
+          );
+          const bots = await lab.startBots(user.id, {
+            baseUrl: selfUrl(httpServer),
+            accounts,
+            ownerId: user.id,
+            rate: input.rate,
+            onChange: (status) => nsp.to(room).emit("bots:changed", status),
+          });
+          return { bots };
         });
-        return { bots };
       }),
     );
 
     socket.on(
       "bots:stop",
-      command(log, "bots:stop", async () => ({ bots: await stopBotsOf(user.id) })),
+      command(log, "bots:stop", async () => ({ bots: await botTurn(user.id, () => stopBotsOf(user.id)) })),
     );
   });
 

@@ -225,3 +225,25 @@ describe("the bots", () => {
     expect(signIn).toMatchObject({ status: 401, body: { error: { code: "unauthorized" } } });
   });
 });
+
+describe("the bots, started and stopped all at once", () => {
+  it("leave no bot running, no bot session and no bot socket once bots:stop answers", async () => {
+    const { token, user } = await h.signUp("lab_botrace");
+    const lab = await labSocket(token, 0);
+    // The first start alone creates the bot accounts; then three starts at once, once more with the accounts there.
+    const first = await Promise.all([1, 2].map(() => lab.emitWithAck("bots:start", { rate: 4, count: 1 })));
+    expect(first.map((r) => r.ok)).toEqual([true, true]);
+    const racing = await Promise.all([1, 2, 3].map(() => lab.emitWithAck("bots:start", { rate: 4, count: 1 })));
+    expect(racing.map((r) => r.ok)).toEqual([true, true, true]);
+
+    expect(await lab.emitWithAck("bots:stop")).toMatchObject({ ok: true, bots: { running: false } });
+    const bots = await h.db.user.findMany({ where: { name: { startsWith: `bot-${user.id}-` } }, select: { id: true } });
+    expect(bots).toHaveLength(1);
+    expect(await h.db.session.count({ where: { userId: bots[0]!.id } })).toBe(0);
+    for (const instance of h.instances) {
+      const botSockets = [...instance.app.io.of("/").sockets.values()].filter((s) => s.data.user.id === bots[0]!.id);
+      expect(botSockets).toHaveLength(0);
+    }
+    expect(await lab.emitWithAck("lab:status")).toMatchObject({ ok: true, bots: { running: false } });
+  });
+});

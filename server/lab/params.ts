@@ -1,11 +1,11 @@
 import { z } from "zod";
 import type { LabRunInput, LabWorkload } from "../contracts/lab.ts";
 import { DEFAULT_WORKLOAD } from "../contracts/lab-defaults.ts";
+import { wholeNumber as int } from "../contracts/inputs.ts";
 
 export { DEFAULT_WORKLOAD, STRATEGIES } from "../contracts/lab-defaults.ts";
 
 const share = z.number().min(0).max(1);
-const int = (min: number, max: number) => z.number().int().min(min).max(max);
 
 const d = DEFAULT_WORKLOAD;
 
@@ -49,7 +49,7 @@ export const storyInputSchema = z.strictObject({ scenario: z.enum(["race", "cras
 export const stopInputSchema = z.strictObject({ runId: z.string().regex(/^[a-z0-9]{1,32}$/, "runId is a run's id") });
 export const botsInputSchema = z.strictObject({
   rate: z.number().min(0.1).max(20),
-  count: z.number().int().min(1).max(5).default(3),
+  count: int(1, 5).default(3),
 });
 
 /** The workload with every default filled in; throws a ZodError on bad input. */

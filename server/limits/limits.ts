@@ -33,6 +33,8 @@ export const defaultLimits = {
   signIn: { points: 30, durationS: 60 },
   /** Failed sign-ins for one name, from anywhere; a successful sign-in clears it. */
   signInFailures: { points: 10, durationS: 900 },
+  /** Lab commands that start work by one user: `lab:replay` (its own Redis a replay) and `bots:start`. */
+  lab: { points: 30, durationS: 60 },
 } satisfies Record<string, LimitRule>;
 
 export type LimitName = keyof typeof defaultLimits;
@@ -63,6 +65,7 @@ const WORDS: Record<LimitName, string> = {
   signUp: "Too many new accounts from this address; try again later.",
   signIn: "Too many sign-in attempts from this address; try again shortly.",
   signInFailures: "Too many failed sign-ins for this name; try again later.",
+  lab: "Too many lab replays or bot starts; try again shortly.",
 };
 
 export type Limits = ReturnType<typeof createLimits>;

@@ -2,6 +2,7 @@ import { messageInclude, toMessageDTO } from "../contracts/dto.ts";
 import type { HistoryQuery, MessageDTO, SendInput, UserDTO } from "../contracts/index.ts";
 import { mentionedUserIds, parseMentions } from "../contracts/mentions.ts";
 import { groupCommit } from "../db/group-commit.ts";
+import { isUniqueViolation } from "../db/unique.ts";
 import { poolOf, type Db } from "../db/prisma.ts";
 import { AppError } from "../errors.ts";
 import type { Outbox } from "../outbox/outbox.ts";
@@ -14,15 +15,6 @@ export interface Sent {
   memberIds: number[];
   mentionedIds: number[];
   outboxId: number | null;
-}
-
-/** A unique-key violation, as Prisma reports it for model queries (P2002) or raw ones (PostgreSQL 23505). */
-function isUniqueViolation(err: unknown): boolean {
-  if (typeof err !== "object" || err === null) return false;
-  const e = err as { code?: unknown; message?: unknown; meta?: { code?: unknown }; cause?: unknown };
-  if (e.code === "P2002" || e.code === "23505" || e.meta?.code === "23505") return true;
-  if (typeof e.message === "string" && /23505|unique constraint/i.test(e.message)) return true;
-  return e.cause !== undefined && e.cause !== err && isUniqueViolation(e.cause);
 }
 
 /**

@@ -74,3 +74,18 @@ export function onCommand<T extends object>(
 export async function commandsSettled(server: TallyServer): Promise<void> {
   await Promise.allSettled([...(running.get(server) ?? [])]);
 }
+
+/**
+ * Answers a command nobody handles on `socket` (an unknown event sent with an acknowledgement) with `not_found`,
+ * so the client is told at once instead of waiting for an answer that never comes.
+ */
+export function answerUnknownCommands(socket: {
+  onAny(listener: (event: string, ...args: unknown[]) => void): unknown;
+  listenerCount(event: string): number;
+}): void {
+  socket.onAny((event, ...args) => {
+    const ack = args[args.length - 1];
+    if (typeof ack !== "function" || socket.listenerCount(event) > 0) return;
+    (ack as (r: Result) => void)({ ok: false, error: { code: "not_found", message: "There is no such command." } });
+  });
+}

@@ -25,7 +25,12 @@ export interface Notifier {
   conversationRemoved(userId: number, conversationId: number): void;
   unreadStale(userIds: number[] | "all-local"): void;
   /** Sessions were revoked: disconnect their sockets on every instance (every namespace). */
-  sessionsEnded(sessionIds: string[]): void;
+  /**
+   * Disconnects every socket of these sessions, on every instance and namespace; resolves once every instance
+   * has answered that it did (or after the adapter's request timeout, logged), so that a sign-out answered
+   * to its caller has no socket left that could still send.
+   */
+  sessionsEnded(sessionIds: string[]): Promise<void>;
 }
 
 /**
@@ -130,11 +135,23 @@ export function socketNotifier(
       void io.to(userRoom(userId)).emit("conversation:removed", { conversationId }),
     unreadStale: (userIds) =>
       void (userIds === "all-local" ? io.local : io.to(userIds.map(userRoom))).emit("unread:stale"),
-    sessionsEnded: (sessionIds) => {
+    sessionsEnded: async (sessionIds) => {
       if (sessionIds.length === 0) return;
       const rooms = sessionIds.map(sessionRoom);
       // Through the adapter this reaches every instance; the lab namespace holds sockets of the session too.
-      for (const nsp of io._nsps.values()) nsp.in(rooms).disconnectSockets(true);
+      // Each instance handles the adapter's requests in the order they were published, so once it has answered
+      // the fetch that follows the disconnect, it has disconnected them. What it answers is then what is left.
+      await Promise.all(
+        [...io._nsps.values()].map(async (nsp) => {
+          nsp.in(rooms).disconnectSockets(true);
+          try {
+            const left = await nsp.in(rooms).fetchSockets();
+            if (left.length > 0) nsp.in(rooms).disconnectSockets(true);
+          } catch (err) {
+            log?.warn({ err, nsp: nsp.name }, "an instance did not confirm the end of a session in time");
+          }
+        }),
+      );
     },
   };
 }

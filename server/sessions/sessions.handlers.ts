@@ -35,13 +35,13 @@ export function sessionActions(deps: { sessions: SessionService; limits: Limits;
     async signOut(session: Authenticated | null) {
       if (!session) return;
       await deps.sessions.revoke(session.sessionId);
-      deps.notifier.sessionsEnded([session.sessionId]);
+      await deps.notifier.sessionsEnded([session.sessionId]);
     },
 
     /** Ends every session of the user. */
     async signOutEverywhere(session: Authenticated) {
       const ended = await deps.sessions.revokeAll(session.user.id);
-      deps.notifier.sessionsEnded(ended);
+      await deps.notifier.sessionsEnded(ended);
       return { ended: ended.length };
     },
   };

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { UserDTO } from "../contracts/index.ts";
 import type { Db } from "../db/prisma.ts";
+import { isUniqueViolation } from "../db/unique.ts";
 import { AppError } from "../errors.ts";
 import { readSessionCookie } from "./cookies.ts";
 import { burnVerification, hashPassword, verifyPassword } from "./password.ts";
@@ -27,11 +28,6 @@ export function sessionIdOf(token: string): string {
 
 function toUser(row: { id: number; name: string; isBot: boolean }): UserDTO {
   return row.isBot ? { id: row.id, name: row.name, bot: true } : { id: row.id, name: row.name };
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  const e = err as { code?: unknown; message?: unknown } | null;
-  return e?.code === "P2002" || (typeof e?.message === "string" && e.message.includes("23505"));
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Socket } from "socket.io";
 import type { Logger } from "../log.ts";
+import { oneAtATime } from "../limits/turns.ts";
 import type { SessionService } from "./sessions.service.ts";
 
 type Next = (err?: Error) => void;
@@ -22,6 +23,13 @@ export interface SessionGate {
  * `connect_error` with `message` = the error code and `data` = the typed error.
  */
 export function requireSession(sessions: SessionService, log: Logger, gate: SessionGate = {}) {
+  /**
+   * A user's connections on this instance pass the cap one at a time: each is counted after the one before has
+   * joined its rooms, so sockets opened all at once cannot all count the same number. Across instances they
+   * still can, by one per further instance.
+   */
+  const inTurn = oneAtATime<number>();
+
   return (socket: Socket, next: Next): void => {
     const auth = socket.handshake.auth as { token?: unknown } | undefined;
     sessions
@@ -32,22 +40,52 @@ export function requireSession(sessions: SessionService, log: Logger, gate: Sess
       })
       .then(async (session) => {
         if (!session) return next(refusal("unauthorized", "Sign in first."));
-        if (gate.countSockets && gate.maxSockets !== undefined) {
-          const count = await gate.countSockets(session.user.id);
-          if (count >= gate.maxSockets) {
-            return next(
-              refusal("rate_limited", `At most ${gate.maxSockets} connections per user; close a tab or device.`),
-            );
+        const admit = () => {
+          const data = socket.data as { user?: unknown; sessionId?: unknown; expiresAt?: unknown };
+          data.user = session.user;
+          data.sessionId = session.sessionId;
+          data.expiresAt = session.expiresAt.getTime();
+          next();
+        };
+        const { countSockets, maxSockets } = gate;
+        if (!countSockets || maxSockets === undefined) return admit();
+        await inTurn(session.user.id, async () => {
+          if ((await countSockets(session.user.id)) >= maxSockets) {
+            next(refusal("rate_limited", `At most ${maxSockets} connections per user; close a tab or device.`));
+            return;
           }
-        }
-        const data = socket.data as { user?: unknown; sessionId?: unknown };
-        data.user = session.user;
-        data.sessionId = session.sessionId;
-        next();
+          admit();
+          // Socket.IO connects the socket (and its handler joins the user's room) on the next tick after `next()`:
+          // the turn ends after that, so the next connection counts this one.
+          await new Promise<void>((resolve) => process.nextTick(resolve));
+        });
       })
       .catch((err: unknown) => {
         log.error({ err, nsp: socket.nsp.name }, "socket authentication failed");
         next(refusal("unavailable", "The service is temporarily unavailable."));
       });
   };
+}
+
+/** The longest delay a Node timer takes (about 24.8 days); a session lasts 30, so the timer is set again. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Disconnects a connected socket when its session expires, as a revocation would: an expired session answers 401
+ * on HTTP, and its sockets must not outlive it. Called once the socket is connected (its `disconnect` clears it).
+ */
+export function endAtExpiry(socket: Socket, now: () => number = Date.now): void {
+  const { expiresAt } = socket.data as { expiresAt: number };
+  let timer: NodeJS.Timeout | undefined;
+  const check = () => {
+    const left = expiresAt - now();
+    if (left <= 0) {
+      socket.disconnect(true);
+      return;
+    }
+    timer = setTimeout(check, Math.min(left, MAX_TIMER_MS));
+    timer.unref();
+  };
+  socket.once("disconnect", () => clearTimeout(timer));
+  check();
 }

@@ -10,6 +10,7 @@ import {
 } from "../contracts/inputs.ts";
 import { parse } from "../errors.ts";
 import { syncSurcharge, type Limits } from "../limits/limits.ts";
+import { oneAtATime } from "../limits/turns.ts";
 import type { Logger } from "../log.ts";
 import { onCommand } from "../realtime/command.ts";
 import type { TallySocket } from "../realtime/types.ts";
@@ -48,7 +49,8 @@ export function registerUnreadHandlers(socket: TallySocket, deps: UnreadDeps): v
     return deps.states.markUnread(user, input.conversationId);
   });
   onCommand(socket, deps.log, "sync", async (payload) => {
-    const input = parse(syncInput, payload === undefined ? {} : payload);
+    // No input, or null (what a client sends for `emit("sync", undefined, ack)`): the whole list.
+    const input = parse(syncInput, payload ?? {});
     return { snapshot: await limitedSnapshot(deps, user, input.limit) };
   });
   onCommand(socket, deps.log, "conversation:list", async (payload) =>
@@ -66,8 +68,8 @@ export async function limitedPage(deps: Pick<UnreadDeps, "snapshots" | "limits">
   return deps.snapshots.page(user, input.before, input.limit);
 }
 
-/** Syncs running on this instance, per limits (one app's) and user: the last one's promise. */
-const syncsRunning = new WeakMap<Limits, Map<number, Promise<unknown>>>();
+/** A user's syncs on this instance, one at a time, per limits (one app's). */
+const syncTurns = new WeakMap<Limits, ReturnType<typeof oneAtATime<number>>>();
 
 /**
  * A snapshot (the whole list, or its first `limit` conversations) under the `sync` limit, charged by the user's
@@ -76,11 +78,9 @@ const syncsRunning = new WeakMap<Limits, Map<number, Promise<unknown>>>();
  * before the next is let in (syncs sent at once would otherwise all pass on one point each).
  */
 export async function limitedSnapshot(deps: Pick<UnreadDeps, "snapshots" | "limits">, user: UserDTO, limit?: number) {
-  let running = syncsRunning.get(deps.limits);
-  if (!running) syncsRunning.set(deps.limits, (running = new Map()));
-  const before = running.get(user.id);
-  const mine = (async () => {
-    await before?.catch(() => undefined);
+  let inTurn = syncTurns.get(deps.limits);
+  if (!inTurn) syncTurns.set(deps.limits, (inTurn = oneAtATime<number>()));
+  return inTurn(user.id, async () => {
     const subject = { userId: user.id };
     await deps.limits.consume("sync", subject);
     const snapshot = await deps.snapshots.snapshot(user, limit === undefined ? {} : { limit });
@@ -88,11 +88,5 @@ export async function limitedSnapshot(deps: Pick<UnreadDeps, "snapshots" | "limi
     const size = Math.max(snapshot.conversations.length, snapshot.unread.length, snapshot.conversationIds.length);
     await deps.limits.charge("sync", subject, syncSurcharge(size));
     return snapshot;
-  })();
-  running.set(user.id, mine);
-  try {
-    return await mine;
-  } finally {
-    if (running.get(user.id) === mine) running.delete(user.id);
-  }
+  });
 }
