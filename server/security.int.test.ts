@@ -221,7 +221,7 @@ describe("accounts, sessions and the front door", () => {
     expect(sent).toMatchObject({ ok: true });
   });
 
-  it("answers sync with no input or null as the whole list, and a command it does not have with not_found", async () => {
+  it("answers sync with no input or null as the whole list, a second payload with invalid, and a command it does not have with not_found", async () => {
     const alice = await h.signUp("sec_commands_a");
     const bob = await h.signUp("sec_commands_b");
     await createConversation(h, alice.token, [bob.user.name]);
@@ -235,6 +235,11 @@ describe("accounts, sessions and the front door", () => {
       error: { code: "not_found", message: "There is no such command." },
     });
     expect(await raw.timeout(5000).emitWithAck("x".repeat(50_000))).toMatchObject({ error: { code: "not_found" } });
+    // One payload and the acknowledgement: a second payload is not ignored.
+    expect(await raw.emitWithAck("sync", { limit: 1 }, { junk: true })).toMatchObject({
+      ok: false,
+      error: { code: "invalid", message: "A command takes one payload and an acknowledgement." },
+    });
   });
 
   it("refuses a socket handshake from a foreign Origin, and takes one from its own", async () => {

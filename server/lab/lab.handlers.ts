@@ -10,7 +10,7 @@ import { endAtExpiry } from "../sessions/socket-gate.ts";
 import { answerUnknownCommands, command } from "../realtime/command.ts";
 import { sessionRoom, userRoom } from "../redis/keys.ts";
 import { createLabService } from "./lab.service.ts";
-import { botsInputSchema, runInputSchema, stopInputSchema, storyInputSchema } from "./params.ts";
+import { botsInputSchema, noInputSchema, runInputSchema, stopInputSchema, storyInputSchema } from "./params.ts";
 
 export type LabNamespace = Namespace<
   LabClientToServerEvents,
@@ -142,7 +142,10 @@ export function registerLab({
 
     socket.on(
       "lab:status",
-      command(log, "lab:status", async () => lab.status(user.id)),
+      command(log, "lab:status", async (payload) => {
+        parse(noInputSchema, payload);
+        return lab.status(user.id);
+      }),
     );
 
     socket.on(
@@ -181,7 +184,10 @@ export function registerLab({
 
     socket.on(
       "bots:stop",
-      command(log, "bots:stop", async () => ({ bots: await botTurn(user.id, () => stopBotsOf(user.id)) })),
+      command(log, "bots:stop", async (payload) => {
+        parse(noInputSchema, payload);
+        return { bots: await botTurn(user.id, () => stopBotsOf(user.id)) };
+      }),
     );
   });
 

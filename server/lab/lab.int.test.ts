@@ -56,6 +56,13 @@ describe("the /lab namespace", () => {
       error: { code: "invalid" },
     });
     expect(await lab.emitWithAck("bots:start", { rate: 500 })).toMatchObject({ ok: false, error: { code: "invalid" } });
+    for (const command of ["lab:status", "bots:stop"] as const) {
+      expect(await (lab as unknown as Socket).emitWithAck(command, { junk: true })).toEqual({
+        ok: false,
+        error: { code: "invalid", message: "This command takes no input." },
+      });
+      expect(await (lab as unknown as Socket).emitWithAck(command, null)).toMatchObject({ ok: true });
+    }
     expect(await lab.emitWithAck("lab:stop", { runId: "abc" })).toMatchObject({
       ok: false,
       error: { code: "not_found" },

@@ -1,5 +1,5 @@
 import type { ClientToServerEvents, Result } from "../contracts/index.ts";
-import { toApiError } from "../errors.ts";
+import { AppError, toApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { TallyServer, TallySocket } from "./types.ts";
 
@@ -16,7 +16,12 @@ export function command<T extends object>(
     const ack = args[args.length - 1];
     if (typeof ack !== "function") return;
     const payload = args.length > 1 ? args[0] : undefined;
-    run(payload).then(
+    // A command takes one payload at most: more arguments are a malformed call, not something to ignore.
+    const ran =
+      args.length > 2
+        ? Promise.reject(new AppError("invalid", "A command takes one payload and an acknowledgement."))
+        : run(payload);
+    ran.then(
       (value) => (ack as (r: Result<T>) => void)({ ok: true, ...value }),
       (err: unknown) => {
         const error = toApiError(err);
