@@ -17,6 +17,7 @@ import { createMessageService } from "./messages/messages.service.ts";
 import type { AppModule } from "./modules.ts";
 import { createOutbox } from "./outbox/outbox.ts";
 import { createRelay } from "./outbox/relay.ts";
+import { withTimeout } from "./limits/deadline.ts";
 import { endAtExpiry, requireSession } from "./sessions/socket-gate.ts";
 import { socketNotifier, type Notifier } from "./realtime/notifier.ts";
 import { MAX_FRAME_BYTES, textOnlyParser } from "./realtime/parser.ts";
@@ -61,10 +62,6 @@ export interface App {
   notifier: Notifier;
   relay: ReturnType<typeof createRelay>;
   close(): Promise<void>;
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  return Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error("timeout")), ms).unref())]);
 }
 
 /** Builds Tally on an http.Server without globals, so tests build it exactly as production does. */

@@ -308,7 +308,7 @@ describe("accounts, sessions and the front door", () => {
     expect(next.headers.get("content-security-policy")).not.toBe(csp);
   });
 
-  it("answers HEAD as GET without a body, OPTIONS and other methods with Allow, and a target that is not a path with 400", async () => {
+  it("answers HEAD as GET without a body, OPTIONS and other methods with Allow, and a target without a path with 400", async () => {
     const { token } = await h.signUp("sec_methods");
     const base = h.instances[0]!.url;
     const session = { authorization: `Bearer ${token}` };
@@ -347,11 +347,14 @@ describe("accounts, sessions and the front door", () => {
         req.on("error", reject);
         req.end();
       });
-    for (const target of ["http://elsewhere.example/api/session", "http://[/api/session", "*"]) {
+    for (const target of ["http://[/api/session", "ftp://elsewhere.example/api/health", "*"]) {
       const answer = await raw(target);
       expect(answer.status, target).toBe(400);
       expect(JSON.parse(answer.body), target).toMatchObject({ ok: false, error: { code: "invalid" } });
     }
+    // An absolute target (as a forward proxy sends it) is read for its path, whatever host it names.
+    expect(await raw("http://elsewhere.example/api/health?x=1")).toEqual({ status: 200, body: '{"ok":true}' });
+    expect(await raw("http://elsewhere.example/some/page")).toEqual({ status: 404, body: "Not found" });
     // A path that starts with "//" is a path, not a host ("//[" made the API answer 500 with no body): not the API's.
     for (const target of ["//[", "//api/health", "//[::1]/api/health"]) {
       expect(await raw(target), target).toEqual({ status: 404, body: "Not found" });

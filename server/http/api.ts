@@ -16,13 +16,16 @@ const MAX_BODY_BYTES = 64 * 1024;
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /**
- * The request's target, when it is a path ("/api/…?…"), else null: `new URL(target, base)` would read "//host/…" as
- * another host and throws on "//[", and an absolute or "*" target is not something this server answers.
+ * The request's target as a URL on this server, or null when it has no path (`*`, garbage). A path ("/api/…?…")
+ * is read as one: `new URL(target, base)` would read "//host/…" as another host, and throws on "//[". An
+ * absolute target ("http://host/api/…", which HTTP/1.1 servers must accept) is read for its path and query.
  */
 function requestUrl(target: string | undefined): URL | null {
-  if (!target?.startsWith("/")) return null;
   try {
-    return new URL(`http://localhost${target}`);
+    if (target?.startsWith("/")) return new URL(`http://localhost${target}`);
+    const absolute = new URL(target ?? "");
+    if (absolute.protocol !== "http:" && absolute.protocol !== "https:") return null;
+    return new URL(`http://localhost${absolute.pathname}${absolute.search}`);
   } catch {
     return null;
   }

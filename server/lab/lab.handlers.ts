@@ -95,12 +95,13 @@ export function registerLab({
     return accounts;
   }
 
-  async function stopBotsOf(ownerId: number) {
+  /** Stops a user's bots and ends their sessions; `confirm: false` (closing) does not wait for other instances. */
+  async function stopBotsOf(ownerId: number, confirm = true) {
     const status = await lab.stopBots(ownerId);
     const ended = botSessions.get(ownerId) ?? [];
     botSessions.delete(ownerId);
     await Promise.all(ended.map((id) => sessions.revoke(id)));
-    await notifier.sessionsEnded(ended);
+    await notifier.sessionsEnded(ended, { confirm });
     return status;
   }
 
@@ -193,7 +194,7 @@ export function registerLab({
 
   return {
     close: async () => {
-      await Promise.all([...botSessions.keys()].map((ownerId) => stopBotsOf(ownerId)));
+      await Promise.all([...botSessions.keys()].map((ownerId) => stopBotsOf(ownerId, false)));
       await lab.close();
     },
   };

@@ -11,6 +11,8 @@ export function command<T extends object>(
   log: Logger,
   name: string,
   run: (payload: unknown) => Promise<T>,
+  /** Told each answered call's outcome: "ok" or the error code. */
+  observe?: (outcome: string) => void,
 ): (...args: unknown[]) => void {
   return (...args: unknown[]) => {
     const ack = args[args.length - 1];
@@ -22,10 +24,14 @@ export function command<T extends object>(
         ? Promise.reject(new AppError("invalid", "A command takes one payload and an acknowledgement."))
         : run(payload);
     ran.then(
-      (value) => (ack as (r: Result<T>) => void)({ ok: true, ...value }),
+      (value) => {
+        observe?.("ok");
+        (ack as (r: Result<T>) => void)({ ok: true, ...value });
+      },
       (err: unknown) => {
         const error = toApiError(err);
         if (error.code === "unavailable") log.error({ err, command: name }, "command failed");
+        observe?.(error.code);
         (ack as (r: Result<T>) => void)({ ok: false, error });
       },
     );
@@ -56,22 +62,18 @@ export function onCommand<T extends object>(
   const inFlight = set;
   socket.on(
     event,
-    command(log, event, (payload) => {
-      const p = run(payload);
-      inFlight.add(p);
-      const observe = observers.get(server);
-      void p.then(
-        () => {
-          inFlight.delete(p);
-          observe?.(event, "ok");
-        },
-        (err: unknown) => {
-          inFlight.delete(p);
-          observe?.(event, toApiError(err).code);
-        },
-      );
-      return p;
-    }),
+    command(
+      log,
+      event,
+      (payload) => {
+        const p = run(payload);
+        inFlight.add(p);
+        const settled = () => void inFlight.delete(p);
+        p.then(settled, settled);
+        return p;
+      },
+      (outcome) => observers.get(server)?.(event, outcome),
+    ),
   );
 }
 

@@ -1,10 +1,14 @@
 import { randomBytes } from "node:crypto";
 import type { ConversationDTO, MessageDelivery, MessageDTO, UnreadUpdate } from "../contracts/index.ts";
 import type { Logger } from "../log.ts";
+import { withTimeout } from "../limits/deadline.ts";
 import type { RedisClient } from "../redis/client.ts";
 import { sessionRoom, userRoom } from "../redis/keys.ts";
 import { updateOf, type ApplyReply } from "../redis/scripts.ts";
 import type { TallyServer } from "./types.ts";
+
+/** How long a sign-out waits for the other instances to confirm its sockets are gone (then it answers anyway). */
+export const CONFIRM_MS = 3_000;
 
 /** What the services announce; the Socket.IO implementation reaches every tab on every instance. */
 export interface Notifier {
@@ -24,13 +28,12 @@ export interface Notifier {
   conversationUpdated(userId: number, conversation: ConversationDTO): void;
   conversationRemoved(userId: number, conversationId: number): void;
   unreadStale(userIds: number[] | "all-local"): void;
-  /** Sessions were revoked: disconnect their sockets on every instance (every namespace). */
   /**
-   * Disconnects every socket of these sessions, on every instance and namespace; resolves once every instance
-   * has answered that it did (or after the adapter's request timeout, logged), so that a sign-out answered
-   * to its caller has no socket left that could still send.
+   * Sessions were revoked: disconnects their sockets on every instance and in every namespace. Resolves once
+   * every instance has confirmed it, so that a sign-out answered to its caller has no socket left that could
+   * still send; or, with `confirm: false` or after CONFIRM_MS (logged), without waiting for that.
    */
-  sessionsEnded(sessionIds: string[]): Promise<void>;
+  sessionsEnded(sessionIds: string[], opts?: { confirm?: boolean }): Promise<void>;
 }
 
 /**
@@ -135,20 +138,26 @@ export function socketNotifier(
       void io.to(userRoom(userId)).emit("conversation:removed", { conversationId }),
     unreadStale: (userIds) =>
       void (userIds === "all-local" ? io.local : io.to(userIds.map(userRoom))).emit("unread:stale"),
-    sessionsEnded: async (sessionIds) => {
+    sessionsEnded: async (sessionIds, { confirm = true } = {}) => {
       if (sessionIds.length === 0) return;
       const rooms = sessionIds.map(sessionRoom);
-      // Through the adapter this reaches every instance; the lab namespace holds sockets of the session too.
-      // Each instance handles the adapter's requests in the order they were published, so once it has answered
-      // the fetch that follows the disconnect, it has disconnected them. What it answers is then what is left.
       await Promise.all(
+        // The lab namespace holds sockets of the session too.
         [...io._nsps.values()].map(async (nsp) => {
+          // This instance's own at once (the adapter does its own only once its publication comes back), then
+          // every instance's, through the adapter.
+          nsp.local.in(rooms).disconnectSockets(true);
           nsp.in(rooms).disconnectSockets(true);
+          if (!confirm) return;
+          // Each instance handles the adapter's requests in the order they were published: once it has answered
+          // the fetch that follows the disconnect, it has disconnected them, and what it answers is what is left.
+          // The adapter's own timeout starts only once Redis has said how many instances there are, so the wait
+          // has a deadline of its own (a Redis away would hold a sign-out for over a minute).
           try {
-            const left = await nsp.in(rooms).fetchSockets();
+            const left = await withTimeout(nsp.in(rooms).fetchSockets(), CONFIRM_MS);
             if (left.length > 0) nsp.in(rooms).disconnectSockets(true);
           } catch (err) {
-            log?.warn({ err, nsp: nsp.name }, "an instance did not confirm the end of a session in time");
+            log?.warn({ err, nsp: nsp.name }, "the instances did not confirm the end of a session in time");
           }
         }),
       );

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { Redis } from "ioredis";
-import { coalesceWrites, redisTarget } from "./client.ts";
+import { freePort } from "../embedded/ports.ts";
+import { coalesceWrites, createAdapterClients, redisTarget } from "./client.ts";
 
 const clients: Redis[] = [];
 afterEach(async () => {
@@ -40,5 +41,25 @@ describe("coalesceWrites", () => {
     const reply = redis.ping("again");
     expect(redis.stream.writableCorked).toBe(1);
     expect(await reply).toBe("again");
+  });
+});
+
+describe("the adapter's clients", () => {
+  it("handle a publication that fails with nobody awaiting it, and still fail one that is awaited", async () => {
+    // Nothing listens there: each publication fails once its retries (none here; 20 by default) are spent.
+    const { pub, sub } = createAdapterClients(`redis://127.0.0.1:${await freePort()}`, { maxRetriesPerRequest: 0 });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      void pub.publish("tally-test", "as the adapter publishes: not awaited");
+      await expect(pub.publish("tally-test", "awaited")).rejects.toThrow();
+      await new Promise((resolve) => setTimeout(resolve, 100)); // a rejection left unhandled is reported by now
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+      pub.disconnect();
+      sub.disconnect();
+    }
   });
 });

@@ -144,15 +144,45 @@ export interface AdapterClients {
  * written against (ioredis 6 defaults to RESP3). On a cluster they are cluster clients with sharded
  * subscribers (one subscriber connection per shard), for the adapter's sharded pub/sub (SSUBSCRIBE/SPUBLISH).
  */
-export function createAdapterClients(target: RedisTarget | string): AdapterClients {
+export function createAdapterClients(target: RedisTarget | string, options: RedisOptions = {}): AdapterClients {
   const t = redisTarget(target);
+  const redisOptions: RedisOptions = { protocol: 2, ...options };
   if (isClusterTarget(t)) {
-    const options: ClusterOptions = { ...CLUSTER_OPTIONS, shardedSubscribers: true, redisOptions: { protocol: 2 } };
-    const pub = logErrors(coalesceWrites(new Cluster(seedNodes(t.clusterNodes), options)), "adapter-pub");
-    return { pub, sub: logErrors(new Cluster(seedNodes(t.clusterNodes), options), "adapter-sub"), sharded: true };
+    const cluster: ClusterOptions = { ...CLUSTER_OPTIONS, shardedSubscribers: true, redisOptions };
+    const pub = logErrors(coalesceWrites(new Cluster(seedNodes(t.clusterNodes), cluster)), "adapter-pub");
+    return {
+      pub: publicationFailuresHandled(pub),
+      sub: logErrors(new Cluster(seedNodes(t.clusterNodes), cluster), "adapter-sub"),
+      sharded: true,
+    };
   }
-  const pub = logErrors(coalesceWrites(new Redis(t.url, { protocol: 2 })), "adapter-pub");
-  return { pub, sub: logErrors(new Redis(t.url, { protocol: 2 }), "adapter-sub"), sharded: false };
+  const pub = logErrors(coalesceWrites(new Redis(t.url, redisOptions)), "adapter-pub");
+  return {
+    pub: publicationFailuresHandled(pub),
+    sub: logErrors(new Redis(t.url, redisOptions), "adapter-sub"),
+    sharded: false,
+  };
+}
+
+/**
+ * The Socket.IO adapter publishes without awaiting (every broadcast, every disconnect request). With Redis away
+ * longer than ioredis' retries (about 70 s), such a publication rejects with nobody to handle it, and an
+ * unhandled rejection ends a Node process: one push during an outage would take the instance down. Each
+ * publication's failure is handled here (it is lost, as a push is while Redis is away: every tab resyncs when the
+ * subscriber is back); a caller that awaits it still sees it.
+ */
+function publicationFailuresHandled(client: RedisClient): RedisClient {
+  for (const name of ["publish", "spublish"] as const) {
+    const original = client[name].bind(client) as (...args: unknown[]) => Promise<unknown>;
+    Object.assign(client, {
+      [name]: (...args: unknown[]) => {
+        const publication = original(...args);
+        publication.catch(() => undefined);
+        return publication;
+      },
+    });
+  }
+  return client;
 }
 
 /** The hash slot of a key (its `{tag}` when it has one), as Redis Cluster computes it. */

@@ -1,5 +1,6 @@
 import type { Socket } from "socket.io";
 import type { Logger } from "../log.ts";
+import { withTimeout } from "../limits/deadline.ts";
 import { oneAtATime } from "../limits/turns.ts";
 import type { SessionService } from "./sessions.service.ts";
 
@@ -8,6 +9,9 @@ type Next = (err?: Error) => void;
 function refusal(code: "unauthorized" | "rate_limited" | "unavailable", message: string): Error {
   return Object.assign(new Error(code), { data: { code, message } });
 }
+
+/** How long a handshake waits for the count of the user's sockets on every instance (then it is refused). */
+const COUNT_MS = 5_000;
 
 export interface SessionGate {
   /** How many sockets the user already holds on every instance (for the per-user cap). */
@@ -50,7 +54,10 @@ export function requireSession(sessions: SessionService, log: Logger, gate: Sess
         const { countSockets, maxSockets } = gate;
         if (!countSockets || maxSockets === undefined) return admit();
         await inTurn(session.user.id, async () => {
-          if ((await countSockets(session.user.id)) >= maxSockets) {
+          // A client that gave up while it waited is not counted (Socket.IO ignores a `next` for it).
+          if (socket.conn.readyState !== "open") return next(refusal("unavailable", "The connection closed."));
+          // The adapter's own timeout starts only once Redis has said how many instances there are.
+          if ((await withTimeout(countSockets(session.user.id), COUNT_MS)) >= maxSockets) {
             next(refusal("rate_limited", `At most ${maxSockets} connections per user; close a tab or device.`));
             return;
           }
