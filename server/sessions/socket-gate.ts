@@ -62,8 +62,9 @@ export function requireSession(sessions: SessionService, log: Logger, gate: Sess
             return;
           }
           admit();
-          // Socket.IO connects the socket (and its handler joins the user's room) on the next tick after `next()`:
-          // the turn ends after that, so the next connection counts this one.
+          // Socket.IO connects the socket (and its handler joins the user's room) on the next tick after `next()`
+          // when this gate is the namespace's last middleware, as it is on both: the turn ends after that, so the
+          // next connection counts this one. (A middleware added after it would have to keep that true.)
           await new Promise<void>((resolve) => process.nextTick(resolve));
         });
       })
