@@ -168,6 +168,14 @@ export interface LabClientToServerEvents {
   "bots:stop": (ack: Ack<{ bots: BotsStatus }>) => void;
 }
 
+/** Between instances, on the /lab namespace: a user's bots run on the instance that started them. */
+export interface LabInterServerEvents {
+  /** Stop this user's bots if they run here; answers what they did (IDLE when none ran here). */
+  "bots:stop": (ownerId: number, ack: (status: BotsStatus) => void) => void;
+  /** This user's bots here, if any. */
+  "bots:status": (ownerId: number, ack: (status: BotsStatus) => void) => void;
+}
+
 export interface LabServerToClientEvents {
   "lab:sampled": (sample: LabSample) => void;
   "lab:finished": (result: LabRunResult) => void;

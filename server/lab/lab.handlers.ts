@@ -1,21 +1,29 @@
 import type { Server as HttpServer } from "node:http";
 import type { Namespace } from "socket.io";
 import type { SocketData, UserDTO } from "../contracts/index.ts";
-import type { LabClientToServerEvents, LabServerToClientEvents } from "../contracts/lab.ts";
+import type {
+  BotsStatus,
+  LabClientToServerEvents,
+  LabInterServerEvents,
+  LabServerToClientEvents,
+} from "../contracts/lab.ts";
 import { isUniqueViolation } from "../db/unique.ts";
+import { withTimeout } from "../limits/deadline.ts";
 import { oneAtATime } from "../limits/turns.ts";
+import { CONFIRM_MS } from "../realtime/notifier.ts";
 import { AppError, parse } from "../errors.ts";
 import type { ModuleContext } from "../modules.ts";
 import { endAtExpiry } from "../sessions/socket-gate.ts";
 import { answerUnknownCommands, command } from "../realtime/command.ts";
 import { sessionRoom, userRoom } from "../redis/keys.ts";
+import { IDLE_BOTS } from "./bots.ts";
 import { createLabService } from "./lab.service.ts";
 import { botsInputSchema, noInputSchema, runInputSchema, stopInputSchema, storyInputSchema } from "./params.ts";
 
 export type LabNamespace = Namespace<
   LabClientToServerEvents,
   LabServerToClientEvents,
-  Record<string, never>,
+  LabInterServerEvents,
   SocketData
 >;
 
@@ -111,6 +119,32 @@ export function registerLab({
    */
   const botTurn = oneAtATime<number>();
 
+  /**
+   * A user's bots run on the instance that started them, and a lab tab may be on another (another device behind
+   * the balancer): stops and status reach every instance. An instance that does not answer within CONFIRM_MS is
+   * left out (logged).
+   */
+  async function elsewhere(event: keyof LabInterServerEvents, ownerId: number): Promise<BotsStatus[]> {
+    try {
+      return await withTimeout(nsp.serverSideEmitWithAck(event, ownerId), CONFIRM_MS);
+    } catch (err) {
+      log.warn({ err, event }, "another instance did not answer about a user's bots");
+      return [];
+    }
+  }
+  // Not in the user's turn here: that instance's start or stop holds its own turn while it waits for this answer,
+  // and two instances doing so at once would each wait for the other. A start here that overlaps is tracked, so
+  // a later stop reaches its bots.
+  nsp.on("bots:stop", (ownerId, ack) => {
+    stopBotsOf(ownerId).then(ack, (err: unknown) => {
+      log.warn({ err }, "stopping bots for another instance failed");
+      ack(IDLE_BOTS);
+    });
+  });
+  nsp.on("bots:status", (ownerId, ack) => ack(lab.status(ownerId).bots));
+  /** Of a user's bots' statuses on several instances, the one that ran (they run on one at a time). */
+  const whichRan = (statuses: BotsStatus[]) => statuses.find((s) => s.users.length > 0) ?? statuses[0] ?? IDLE_BOTS;
+
   nsp.use(gate(nsp as unknown as Namespace));
 
   nsp.on("connection", (socket) => {
@@ -145,7 +179,9 @@ export function registerLab({
       "lab:status",
       command(log, "lab:status", async (payload) => {
         parse(noInputSchema, payload);
-        return lab.status(user.id);
+        const here = lab.status(user.id);
+        if (here.bots.running) return here;
+        return { ...here, bots: whichRan([...(await elsewhere("bots:status", user.id)), here.bots]) };
       }),
     );
 
@@ -165,7 +201,8 @@ export function registerLab({
         if (user.bot) throw new AppError("forbidden", "Bots cannot start bots.");
         await limits.consume("lab", { userId: user.id });
         return botTurn(user.id, async () => {
-          await stopBotsOf(user.id);
+          // They replace the user's bots wherever those run.
+          await Promise.all([stopBotsOf(user.id), elsewhere("bots:stop", user.id)]);
           const accounts = await botAccounts(user, input.count);
           botSessions.set(
             user.id,
@@ -187,7 +224,11 @@ export function registerLab({
       "bots:stop",
       command(log, "bots:stop", async (payload) => {
         parse(noInputSchema, payload);
-        return { bots: await botTurn(user.id, () => stopBotsOf(user.id)) };
+        const [here, there] = await Promise.all([
+          botTurn(user.id, () => stopBotsOf(user.id)),
+          elsewhere("bots:stop", user.id),
+        ]);
+        return { bots: whichRan([here, ...there]) };
       }),
     );
   });

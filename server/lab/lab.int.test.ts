@@ -254,3 +254,38 @@ describe("the bots, started and stopped all at once", () => {
     expect(await lab.emitWithAck("lab:status")).toMatchObject({ ok: true, bots: { running: false } });
   });
 });
+
+describe("the bots, from two instances", () => {
+  it("are seen, replaced and stopped from a lab tab on another instance than the one that started them", async () => {
+    const { token, user } = await h.signUp("lab_bottwo");
+    const [here, there] = [await labSocket(token, 0), await labSocket(token, 1)];
+    const botSessions = async () => {
+      const bots = await h.db.user.findMany({
+        where: { name: { startsWith: `bot-${user.id}-` } },
+        select: { id: true },
+      });
+      return h.db.session.count({ where: { userId: { in: bots.map((b) => b.id) } } });
+    };
+    expect(await here.emitWithAck("bots:start", { rate: 0.1, count: 2 })).toMatchObject({ ok: true });
+    expect(await there.emitWithAck("lab:status")).toMatchObject({
+      ok: true,
+      bots: { running: true, users: [`bot-${user.id}-1`, `bot-${user.id}-2`] },
+    });
+
+    // Started again there: the bots here are replaced, not joined by a second set.
+    expect(await there.emitWithAck("bots:start", { rate: 0.1, count: 1 })).toMatchObject({ ok: true });
+    expect(await here.emitWithAck("lab:status")).toMatchObject({
+      ok: true,
+      bots: { running: true, users: [`bot-${user.id}-1`] },
+    });
+    expect(await botSessions()).toBe(1);
+
+    // And stopped from here, where they do not run.
+    expect(await here.emitWithAck("bots:stop")).toMatchObject({
+      ok: true,
+      bots: { running: false, users: [`bot-${user.id}-1`] },
+    });
+    expect(await botSessions()).toBe(0);
+    expect(await there.emitWithAck("lab:status")).toMatchObject({ ok: true, bots: { running: false } });
+  });
+});
