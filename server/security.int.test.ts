@@ -182,6 +182,23 @@ describe("accounts, sessions and the front door", () => {
     expect(mine()).toBe(1);
   });
 
+  it("answers a sign-out even when the other instances never confirm, and their sockets still go", async () => {
+    const { token } = await h.signUp("sec_signout_deadline");
+    const remoteTab = await h.connect(token, 1);
+    const gone = disconnected(remoteTab, 15_000);
+    // The confirmation never comes (as when the adapter's Redis stops answering): the answer must not wait for it.
+    const adapter = h.instances[0]!.app.io.of("/").adapter;
+    const fetchSockets = adapter.fetchSockets.bind(adapter);
+    adapter.fetchSockets = () => new Promise(() => undefined);
+    try {
+      expect((await h.http("/api/session", { method: "DELETE", token, instance: 0 })).status).toBe(200);
+    } finally {
+      adapter.fetchSockets = fetchSockets;
+    }
+    expect(await gone).toBe("io server disconnect");
+    expect((await h.http("/api/session", { token })).status).toBe(401);
+  }, 30_000);
+
   it("disconnects a socket when its session expires, on either namespace", async () => {
     const { token, user } = await h.signUp("sec_expiry");
     await h.db.session.updateMany({ where: { userId: user.id }, data: { expiresAt: new Date(Date.now() + 1500) } });

@@ -45,6 +45,9 @@ describe("/metrics", () => {
     });
 
     expect(await socket.emitWithAck("sync")).toMatchObject({ ok: true });
+    // A call with a second payload is refused before it runs, and still counted.
+    const raw = socket as unknown as { emitWithAck(event: string, ...args: unknown[]): Promise<unknown> };
+    expect(await raw.emitWithAck("sync", {}, {})).toMatchObject({ ok: false, error: { code: "invalid" } });
 
     const { status, text } = await scrape(h);
     expect(status).toBe(200);
@@ -52,6 +55,7 @@ describe("/metrics", () => {
     expect(delta('tally_commands_total{command="message:send",outcome="ok"}')).toBe(3);
     expect(delta('tally_commands_total{command="message:send",outcome="invalid"}')).toBe(1);
     expect(delta('tally_commands_total{command="conversation:read",outcome="forbidden"}')).toBe(1);
+    expect(delta('tally_commands_total{command="sync",outcome="invalid"}')).toBe(1);
     // One timing of each stage per send (the push: one delivery of the message with the counts it changed).
     for (const stage of ["commit", "counters", "push"])
       expect(delta(`tally_send_stage_seconds_count{stage="${stage}"}`)).toBe(3);
