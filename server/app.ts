@@ -14,7 +14,7 @@ import { createMetrics, metricsRoute, type Metrics } from "./metrics/metrics.ts"
 import { createMessageFanout } from "./messages/fanout.ts";
 import { registerMessageHandlers } from "./messages/messages.handlers.ts";
 import { createMessageService } from "./messages/messages.service.ts";
-import type { AppModule } from "./modules.ts";
+import type { AppModule, SocketsByRoom } from "./modules.ts";
 import { createOutbox } from "./outbox/outbox.ts";
 import { createRelay } from "./outbox/relay.ts";
 import { withTimeout } from "./limits/deadline.ts";
@@ -179,7 +179,7 @@ export function createApp({
   io.attach(httpServer);
 
   /** A namespace's session check and socket cap: at most maxSocketsPerUser of a user's sockets in `nsp`. */
-  const gate = (nsp: Pick<TallyServer, "in">) =>
+  const gate = (nsp: SocketsByRoom) =>
     requireSession(sessions, log, {
       maxSockets: config.maxSocketsPerUser,
       // Every instance answers through the adapter; an instance that does not answer in time counts as none.

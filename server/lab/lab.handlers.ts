@@ -145,7 +145,7 @@ export function registerLab({
   /** Of a user's bots' statuses on several instances, the one that ran (they run on one at a time). */
   const whichRan = (statuses: BotsStatus[]) => statuses.find((s) => s.users.length > 0) ?? statuses[0] ?? IDLE_BOTS;
 
-  nsp.use(gate(nsp as unknown as Namespace));
+  nsp.use(gate(nsp));
 
   nsp.on("connection", (socket) => {
     const user = socket.data.user;
