@@ -199,6 +199,27 @@ describe("accounts, sessions and the front door", () => {
     expect((await h.http("/api/session", { token })).status).toBe(401);
   }, 30_000);
 
+  it("disconnects the signing-out instance's own sockets even when the adapter's broadcast is lost", async () => {
+    const { token } = await h.signUp("sec_signout_local");
+    const localTab = await h.connect(token, 0);
+    const gone = disconnected(localTab, 15_000);
+    // The classic adapter disconnects even its own instance's sockets only once its publication comes back through
+    // Redis; here every broadcast to the instances is lost and no instance ever answers.
+    const adapter = h.instances[0]!.app.io.of("/").adapter;
+    const { disconnectSockets, fetchSockets } = adapter;
+    adapter.disconnectSockets = (opts, close) => {
+      if (opts.flags?.local) disconnectSockets.call(adapter, opts, close);
+    };
+    adapter.fetchSockets = () => new Promise(() => undefined);
+    try {
+      expect((await h.http("/api/session", { method: "DELETE", token, instance: 0 })).status).toBe(200);
+      expect(await gone).toBe("io server disconnect");
+    } finally {
+      adapter.disconnectSockets = disconnectSockets;
+      adapter.fetchSockets = fetchSockets;
+    }
+  }, 30_000);
+
   it("disconnects a socket when its session expires, on either namespace", async () => {
     const { token, user } = await h.signUp("sec_expiry");
     await h.db.session.updateMany({ where: { userId: user.id }, data: { expiresAt: new Date(Date.now() + 1500) } });
