@@ -140,13 +140,13 @@ export interface AdapterClients {
 }
 
 /**
- * Pub/sub connections for the Socket.IO Redis adapter (the publisher's writes coalesced per turn). RESP2 keeps the adapter on the protocol it was
- * written against (ioredis 6 defaults to RESP3). On a cluster they are cluster clients with sharded
- * subscribers (one subscriber connection per shard), for the adapter's sharded pub/sub (SSUBSCRIBE/SPUBLISH).
+ * Pub/sub connections for the Socket.IO Redis adapter (the publisher's writes coalesced per turn). On a cluster they
+ * are cluster clients with sharded subscribers (one subscriber connection per shard), for the adapter's sharded
+ * pub/sub (SSUBSCRIBE/SPUBLISH).
  */
 export function createAdapterClients(target: RedisTarget | string, options: RedisOptions = {}): AdapterClients {
   const t = redisTarget(target);
-  const redisOptions: RedisOptions = { protocol: 2, ...options };
+  const redisOptions: RedisOptions = { ...options };
   if (isClusterTarget(t)) {
     const cluster: ClusterOptions = { ...CLUSTER_OPTIONS, shardedSubscribers: true, redisOptions };
     const pub = logErrors(coalesceWrites(new Cluster(seedNodes(t.clusterNodes), cluster)), "adapter-pub");
