@@ -166,8 +166,9 @@ export function createAdapterClients(target: RedisTarget | string, options: Redi
 
 /**
  * The Socket.IO adapter publishes without awaiting (every broadcast, every disconnect request). With Redis away
- * longer than ioredis' retries (about 70 s), such a publication rejects with nobody to handle it, and an
- * unhandled rejection ends a Node process: one push during an outage would take the instance down. Each
+ * longer than ioredis' retries (about 10 s: 20 reconnections, 50 ms to 1 s apart), such a publication rejects
+ * with nobody to handle it, and an unhandled rejection ends a Node process: one push during an outage would take
+ * the instance down. Each
  * publication's failure is handled here (it is lost, as a push is while Redis is away: every tab resyncs when the
  * subscriber is back); a caller that awaits it still sees it.
  */
