@@ -15,6 +15,7 @@ import { loadEnv } from "../env.ts";
 import { createRedis } from "../redis/client.ts";
 import { createUnreadService } from "../unread/unread.service.ts";
 import { measureBigUser, type BigUserResult } from "./bench/big-user.ts";
+import { measureDiskFlush } from "./bench/disk.ts";
 import { measureCluster } from "./bench/cluster.ts";
 import { measureCeiling, type CeilingResult } from "./bench/ceiling.ts";
 import { measureConnections } from "./bench/connections.ts";
@@ -237,6 +238,16 @@ async function main(): Promise<void> {
           "which the floor's has not (docs/benchmarks.md, a ninth look).",
         "",
       );
+    // The disk alone, with the same pacing: a commit can be no steadier than the flush it waits for.
+    const disk = await measureDiskFlush({ seconds: quick ? 3 : 10, gapMs: 2 });
+    report.disk = disk;
+    out.push(
+      `The disk's own flush (8 kB written and fdatasync'd, ${disk.gapMs} ms after the one before, in the bench's temp directory, ${disk.flushes} flushes, no database): ` +
+        `p50 ${disk.p50Ms.toFixed(2)} ms, p99 ${disk.p99Ms.toFixed(2)} ms, p99.9 ${disk.p999Ms.toFixed(1)} ms, max ${disk.maxMs.toFixed(1)} ms; ` +
+        `${disk.over50Ms} over 50 ms, ${disk.over100Ms} over 100 ms. Every durable commit waits for one: a slow flush stalls every send of its group ` +
+        "and those queued behind it, which the end-to-end part's commit stage shows as its p99 (docs/benchmarks.md, a fifteenth look).",
+      "",
+    );
   }
 
   const needServices = ["ceiling", "big-user", "cluster", "e2e", "fanout", "sync-abuse", "connections"].some((part) =>
