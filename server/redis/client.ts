@@ -146,9 +146,8 @@ export interface AdapterClients {
  */
 export function createAdapterClients(target: RedisTarget | string, options: RedisOptions = {}): AdapterClients {
   const t = redisTarget(target);
-  const redisOptions: RedisOptions = { ...options };
   if (isClusterTarget(t)) {
-    const cluster: ClusterOptions = { ...CLUSTER_OPTIONS, shardedSubscribers: true, redisOptions };
+    const cluster: ClusterOptions = { ...CLUSTER_OPTIONS, shardedSubscribers: true, redisOptions: options };
     const pub = logErrors(coalesceWrites(new Cluster(seedNodes(t.clusterNodes), cluster)), "adapter-pub");
     return {
       pub: publicationFailuresHandled(pub),
@@ -156,10 +155,10 @@ export function createAdapterClients(target: RedisTarget | string, options: Redi
       sharded: true,
     };
   }
-  const pub = logErrors(coalesceWrites(new Redis(t.url, redisOptions)), "adapter-pub");
+  const pub = logErrors(coalesceWrites(new Redis(t.url, options)), "adapter-pub");
   return {
     pub: publicationFailuresHandled(pub),
-    sub: logErrors(new Redis(t.url, redisOptions), "adapter-sub"),
+    sub: logErrors(new Redis(t.url, options), "adapter-sub"),
     sharded: false,
   };
 }
@@ -168,9 +167,8 @@ export function createAdapterClients(target: RedisTarget | string, options: Redi
  * The Socket.IO adapter publishes without awaiting (every broadcast, every disconnect request). With Redis away
  * longer than ioredis' retries (about 10 s: 20 reconnections, 50 ms to 1 s apart), such a publication rejects
  * with nobody to handle it, and an unhandled rejection ends a Node process: one push during an outage would take
- * the instance down. Each
- * publication's failure is handled here (it is lost, as a push is while Redis is away: every tab resyncs when the
- * subscriber is back); a caller that awaits it still sees it.
+ * the instance down. Each publication's failure is handled here (it is lost, as a push is while Redis is away:
+ * every tab resyncs when the subscriber is back); a caller that awaits it still sees it.
  */
 function publicationFailuresHandled(client: RedisClient): RedisClient {
   for (const name of ["publish", "spublish"] as const) {
