@@ -62,4 +62,30 @@ describe("the adapter's clients", () => {
       sub.disconnect();
     }
   });
+
+  it("keep a subscription waiting while Redis is away, past the retries that fail a publication", async () => {
+    // Reconnections 1 ms apart, so that the 20 retries after which ioredis fails a command pass at once.
+    const { pub, sub } = createAdapterClients(`redis://127.0.0.1:${await freePort()}`, { retryStrategy: () => 1 });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      let settled = false;
+      // As the adapter subscribes: neither awaited nor caught.
+      void sub.subscribe("tally-test").finally(() => (settled = true));
+      let reconnections = 0;
+      await new Promise<void>((resolve) =>
+        sub.on("reconnecting", () => {
+          if (++reconnections === 60) resolve();
+        }),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 100)); // a rejection left unhandled is reported by now
+      expect(unhandled).toEqual([]);
+      expect(settled).toBe(false);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+      pub.disconnect();
+      sub.disconnect();
+    }
+  });
 });

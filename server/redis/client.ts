@@ -140,35 +140,45 @@ export interface AdapterClients {
 }
 
 /**
- * Pub/sub connections for the Socket.IO Redis adapter (the publisher's writes coalesced per turn). On a cluster they
- * are cluster clients with sharded subscribers (one subscriber connection per shard), for the adapter's sharded
- * pub/sub (SSUBSCRIBE/SPUBLISH).
+ * Pub/sub connections for the Socket.IO Redis adapter (the publisher's writes coalesced per turn). RESP2 keeps the
+ * adapter on the protocol it was written against (ioredis 6 defaults to RESP3). On a cluster they are cluster
+ * clients with sharded subscribers (one subscriber connection per shard), for the adapter's sharded pub/sub
+ * (SSUBSCRIBE/SPUBLISH).
+ *
+ * The subscriber's commands wait for Redis however long it is away (`maxRetriesPerRequest: null`): the adapter
+ * subscribes without awaiting or catching (at start, and on a cluster for every room it opens), so a subscription
+ * that failed after ioredis' retries (about 70 s) would be an unhandled rejection, which ends the process.
  */
 export function createAdapterClients(target: RedisTarget | string, options: RedisOptions = {}): AdapterClients {
   const t = redisTarget(target);
+  const redisOptions: RedisOptions = { protocol: 2, ...options };
+  const subOptions: RedisOptions = { ...redisOptions, maxRetriesPerRequest: null };
   if (isClusterTarget(t)) {
-    const cluster: ClusterOptions = { ...CLUSTER_OPTIONS, shardedSubscribers: true, redisOptions: options };
-    const pub = logErrors(coalesceWrites(new Cluster(seedNodes(t.clusterNodes), cluster)), "adapter-pub");
+    const cluster: ClusterOptions = { ...CLUSTER_OPTIONS, shardedSubscribers: true };
+    const pub = logErrors(
+      coalesceWrites(new Cluster(seedNodes(t.clusterNodes), { ...cluster, redisOptions })),
+      "adapter-pub",
+    );
     return {
       pub: publicationFailuresHandled(pub),
-      sub: logErrors(new Cluster(seedNodes(t.clusterNodes), cluster), "adapter-sub"),
+      sub: logErrors(new Cluster(seedNodes(t.clusterNodes), { ...cluster, redisOptions: subOptions }), "adapter-sub"),
       sharded: true,
     };
   }
-  const pub = logErrors(coalesceWrites(new Redis(t.url, options)), "adapter-pub");
+  const pub = logErrors(coalesceWrites(new Redis(t.url, redisOptions)), "adapter-pub");
   return {
     pub: publicationFailuresHandled(pub),
-    sub: logErrors(new Redis(t.url, options), "adapter-sub"),
+    sub: logErrors(new Redis(t.url, subOptions), "adapter-sub"),
     sharded: false,
   };
 }
 
 /**
  * The Socket.IO adapter publishes without awaiting (every broadcast, every disconnect request). With Redis away
- * longer than ioredis' retries (about 10 s: 20 reconnections, 50 ms to 1 s apart), such a publication rejects
- * with nobody to handle it, and an unhandled rejection ends a Node process: one push during an outage would take
- * the instance down. Each publication's failure is handled here (it is lost, as a push is while Redis is away:
- * every tab resyncs when the subscriber is back); a caller that awaits it still sees it.
+ * longer than ioredis' retries (about 70 s), such a publication rejects with nobody to handle it, and an
+ * unhandled rejection ends a Node process: one push during an outage would take the instance down. Each
+ * publication's failure is handled here (it is lost, as a push is while Redis is away: every tab resyncs when the
+ * subscriber is back); a caller that awaits it still sees it.
  */
 function publicationFailuresHandled(client: RedisClient): RedisClient {
   for (const name of ["publish", "spublish"] as const) {
