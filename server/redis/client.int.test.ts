@@ -18,6 +18,20 @@ function connect(): Redis {
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** The rejections nobody handles while `run` runs, as the process would see them (each one would end it). */
+async function unhandledDuring(run: () => Promise<void>): Promise<unknown[]> {
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+  process.on("unhandledRejection", onUnhandled);
+  try {
+    await run();
+    await new Promise((resolve) => setTimeout(resolve, 100)); // a rejection left unhandled is reported by now
+  } finally {
+    process.off("unhandledRejection", onUnhandled);
+  }
+  return unhandled;
+}
+
 describe("coalesceWrites", () => {
   it("holds the commands of one turn in the socket and sends them together once the turn is over", async () => {
     const redis = connect();
@@ -48,16 +62,13 @@ describe("the adapter's clients", () => {
   it("handle a publication that fails with nobody awaiting it, and still fail one that is awaited", async () => {
     // Nothing listens there: each publication fails once its retries (none here; 20 by default) are spent.
     const { pub, sub } = createAdapterClients(`redis://127.0.0.1:${await freePort()}`, { maxRetriesPerRequest: 0 });
-    const unhandled: unknown[] = [];
-    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
-    process.on("unhandledRejection", onUnhandled);
     try {
-      void pub.publish("tally-test", "as the adapter publishes: not awaited");
-      await expect(pub.publish("tally-test", "awaited")).rejects.toThrow();
-      await new Promise((resolve) => setTimeout(resolve, 100)); // a rejection left unhandled is reported by now
+      const unhandled = await unhandledDuring(async () => {
+        void pub.publish("tally-test", "as the adapter publishes: not awaited");
+        await expect(pub.publish("tally-test", "awaited")).rejects.toThrow();
+      });
       expect(unhandled).toEqual([]);
     } finally {
-      process.off("unhandledRejection", onUnhandled);
       pub.disconnect();
       sub.disconnect();
     }
@@ -66,24 +77,21 @@ describe("the adapter's clients", () => {
   it("keep a subscription waiting while Redis is away, past the retries that fail a publication", async () => {
     // Reconnections 1 ms apart, so that the 20 retries after which ioredis fails a command pass at once.
     const { pub, sub } = createAdapterClients(`redis://127.0.0.1:${await freePort()}`, { retryStrategy: () => 1 });
-    const unhandled: unknown[] = [];
-    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
-    process.on("unhandledRejection", onUnhandled);
     try {
       let settled = false;
-      // As the adapter subscribes: neither awaited nor caught.
-      void sub.subscribe("tally-test").finally(() => (settled = true));
-      let reconnections = 0;
-      await new Promise<void>((resolve) =>
-        sub.on("reconnecting", () => {
-          if (++reconnections === 60) resolve();
-        }),
-      );
-      await new Promise((resolve) => setTimeout(resolve, 100)); // a rejection left unhandled is reported by now
+      const unhandled = await unhandledDuring(async () => {
+        // As the adapter subscribes: neither awaited nor caught.
+        void sub.subscribe("tally-test").finally(() => (settled = true));
+        let reconnections = 0;
+        await new Promise<void>((resolve) =>
+          sub.on("reconnecting", () => {
+            if (++reconnections === 60) resolve();
+          }),
+        );
+      });
       expect(unhandled).toEqual([]);
       expect(settled).toBe(false);
     } finally {
-      process.off("unhandledRejection", onUnhandled);
       pub.disconnect();
       sub.disconnect();
     }

@@ -154,14 +154,15 @@ export function createAdapterClients(target: RedisTarget | string, options: Redi
   const redisOptions: RedisOptions = { protocol: 2, ...options };
   const subOptions: RedisOptions = { ...redisOptions, maxRetriesPerRequest: null };
   if (isClusterTarget(t)) {
-    const cluster: ClusterOptions = { ...CLUSTER_OPTIONS, shardedSubscribers: true };
-    const pub = logErrors(
-      coalesceWrites(new Cluster(seedNodes(t.clusterNodes), { ...cluster, redisOptions })),
-      "adapter-pub",
-    );
+    const cluster = (nodeOptions: RedisOptions) =>
+      new Cluster(seedNodes(t.clusterNodes), {
+        ...CLUSTER_OPTIONS,
+        shardedSubscribers: true,
+        redisOptions: nodeOptions,
+      });
     return {
-      pub: publicationFailuresHandled(pub),
-      sub: logErrors(new Cluster(seedNodes(t.clusterNodes), { ...cluster, redisOptions: subOptions }), "adapter-sub"),
+      pub: publicationFailuresHandled(logErrors(coalesceWrites(cluster(redisOptions)), "adapter-pub")),
+      sub: logErrors(cluster(subOptions), "adapter-sub"),
       sharded: true,
     };
   }

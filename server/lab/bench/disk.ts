@@ -40,9 +40,11 @@ export function summariseFlushes(times: readonly number[], gapMs: number): DiskF
  * Linux), `gapMs` after the flush before, in a temp directory on the disk `dir` is on (the bench's data directories
  * are under the system's temp directory); times each flush. Synchronous: the bench runs it with nothing else going.
  */
-export async function measureDiskFlush(
-  opts: { seconds: number; gapMs: number; dir?: string } = { seconds: 10, gapMs: 2 },
-): Promise<DiskFlushResult> {
+export async function measureDiskFlush(opts: {
+  seconds: number;
+  gapMs: number;
+  dir?: string;
+}): Promise<DiskFlushResult> {
   const dir = mkdtempSync(path.join(opts.dir ?? tmpdir(), "tally-bench-disk-"));
   const fd = openSync(path.join(dir, "flush"), "w");
   const page = Buffer.alloc(8192, 1);
