@@ -393,6 +393,7 @@ async function main(): Promise<void> {
         const conversations = 20;
         const tally = await openTallyTransport(a, b, conversations);
         const floor = await openFloorTransport(floors[0], floors[1], conversations);
+        const durableFloor = await openFloorTransport(floors[0], floors[1], conversations, { durable: true });
         const redisCpu: CpuTarget = { name: "Redis", pid: services.redisPid };
         const instanceCpu = (name: string, i: Instance): CpuTarget => ({ name: `instance ${name}`, pid: () => i.pid });
         log("end-to-end: a send on one instance → its arrival at the recipient on the other, Tally and the floor…");
@@ -415,6 +416,16 @@ async function main(): Promise<void> {
                 transport: floor,
                 cpu: [instanceCpu("A", floors[0]), instanceCpu("B", floors[1]), redisCpu],
               },
+              {
+                name: "floor + commit",
+                transport: durableFloor,
+                cpu: [
+                  instanceCpu("A", floors[0]),
+                  instanceCpu("B", floors[1]),
+                  { name: "PostgreSQL", pid: () => services.postgresPid },
+                  redisCpu,
+                ],
+              },
             ],
             modes: LOAD_MODES,
             rates: e2eRates ?? (quick ? [100, 300, 1000] : [100, 300, 600, 1000, 1500]),
@@ -427,6 +438,7 @@ async function main(): Promise<void> {
         } finally {
           tally.close();
           floor.close();
+          durableFloor.close();
           await Promise.allSettled(floors.map((f) => f.stop()));
         }
       }

@@ -9,6 +9,8 @@ export interface FloorMessage {
   k: number;
   n: number;
   content: string;
+  /** Stored and committed before it is relayed (floor-relay.ts). */
+  durable?: boolean;
 }
 
 export interface FloorClientEvents {
@@ -22,16 +24,23 @@ export interface FloorServerEvents {
 /**
  * The floor relay (floor-relay.ts) as the load generator's transport, in Tally's topology: conversation k's sender
  * on one relay and its recipient on the other, alternating, so every message crosses the adapter. The sender
- * numbers its messages itself; nothing on the relay counts.
+ * numbers its messages itself; nothing on the relay counts. `durable`: each message is committed to the database
+ * before the relay pushes it (the "floor + commit" system).
  */
-export async function openFloorTransport(a: Instance, b: Instance, conversations: number): Promise<LoadTransport> {
+export async function openFloorTransport(
+  a: Instance,
+  b: Instance,
+  conversations: number,
+  { durable = false }: { durable?: boolean } = {},
+): Promise<LoadTransport> {
   let listener = (_k: number, _n: number): void => undefined;
   type FloorSocket = Socket<FloorServerEvents, FloorClientEvents>;
   const pairs: { sender: FloorSocket; recipient: FloorSocket; recipientId: number; last: number }[] = [];
   for (let k = 0; k < conversations; k++) {
     const [from, to] = k % 2 === 0 ? [a, b] : [b, a];
-    const recipientId = 2 * k + 2;
-    const sender = await connect<FloorServerEvents, FloorClientEvents>(from.url, String(2 * k + 1));
+    // Users of their own for each transport on the same relays, so neither hears the other's arrivals.
+    const recipientId = (durable ? 2 * conversations : 0) + 2 * k + 2;
+    const sender = await connect<FloorServerEvents, FloorClientEvents>(from.url, String(recipientId - 1));
     const recipient = await connect<FloorServerEvents, FloorClientEvents>(to.url, String(recipientId));
     recipient.on("arrived", ({ k: of, n }) => listener(of, n));
     pairs.push({ sender, recipient, recipientId, last: 0 });
@@ -41,7 +50,7 @@ export async function openFloorTransport(a: Instance, b: Instance, conversations
     async send(k) {
       const pair = pairs[k]!;
       const n = ++pair.last;
-      await pair.sender.timeout(10_000).emitWithAck("send", { to: pair.recipientId, k, n, content: "bench" });
+      await pair.sender.timeout(10_000).emitWithAck("send", { to: pair.recipientId, k, n, content: "bench", durable });
       return n;
     },
     onArrival: (l) => void (listener = l),

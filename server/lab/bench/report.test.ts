@@ -120,6 +120,44 @@ describe("endToEndReport", () => {
     );
   });
 
+  it("sets a third system (the floor + commit) against the floor at the target rate, without a verdict", () => {
+    const durable = cpu([
+      ["instance A", 0.12],
+      ["instance B", 0.12],
+      ["PostgreSQL", 0.12],
+      ["Redis", 0.03],
+    ]);
+    const text = endToEndReport(
+      {
+        ...result([
+          {
+            mode: "open",
+            offeredPerSec: 1000,
+            results: [window(1.4, 1, tally), window(0.33, 1, floor), window(0.75, 1, durable)],
+          },
+          {
+            mode: "one-in-flight",
+            offeredPerSec: 1000,
+            results: [window(1.5, 1, tally), window(0.34, 1, floor), { ...window(0, 0, durable), p99Ms: 0 }],
+          },
+        ]),
+        systems: ["Tally", "floor", "floor + commit"],
+        highestHeldPerSec: [1000, 1000, 1000],
+      },
+      target,
+    ).join("\n");
+    expect(text).toContain("| p50 ms (Tally / floor / floor + commit) |");
+    expect(text).toContain("| 1.4 / 0.33 / 0.75");
+    expect(text).toMatch(/\| floor \+ commit +\| 100 +\| 0\.12 +\| 0\.12 +\| 0\.12 +\| 0\.03 +\| 0\.39 +\| 0\.3 +\|/);
+    const lines = text.split("\n");
+    expect(lines.find((l) => l.startsWith("floor + commit / floor at 1000"))).toBe(
+      "floor + commit / floor at 1000 messages/s: open loop: p50 0.75 / 0.33 ms, 2.27×; p99 1.5 / 0.66 ms, 2.27×; " +
+        "one in flight: not measured",
+    );
+    // Tally's verdict still compares it with the floor, not with the third system.
+    expect(lines.find((l) => l.startsWith("Tally / floor at 1000"))).toContain("p50 1.4 / 0.33 ms, 4.24× (MISSED)");
+  });
+
   it("judges a ratio of exactly 3× met, one lost send of thousands missed, and an empty window not at all", () => {
     const exact: EndToEndWindow = { ...window(1.05, 1, tally), p99Ms: 3 };
     const lost: EndToEndWindow = { ...exact, offered: 4000, delivered: 3999, carried: 1 }; // carried rounds to 1

@@ -169,29 +169,42 @@ export function endToEndReport(e2e: EndToEndResult, opts: { cpuTargetMs: number;
         })
         .join(", ")
     : "not measured";
+  /** `own`'s p50 or p99 against the floor's (the second system) as a ratio, from the windows' own two decimals. */
+  const ratio = (own: EndToEndWindow, floor: EndToEndWindow, pick: (w: EndToEndWindow) => number, judge: boolean) => {
+    // In hundredths of a millisecond, as the windows keep them: 1.05 against 0.35 is 3×, met.
+    const [a, b] = [Math.round(pick(own) * 100), Math.round(pick(floor) * 100)];
+    const shown = b > 0 ? `${significant(a / b)}×` : "∞×";
+    const verdict = judge ? ` (${b > 0 && a <= LATENCY_RATIO * b ? "met" : "MISSED"})` : "";
+    return `${pick(own)} / ${pick(floor)} ms, ${shown}${verdict}`;
+  };
+  // A window that delivered nothing has no latency to compare (its p50 and p99 read 0).
+  const measured = (own?: EndToEndWindow, floor?: EndToEndWindow): [EndToEndWindow, EndToEndWindow] | null =>
+    own && floor && own.delivered > 0 && floor.delivered > 0 ? [own, floor] : null;
   // The issue's latency targets: at the target rate every send carried, p50 and p99 within 3× the floor's (the
-  // second system) in the same run. Ratios from the windows' own figures (two decimals).
+  // second system) in the same run.
   const latencyVerdict =
     e2e.systems.length < 2 || atTarget.length === 0
       ? []
       : atTarget.map((r) => {
-          const [own, floor] = r.results;
-          // A window that delivered nothing has no latency to compare (its p50 and p99 read 0).
-          if (!own || !floor || own.delivered === 0 || floor.delivered === 0)
-            return `${MODE_LABEL[r.mode]}: not measured`;
-          const ratio = (pick: (w: EndToEndWindow) => number) => {
-            // In hundredths of a millisecond, as the windows keep them: 1.05 against 0.35 is 3×, met.
-            const [a, b] = [Math.round(pick(own) * 100), Math.round(pick(floor) * 100)];
-            const shown = b > 0 ? `${significant(a / b)}×` : "∞×";
-            return `${pick(own)} / ${pick(floor)} ms, ${shown} (${b > 0 && a <= LATENCY_RATIO * b ? "met" : "MISSED"})`;
-          };
+          const pair = measured(r.results[0], r.results[1]);
+          if (!pair) return `${MODE_LABEL[r.mode]}: not measured`;
+          const [own] = pair;
           const everySend = own.delivered >= own.offered && own.failed === 0;
           const missed = `${own.offered - own.delivered} of ${own.offered} not delivered, ${own.failed} failed`;
           return (
             `${MODE_LABEL[r.mode]}: every send acknowledged and delivered ${everySend ? "(met)" : `(MISSED: ${missed})`}; ` +
-            `p50 ${ratio((w) => w.p50Ms)}; p99 ${ratio((w) => w.p99Ms)}`
+            `p50 ${ratio(...pair, (w) => w.p50Ms, true)}; p99 ${ratio(...pair, (w) => w.p99Ms, true)}`
           );
         });
+  // Any further system (the floor + commit) against the floor, the same way: what it adds, not a target.
+  const otherRatios = e2e.systems.slice(2).map((name, j) => {
+    const modes = atTarget.map((r) => {
+      const pair = measured(r.results[j + 2], r.results[1]);
+      if (!pair) return `${MODE_LABEL[r.mode]}: not measured`;
+      return `${MODE_LABEL[r.mode]}: p50 ${ratio(...pair, (w) => w.p50Ms, false)}; p99 ${ratio(...pair, (w) => w.p99Ms, false)}`;
+    });
+    return `${name} / ${e2e.systems[1]} at ${opts.cpuTargetRate} messages/s: ${modes.join("; ")}`;
+  });
   return [
     `## End to end, ${names}: a send on one instance → its arrival at the recipient on the other, ${e2e.conversations} conversations (senders split over both), ${e2e.seconds} s per rate`,
     "",
@@ -212,6 +225,7 @@ export function endToEndReport(e2e: EndToEndResult, opts: { cpuTargetMs: number;
     ...(latencyVerdict.length
       ? [
           `${e2e.systems[0]} / ${e2e.systems[1]} at ${opts.cpuTargetRate} messages/s (targets: every send carried, p50 and p99 ≤ ${LATENCY_RATIO}× the ${e2e.systems[1]}'s): ${latencyVerdict.join("; ")}`,
+          ...(atTarget.length ? otherRatios : []),
         ]
       : []),
     "",

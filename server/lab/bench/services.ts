@@ -36,6 +36,9 @@ export async function startBenchServices(): Promise<BenchServices> {
 
 export type Instance = TallyProcess;
 
+/** What the bench's Node processes are started on: their data directories' parent, the database and Redis. */
+type ProcessServices = Pick<BenchServices, "tmpDir" | "databaseUrl" | "redisUrl">;
+
 /**
  * BENCH_CPU_PROF_DIR=<dir> profiles the bench's Node processes (node --cpu-prof), each into its own <dir>/<name>/:
  * one .cpuprofile per thread (the main thread's, and that of tsx's module loader), written when the process stops.
@@ -48,7 +51,7 @@ function profileArgs(name: string): { nodeArgs?: string[] } {
 
 /** A Node process of the bench on a free port, printing to this terminal; `file` names its data and profile directories. */
 async function startProcess(
-  services: BenchServices,
+  services: ProcessServices,
   opts: { name: string; file: string; entry?: string; env: Record<string, string> },
 ): Promise<Instance> {
   return TallyProcess.start({
@@ -91,7 +94,7 @@ export async function startInstance(
  * One process of the floor relay (floor-relay.ts) on the bench's Redis, started and stopped as Tally's instances
  * are, so that it competes for the same cores. Profiled into <BENCH_CPU_PROF_DIR>/floor-<name>/.
  */
-export async function startFloor(services: BenchServices, name: string): Promise<Instance> {
+export async function startFloor(services: ProcessServices, name: string): Promise<Instance> {
   return startProcess(services, {
     name: `floor ${name}`,
     file: `floor-${name}`,
