@@ -29,6 +29,8 @@ if (!env.REDIS_URL) throw new Error("REDIS_URL is required: the floor relay runs
 const clients = createAdapterClients(env.REDIS_URL);
 // Two connections, as a Tally instance's send path has one group in flight and a second beside a slow one.
 const pool = env.DATABASE_URL ? new pg.Pool({ connectionString: env.DATABASE_URL, max: 2 }) : null;
+// An idle connection that fails (the server restarted) leaves the pool; without a listener it would end the process.
+pool?.on("error", (err) => logger.warn({ err }, "an idle PostgreSQL connection failed"));
 let tableReady = pool === null;
 void pool
   ?.query(

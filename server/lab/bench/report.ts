@@ -225,7 +225,7 @@ export function endToEndReport(e2e: EndToEndResult, opts: { cpuTargetMs: number;
     ...(latencyVerdict.length
       ? [
           `${e2e.systems[0]} / ${e2e.systems[1]} at ${opts.cpuTargetRate} messages/s (targets: every send carried, p50 and p99 ≤ ${LATENCY_RATIO}× the ${e2e.systems[1]}'s): ${latencyVerdict.join("; ")}`,
-          ...(atTarget.length ? otherRatios : []),
+          ...otherRatios,
         ]
       : []),
     "",
