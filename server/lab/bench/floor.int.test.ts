@@ -44,7 +44,10 @@ function arrivals(transport: LoadTransport): { seen: Set<string>; next: (key: st
 it("pushes a durable floor message only once it is committed, and a plain one without the database", async () => {
   const [a, b] = relays as [Instance, Instance];
   const plain = await openFloorTransport(a, b, 2);
-  const durable = await openFloorTransport(a, b, 2, { durable: true });
+  const durable = await openFloorTransport(a, b, 2, { durable: true }).catch((err: unknown) => {
+    plain.close();
+    throw err;
+  });
   const heardPlain = arrivals(plain);
   const heardDurable = arrivals(durable);
   const holder = await pool.connect();
@@ -57,6 +60,8 @@ it("pushes a durable floor message only once it is committed, and a plain one wi
       answered = true;
       return n;
     });
+    sent.catch(() => undefined); // awaited below; an early failure is reported there, not as unhandled
+
     // Until the relay's insert is seen waiting for the lock (no timing involved), or the message got through.
     while (!answered && heardDurable.seen.size === 0) {
       const { rows } = await pool.query<{ waiting: number }>(
@@ -82,4 +87,24 @@ it("pushes a durable floor message only once it is committed, and a plain one wi
     plain.close();
     durable.close();
   }
+});
+
+it("answers a durable floor message it could not store at once, and never pushes it", async () => {
+  const [a, b] = relays as [Instance, Instance];
+  const durable = await openFloorTransport(a, b, 1, { durable: true });
+  const heard = arrivals(durable);
+  // Conversation 0's messages break the new rule; the table's existing rows are not checked (NOT VALID).
+  await pool.query("ALTER TABLE bench_floor_message ADD CONSTRAINT refuse_k0 CHECK (k <> 0) NOT VALID");
+  try {
+    await expect(durable.send(0)).rejects.toThrow("floor: message 1 of conversation 0: not stored");
+    const { rows } = await pool.query(`SELECT count(*)::int AS "stored" FROM bench_floor_message WHERE k = 0`);
+    expect(rows[0].stored).toBe(0);
+  } finally {
+    await pool.query("ALTER TABLE bench_floor_message DROP CONSTRAINT refuse_k0");
+  }
+  // The next message of the conversation is stored and pushed; the refused one never was.
+  expect(await durable.send(0)).toBe(2);
+  await heard.next("0:2");
+  expect([...heard.seen]).toEqual(["0:2"]);
+  durable.close();
 });

@@ -14,12 +14,16 @@ export interface FloorMessage {
 }
 
 export interface FloorClientEvents {
-  send: (message: FloorMessage, ack: () => void) => void;
+  /** Answered with nothing once relayed, or with why not (a durable message that was not stored). */
+  send: (message: FloorMessage, ack: (error?: string) => void) => void;
 }
 
 export interface FloorServerEvents {
   arrived: (arrival: { k: number; n: number }) => void;
 }
+
+/** Where the floor + commit's user ids begin: far above the plain floor's (two per conversation, from 1). */
+const DURABLE_USERS = 1_000_000;
 
 /**
  * The floor relay (floor-relay.ts) as the load generator's transport, in Tally's topology: conversation k's sender
@@ -39,7 +43,7 @@ export async function openFloorTransport(
   for (let k = 0; k < conversations; k++) {
     const [from, to] = k % 2 === 0 ? [a, b] : [b, a];
     // Users of their own for each transport on the same relays, so neither hears the other's arrivals.
-    const recipientId = (durable ? 2 * conversations : 0) + 2 * k + 2;
+    const recipientId = (durable ? DURABLE_USERS : 0) + 2 * k + 2;
     const sender = await connect<FloorServerEvents, FloorClientEvents>(from.url, String(recipientId - 1));
     const recipient = await connect<FloorServerEvents, FloorClientEvents>(to.url, String(recipientId));
     recipient.on("arrived", ({ k: of, n }) => listener(of, n));
@@ -50,7 +54,10 @@ export async function openFloorTransport(
     async send(k) {
       const pair = pairs[k]!;
       const n = ++pair.last;
-      await pair.sender.timeout(10_000).emitWithAck("send", { to: pair.recipientId, k, n, content: "bench", durable });
+      const error = await pair.sender
+        .timeout(10_000)
+        .emitWithAck("send", { to: pair.recipientId, k, n, content: "bench", ...(durable ? { durable } : {}) });
+      if (error) throw new Error(`floor: message ${n} of conversation ${k}: ${error}`);
       return n;
     },
     onArrival: (l) => void (listener = l),
