@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: the lab's strategy comparison, the Lua ceiling, a user in 5000 conversations (big-user), end-to-end
- * latency and CPU per message across two instances (Tally's, and a bare Socket.IO relay's as the floor), group
- * fan-out, sync abuse and where a send's PostgreSQL time goes (statements), on throw-away services of its own. Prints tables; `--json <path>` also writes the numbers.
+ * latency and CPU per message across two instances (Tally's; a bare Socket.IO relay's as the floor; the same relay
+ * storing each message before its push, the floor + commit), group fan-out, sync abuse and where a send's PostgreSQL
+ * time goes (statements), on throw-away services of its own. Prints tables; `--json <path>` also writes the numbers.
  * `--quick` runs a smaller version (a couple of minutes) for trying things out; `--only e2e,fanout` runs some parts.
  * docs/benchmarks.md explains it all.
  */
@@ -386,7 +387,9 @@ async function main(): Promise<void> {
         instances.push(await startInstance(services, "A"), await startInstance(services, "B"));
       }
       if (only.has("e2e")) {
-        log("starting two floor relays (Socket.IO and the Redis adapter, nothing else)…");
+        log(
+          "starting two floor relays (Socket.IO and the Redis adapter; the floor + commit also stores each message)…",
+        );
         const floors = [await startFloor(services, "A"), await startFloor(services, "B")] as const;
         instances.push(...floors);
         const [a, b] = [instances[0]!, instances[1]!];
@@ -396,7 +399,9 @@ async function main(): Promise<void> {
         const durableFloor = await openFloorTransport(floors[0], floors[1], conversations, { durable: true });
         const redisCpu: CpuTarget = { name: "Redis", pid: services.redisPid };
         const instanceCpu = (name: string, i: Instance): CpuTarget => ({ name: `instance ${name}`, pid: () => i.pid });
-        log("end-to-end: a send on one instance → its arrival at the recipient on the other, Tally and the floor…");
+        log(
+          "end-to-end: a send on one instance → its arrival at the recipient on the other, Tally, the floor, the floor + commit…",
+        );
         try {
           const e2e = await measureEndToEnd({
             systems: [
