@@ -1,3 +1,4 @@
+import { createServer, type AddressInfo, type Socket } from "node:net";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { Redis } from "ioredis";
 import { freePort } from "../embedded/ports.ts";
@@ -78,10 +79,10 @@ describe("the adapter's clients", () => {
     // Reconnections 1 ms apart, so that the 20 retries after which ioredis fails a command pass at once.
     const { pub, sub } = createAdapterClients(`redis://127.0.0.1:${await freePort()}`, { retryStrategy: () => 1 });
     try {
-      let settled = false;
+      let subscription: Promise<unknown> | undefined;
       const unhandled = await unhandledDuring(async () => {
         // As the adapter subscribes: neither awaited nor caught.
-        void sub.subscribe("tally-test").finally(() => (settled = true));
+        subscription = sub.subscribe("tally-test");
         let reconnections = 0;
         await new Promise<void>((resolve) =>
           sub.on("reconnecting", () => {
@@ -90,10 +91,47 @@ describe("the adapter's clients", () => {
         );
       });
       expect(unhandled).toEqual([]);
+      // Still waiting: a handler added now runs in this turn's microtasks if it has settled (failed) before.
+      let settled = false;
+      subscription!.then(
+        () => (settled = true),
+        () => (settled = true),
+      );
+      await nextTurn();
       expect(settled).toBe(false);
     } finally {
       pub.disconnect();
       sub.disconnect();
+    }
+  });
+
+  it("let the adapter's pending (un)subscriptions fail quietly when the subscriber closes, as the instance stops", async () => {
+    // A server that takes connections and never answers: the subscriber stays connected and not ready, with its
+    // commands queued, until it is closed (as a Redis that hangs, or one still starting, would hold them).
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const connected = new Promise((resolve) => silent.once("connection", resolve));
+    const { pub, sub } = createAdapterClients(`redis://127.0.0.1:${(silent.address() as AddressInfo).port}`);
+    pub.disconnect();
+    try {
+      let pending: Promise<unknown>[] = [];
+      const unhandled = await unhandledDuring(async () => {
+        // As the adapter does, at start and as a cluster's rooms open and close: neither awaited nor caught.
+        pending = [sub.subscribe("a"), sub.psubscribe("b*"), sub.unsubscribe("a"), sub.punsubscribe("b*")];
+        await connected;
+        const ended = new Promise((resolve) => sub.once("end", resolve));
+        sub.disconnect();
+        await ended;
+      });
+      expect(unhandled).toEqual([]);
+      // Each one failed as the connection closed; a caller that awaits them still sees it.
+      const outcomes = await Promise.allSettled(pending);
+      expect(outcomes.map((o) => o.status)).toEqual(["rejected", "rejected", "rejected", "rejected"]);
+    } finally {
+      sub.disconnect();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
     }
   });
 });

@@ -162,14 +162,14 @@ export function createAdapterClients(target: RedisTarget | string, options: Redi
       });
     return {
       pub: publicationFailuresHandled(logErrors(coalesceWrites(cluster(redisOptions)), "adapter-pub")),
-      sub: logErrors(cluster(subOptions), "adapter-sub"),
+      sub: subscriptionFailuresHandled(logErrors(cluster(subOptions), "adapter-sub")),
       sharded: true,
     };
   }
   const pub = logErrors(coalesceWrites(new Redis(t.url, redisOptions)), "adapter-pub");
   return {
     pub: publicationFailuresHandled(pub),
-    sub: logErrors(new Redis(t.url, subOptions), "adapter-sub"),
+    sub: subscriptionFailuresHandled(logErrors(new Redis(t.url, subOptions), "adapter-sub")),
     sharded: false,
   };
 }
@@ -182,13 +182,39 @@ export function createAdapterClients(target: RedisTarget | string, options: Redi
  * subscriber is back); a caller that awaits it still sees it.
  */
 function publicationFailuresHandled(client: RedisClient): RedisClient {
-  for (const name of ["publish", "spublish"] as const) {
-    const original = client[name].bind(client) as (...args: unknown[]) => Promise<unknown>;
+  return failuresHandled(client, ["publish", "spublish"]);
+}
+
+/**
+ * The adapter subscribes and unsubscribes without awaiting either (at start, and on a cluster for every room it
+ * opens and closes). The subscriber waits for Redis however long it is away (`maxRetriesPerRequest: null`), so such
+ * a command fails only when the connection is closed for good, as the instance stops (nothing to report), or when
+ * Redis refuses it (logged: the instance would miss those pushes). Either way not as an unhandled rejection, which
+ * would end the process.
+ */
+function subscriptionFailuresHandled(client: RedisClient): RedisClient {
+  return failuresHandled(
+    client,
+    ["subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe"],
+    (err) => {
+      if (client.status !== "end") logger.warn({ err }, "the adapter's subscriber could not (un)subscribe");
+    },
+  );
+}
+
+/** `client`'s commands `names` with each call's failure handled by `onFailure`; a caller that awaits still sees it. */
+function failuresHandled(
+  client: RedisClient,
+  names: readonly (keyof Redis & keyof Cluster)[],
+  onFailure: (err: unknown) => void = () => undefined,
+): RedisClient {
+  for (const name of names) {
+    const original = (client[name] as (...args: unknown[]) => Promise<unknown>).bind(client);
     Object.assign(client, {
       [name]: (...args: unknown[]) => {
-        const publication = original(...args);
-        publication.catch(() => undefined);
-        return publication;
+        const call = original(...args);
+        call.catch(onFailure);
+        return call;
       },
     });
   }
