@@ -120,7 +120,7 @@ describe("endToEndReport", () => {
     );
   });
 
-  it("sets a third system (the floor + commit) against the floor at the target rate, without a verdict", () => {
+  it("sets a third system (the floor + commit) against the floor, and Tally against it, at the target rate, without a verdict", () => {
     const durable = cpu([
       ["instance A", 0.12],
       ["instance B", 0.12],
@@ -152,6 +152,11 @@ describe("endToEndReport", () => {
     const lines = text.split("\n");
     expect(lines.find((l) => l.startsWith("floor + commit / floor at 1000"))).toBe(
       "floor + commit / floor at 1000 messages/s: open loop: p50 0.75 / 0.33 ms, 2.27×; p99 1.5 / 0.66 ms, 2.27×; " +
+        "one in flight: not measured",
+    );
+    // And Tally against the third system: what Tally does beyond a durable relay.
+    expect(lines.find((l) => l.startsWith("Tally / floor + commit at 1000"))).toBe(
+      "Tally / floor + commit at 1000 messages/s: open loop: p50 1.4 / 0.75 ms, 1.87×; p99 2.8 / 1.5 ms, 1.87×; " +
         "one in flight: not measured",
     );
     // Tally's verdict still compares it with the floor, not with the third system.

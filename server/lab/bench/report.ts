@@ -196,15 +196,17 @@ export function endToEndReport(e2e: EndToEndResult, opts: { cpuTargetMs: number;
             `p50 ${ratio(...pair, (w) => w.p50Ms, true)}; p99 ${ratio(...pair, (w) => w.p99Ms, true)}`
           );
         });
-  // Any further system (the floor + commit) against the floor, the same way: what it adds, not a target.
-  const otherRatios = e2e.systems.slice(2).map((name, j) => {
+  // Any further system (the floor + commit) against the floor, and Tally against it, the same way: what it adds and
+  // what Tally adds beyond it, not targets.
+  const against = (own: number, base: number) => {
     const modes = atTarget.map((r) => {
-      const pair = measured(r.results[j + 2], r.results[1]);
+      const pair = measured(r.results[own], r.results[base]);
       if (!pair) return `${MODE_LABEL[r.mode]}: not measured`;
       return `${MODE_LABEL[r.mode]}: p50 ${ratio(...pair, (w) => w.p50Ms, false)}; p99 ${ratio(...pair, (w) => w.p99Ms, false)}`;
     });
-    return `${name} / ${e2e.systems[1]} at ${opts.cpuTargetRate} messages/s: ${modes.join("; ")}`;
-  });
+    return `${e2e.systems[own]} / ${e2e.systems[base]} at ${opts.cpuTargetRate} messages/s: ${modes.join("; ")}`;
+  };
+  const otherRatios = e2e.systems.slice(2).flatMap((_, j) => [against(j + 2, 1), against(0, j + 2)]);
   return [
     `## End to end, ${names}: a send on one instance → its arrival at the recipient on the other, ${e2e.conversations} conversations (senders split over both), ${e2e.seconds} s per rate`,
     "",
