@@ -115,7 +115,8 @@ describe("endToEndReport", () => {
       "Tally / floor at 1000 messages/s (targets: every send carried, p50 and p99 ≤ 3× the floor's): " +
         "open loop: every send acknowledged and delivered (met); p50 4.5 / 1.2 ms, 3.75× (MISSED); " +
         "p99 9 / 2.4 ms, 3.75× (MISSED); " +
-        "one in flight: every send acknowledged and delivered (MISSED: 1 of 100 not delivered, 0 failed); " +
+        "one in flight: every send acknowledged and delivered (MISSED: 1 of 100 not delivered: " +
+        "0 not sent before the window closed, 0 failed, 1 acknowledged but not arrived); " +
         "p50 0.9 / 0.31 ms, 2.9× (met); p99 1.8 / 0.62 ms, 2.9× (met)",
     );
   });
@@ -165,7 +166,9 @@ describe("endToEndReport", () => {
 
   it("judges a ratio of exactly 3× met, one lost send of thousands missed, and an empty window not at all", () => {
     const exact: EndToEndWindow = { ...window(1.05, 1, tally), p99Ms: 3 };
-    const lost: EndToEndWindow = { ...exact, offered: 4000, delivered: 3999, carried: 1 }; // carried rounds to 1
+    // carried rounds to 1 in each
+    const lost: EndToEndWindow = { ...exact, offered: 4000, sent: 4000, acked: 4000, delivered: 3999, carried: 1 };
+    const unsent: EndToEndWindow = { ...exact, offered: 4000, sent: 3997, acked: 3996, failed: 1, delivered: 3996 };
     const empty: EndToEndWindow = { ...window(0, 0, tally), p99Ms: 0 };
     const floorExact: EndToEndWindow = { ...window(0.35, 1, floor), p99Ms: 1 };
     const verdict = (own: EndToEndWindow) =>
@@ -175,7 +178,12 @@ describe("endToEndReport", () => {
     expect(verdict(exact)).toBe(
       "open loop: every send acknowledged and delivered (met); p50 1.05 / 0.35 ms, 3× (met); p99 3 / 1 ms, 3× (met)",
     );
-    expect(verdict(lost)).toContain("(MISSED: 1 of 4000 not delivered, 0 failed)");
+    expect(verdict(lost)).toContain(
+      "(MISSED: 1 of 4000 not delivered: 0 not sent before the window closed, 0 failed, 1 acknowledged but not arrived)",
+    );
+    expect(verdict(unsent)).toContain(
+      "(MISSED: 4 of 4000 not delivered: 3 not sent before the window closed, 1 failed, 0 acknowledged but not arrived)",
+    );
     expect(verdict(empty)).toBe("open loop: not measured");
   });
 

@@ -190,7 +190,12 @@ export function endToEndReport(e2e: EndToEndResult, opts: { cpuTargetMs: number;
           if (!pair) return `${MODE_LABEL[r.mode]}: not measured`;
           const [own] = pair;
           const everySend = own.delivered >= own.offered && own.failed === 0;
-          const missed = `${own.offered - own.delivered} of ${own.offered} not delivered, ${own.failed} failed`;
+          // Where the missing ones went: one in flight, sends still waiting their turn when the window closed are
+          // never sent, which says nothing of the system; an acknowledged send that never arrived does.
+          const missed =
+            `${own.offered - own.delivered} of ${own.offered} not delivered: ` +
+            `${own.offered - own.sent} not sent before the window closed, ${own.failed} failed, ` +
+            `${own.acked - own.delivered} acknowledged but not arrived`;
           return (
             `${MODE_LABEL[r.mode]}: every send acknowledged and delivered ${everySend ? "(met)" : `(MISSED: ${missed})`}; ` +
             `p50 ${ratio(...pair, (w) => w.p50Ms, true)}; p99 ${ratio(...pair, (w) => w.p99Ms, true)}`
