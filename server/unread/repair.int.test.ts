@@ -5,6 +5,7 @@ import { userKeys } from "../redis/keys.ts";
 import { patchRecord, recordOf } from "../testing/redis.ts";
 import { nextEvent, startHarness, type Harness } from "../testing/harness.ts";
 import { testApi } from "../testing/api.ts";
+import { messageEvents } from "../messages/fanout.ts";
 import { reconcile } from "./reconcile.ts";
 import { createUnreadService, DEPARTURE_MEMORY_MS } from "./unread.service.ts";
 
@@ -431,5 +432,59 @@ describe("a rebuild's read of the database", () => {
       await locker.query(`ROLLBACK`).catch(() => {});
       locker.release();
     }
+  });
+});
+
+describe("a burst of rebuilds", () => {
+  it("a group's message reaching members whose state Redis lost rebuilds them a few at a time, each from the database", async () => {
+    const members = await Promise.all(Array.from({ length: 24 }, (_, i) => user(`burst${i}`)));
+    const [ann] = members;
+    const group = await create(
+      ann!.token,
+      members.slice(1).map((m) => m.user.name),
+      "Burst",
+    );
+    const annSocket = await h.connect(ann!.token, 0);
+    const sent = await send(annSocket, group.id);
+    if (!sent.ok) throw new Error(sent.error.message);
+    // Redis loses every member's state; then the message's fan-out reaches their counters (the relay's replay).
+    for (const m of members) await h.redis.del(...Object.values(userKeys(m.user.id)));
+
+    // The real database, with each rebuild's read (one REPEATABLE READ transaction) counted while it runs.
+    let reading = 0;
+    let most = 0;
+    let reads = 0;
+    const counted = new Proxy(h.db, {
+      get(target, prop) {
+        if (prop !== "$transaction") return Reflect.get(target, prop) as unknown;
+        return async (...args: Parameters<typeof target.$transaction>) => {
+          reads++;
+          most = Math.max(most, ++reading);
+          try {
+            return await target.$transaction(...args);
+          } finally {
+            reading--;
+          }
+        };
+      },
+    });
+    const unread = createUnreadService({ redis: h.redis, db: counted, rebuildConcurrency: 3 });
+    const applied = await unread.applyMany(
+      messageEvents(
+        { ...sent.message, createdAtMs: Date.parse(sent.message.createdAt) },
+        members.map((m) => m.user.id),
+      ),
+    );
+
+    expect(reads).toBe(members.length);
+    expect(most).toBeLessThanOrEqual(3);
+    for (const a of applied) {
+      const own = a.userId === ann!.user.id ? 0 : 1;
+      expect(a.update).toMatchObject({ conversationId: group.id, unreadCount: own, totalUnread: own });
+    }
+    const ids = (xs: number[]) => [...xs].sort((x, y) => x - y);
+    expect(ids(applied.map((a) => a.userId))).toEqual(ids(members.map((m) => m.user.id)));
+    // What each member's page loads agrees: rebuilt once, then the message applied on top, not counted twice.
+    for (const m of members) expect((await list(m.token)).totalUnread).toBe(m.user.id === ann!.user.id ? 0 : 1);
   });
 });

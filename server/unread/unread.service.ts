@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
+import pLimit from "p-limit";
 import type { UnreadState, UnreadUpdate } from "../contracts/index.ts";
 import type { Db } from "../db/prisma.ts";
 import { groupByNode, type RedisClient } from "../redis/client.ts";
@@ -97,7 +98,18 @@ export interface UnreadServiceDeps {
    * no call: its push carries the new epoch.
    */
   onResync?: (userId: number) => void;
+  /** How many rebuilds may read the database at once (REBUILD_CONCURRENCY unless set). */
+  rebuildConcurrency?: number;
 }
+
+/**
+ * How many of a service's rebuilds read the database at once; the others wait for a turn. A burst of rebuilds, such
+ * as the first message to a group of 1000 after Redis lost its keys, would otherwise open as many transactions at
+ * once on a pool of 10 connections (db/prisma.ts): those left waiting for a connection longer than Prisma's
+ * `maxWait` (2 s) fail with P2028 (seen on a slow host in the bench's fan-out part), and the rest hold every
+ * connection the sends need meanwhile. Four leave the pool's other six to everything else.
+ */
+export const REBUILD_CONCURRENCY = 4;
 
 /**
  * How long a departure keeps marking its conversation "gone" in rebuilds. A late event is one computed before
@@ -136,7 +148,18 @@ export type UnreadService = ReturnType<typeof createUnreadService>;
  * conversation's unread, the total and the version always move together. Missing state is rebuilt from the
  * database, which is always written before Redis.
  */
-export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, onResync }: UnreadServiceDeps) {
+export function createUnreadService({
+  redis,
+  db,
+  prefix = "",
+  ttlMs = 0,
+  clock,
+  onResync,
+  rebuildConcurrency = REBUILD_CONCURRENCY,
+}: UnreadServiceDeps) {
+  /** A rebuild's turn to read the database (REBUILD_CONCURRENCY). */
+  const rebuildTurn = pLimit(rebuildConcurrency);
+
   /**
    * The user's memberships (each with its conversation's lastSeq) and the seqs above each cursor of the messages
    * that mention them, in one snapshot: one REPEATABLE READ transaction. Two reads at two instants (they were run
@@ -225,11 +248,12 @@ export function createUnreadService({ redis, db, prefix = "", ttlMs = 0, clock, 
    * state that Redis lost after the read began (the ticket taken before it is gone with it).
    */
   async function rebuild(userId: number, mode: "merge" | "replace" = "merge"): Promise<RebuildReply> {
-    let reply = await rebuildOnce(userId, mode);
+    let reply = await rebuildTurn(() => rebuildOnce(userId, mode));
     for (let attempt = 0; reply[3] === "fenced"; attempt++) {
       if (attempt === 2)
         throw new Error(`unread state of user ${userId} stays fenced (its master keeps changing, or Redis losing it)`);
-      reply = await rebuildOnce(userId, mode, reply[5]);
+      const term = reply[5];
+      reply = await rebuildTurn(() => rebuildOnce(userId, mode, term));
     }
     return reply;
   }
