@@ -450,7 +450,7 @@ describe("a burst of rebuilds", () => {
     // Redis loses every member's state; then the message's fan-out reaches their counters (the relay's replay).
     for (const m of members) await h.redis.del(...Object.values(userKeys(m.user.id)));
 
-    // The real database, with each rebuild's read (one REPEATABLE READ transaction) counted while it runs.
+    // The real database, each rebuild's read (one REPEATABLE READ transaction) counted from its call until it answers.
     let reading = 0;
     let most = 0;
     let reads = 0;
@@ -486,5 +486,27 @@ describe("a burst of rebuilds", () => {
     expect(ids(applied.map((a) => a.userId))).toEqual(ids(members.map((m) => m.user.id)));
     // What each member's page loads agrees: rebuilt once, then the message applied on top, not counted twice.
     for (const m of members) expect((await list(m.token)).totalUnread).toBe(m.user.id === ann!.user.id ? 0 : 1);
+  });
+
+  it("a rebuild waits for a connection of a busy pool instead of failing after Prisma's default 2 s", async () => {
+    const [ann, ben] = [await user("ann"), await user("ben")];
+    const direct = await create(ann.token, [ben.user.name]);
+    await send(await h.connect(ann.token, 0), direct.id);
+    await h.redis.del(...Object.values(userKeys(ben.user.id)));
+    const pool = poolOf(h.db);
+    const held = await Promise.all(Array.from({ length: pool.options.max }, () => pool.connect()));
+    let released = false;
+    try {
+      const rebuilding = createUnreadService({ redis: h.redis, db: h.db }).rebuild(ben.user.id);
+      // Every connection stays taken for longer than Prisma's default maxWait, which failed the read with P2028.
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      held.forEach((client) => client.release());
+      released = true;
+      await rebuilding;
+    } finally {
+      if (!released) held.forEach((client) => client.release());
+    }
+    expect(await recordOf(h.redis, ben.user.id, direct.id)).toMatchObject({ unread: 1 });
+    expect((await list(ben.token)).totalUnread).toBe(1);
   });
 });

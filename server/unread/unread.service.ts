@@ -103,11 +103,13 @@ export interface UnreadServiceDeps {
 }
 
 /**
- * How many of a service's rebuilds read the database at once; the others wait for a turn. A burst of rebuilds, such
- * as the first message to a group of 1000 after Redis lost its keys, would otherwise open as many transactions at
- * once on a pool of 10 connections (db/prisma.ts): those left waiting for a connection longer than Prisma's
- * `maxWait` (2 s) fail with P2028 (seen on a slow host in the bench's fan-out part), and the rest hold every
- * connection the sends need meanwhile. Four leave the pool's other six to everything else.
+ * How many of a service's rebuilds read the database at once (an app process has one service); the others wait for
+ * a turn. A burst of rebuilds, such as the first message to a group of 1000 after Redis lost its keys, would
+ * otherwise ask for as many transactions at once on a pool of 10 connections (db/prisma.ts): those left waiting for
+ * a connection longer than Prisma's `maxWait` (2 s) failed with P2028 (seen on a slow host in the bench's fan-out
+ * part), and the rest took every connection the sends need meanwhile. Only the reads take a turn: the ticket before
+ * them and rebuild.lua after them are Redis calls, so a Redis node that is slow to answer holds only its own users'
+ * rebuilds. Four is well under the pool's ten; nothing reserves the rest, so change the two together.
  */
 export const REBUILD_CONCURRENCY = 4;
 
@@ -186,7 +188,9 @@ export function createUnreadService({
           JOIN "Membership" mb ON mb."conversationId" = mn."conversationId" AND mb."userId" = mn."userId"
           WHERE mn."userId" = ${userId} AND mn."seq" > mb."lastReadSeq" ORDER BY mn."conversationId", mn."seq"`,
       ],
-      { isolationLevel: "RepeatableRead" },
+      // maxWait: as long as the pool's own wait for a connection (db/prisma.ts), not Prisma's 2 s: a busy pool (a
+      // burst of syncs) delays a rebuild rather than failing it and leaving its fan-out to the relay.
+      { isolationLevel: "RepeatableRead", maxWait: 10_000 },
     );
     const mentions = new Map<number, number[]>();
     for (const r of mentionRows) mentions.set(r.conversationId, [...(mentions.get(r.conversationId) ?? []), r.seq]);
@@ -248,12 +252,11 @@ export function createUnreadService({
    * state that Redis lost after the read began (the ticket taken before it is gone with it).
    */
   async function rebuild(userId: number, mode: "merge" | "replace" = "merge"): Promise<RebuildReply> {
-    let reply = await rebuildTurn(() => rebuildOnce(userId, mode));
+    let reply = await rebuildOnce(userId, mode);
     for (let attempt = 0; reply[3] === "fenced"; attempt++) {
       if (attempt === 2)
         throw new Error(`unread state of user ${userId} stays fenced (its master keeps changing, or Redis losing it)`);
-      const term = reply[5];
-      reply = await rebuildTurn(() => rebuildOnce(userId, mode, term));
+      reply = await rebuildOnce(userId, mode, reply[5]);
     }
     return reply;
   }
@@ -261,9 +264,16 @@ export function createUnreadService({
   async function rebuildOnce(userId: number, mode: "merge" | "replace", term?: string): Promise<RebuildReply> {
     // Before the read: if Redis loses the user's keys after it, the ticket goes with them and the write is refused.
     const ticket = await redis.tallyTicket(userKeys(userId, prefix).meta, newEpoch());
-    const { rows, mentions } = await membershipsAndMentions(userId);
-    // After the memberships: a departure that committed in between is then in this list, and wins.
-    const left = await departures(userId);
+    // Keys lost while this waits for its turn take the ticket with them: rebuild.lua then answers "fenced".
+    const { rows, mentions, left, unread } = await rebuildTurn(async () => {
+      const read = await membershipsAndMentions(userId);
+      return {
+        ...read,
+        // After the memberships: a departure that committed in between is then in this list, and wins.
+        left: await departures(userId),
+        unread: ttlMs > 0 ? await unreadMessages(userId, read.rows) : [],
+      };
+    });
     const args: (number | string)[] = rows.flatMap((t) => [
       t.conversationId,
       t.lastSeq,
@@ -281,7 +291,7 @@ export function createUnreadService({
       const cutoff = nowMs - ttlMs;
       const expired = new Map<number, [number, number]>();
       const live: number[] = [];
-      for (const m of await unreadMessages(userId, rows)) {
+      for (const m of unread) {
         if (m.createdAtMs < cutoff) expired.set(m.conversationId, [m.seq, m.createdAtMs]);
         else live.push(m.conversationId, m.seq, m.createdAtMs);
       }
