@@ -264,7 +264,8 @@ export function createUnreadService({
   async function rebuildOnce(userId: number, mode: "merge" | "replace", term?: string): Promise<RebuildReply> {
     // Before the read: if Redis loses the user's keys after it, the ticket goes with them and the write is refused.
     const ticket = await redis.tallyTicket(userKeys(userId, prefix).meta, newEpoch());
-    // Keys lost while this waits for its turn take the ticket with them: rebuild.lua then answers "fenced".
+    // Keys lost while this waits for its turn take the ticket with them: rebuild.lua then answers "fenced", unless
+    // another rebuild has written the state again meanwhile, which it merges into (by maxima, so safely).
     const { rows, mentions, left, unread } = await rebuildTurn(async () => {
       const read = await membershipsAndMentions(userId);
       return {
