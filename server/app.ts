@@ -77,14 +77,16 @@ export function createApp({
   log = defaultLogger,
   clock,
 }: AppDeps): App {
-  // Late-bound: the notifier needs the Socket.IO server, built below.
+  // Late-bound: the notifier needs the Socket.IO server, built below, and the metrics need the service.
   let notifyStale: (userIds: number[]) => void = () => {};
+  let countRebuild: (how: "read" | "joined") => void = () => {};
   const unread = createUnreadService({
     redis,
     db,
     ttlMs: config.unreadTtlMs ?? 0,
     clock,
     onResync: (userId) => notifyStale([userId]),
+    onRebuild: (how) => countRebuild(how),
   });
   const sessions = createSessionService({ db });
   const limits = createLimits({ redis, rules: config.limits });
@@ -117,7 +119,9 @@ export function createApp({
     },
     sockets: () => io.of("/").sockets.size,
     sendsWaiting: () => messages.waiting(),
+    rebuildsWaiting: () => unread.rebuildsWaiting(),
   });
+  countRebuild = metrics.rebuilt;
   observeCommands(io, metrics.command);
   const observe = metrics.sendStage;
 

@@ -305,9 +305,10 @@ async function main(): Promise<void> {
           applies: quick ? 2000 : 5000,
           snapshots: 50,
           syncs: quick ? 5 : 100,
+          burst: 32,
         });
         report.bigUser = big;
-        const { apply, snapshot, sync, answer, paged } = big;
+        const { apply, snapshot, sync, answer, paged, burst } = big;
         const wholeP50Ms = round(sync.p50Ms + answer.p50Ms);
         const pagedP50Ms = round(paged.p50Ms + paged.json.p50Ms);
         const times = (name: string, t: typeof apply) => [
@@ -340,6 +341,8 @@ async function main(): Promise<void> {
           `Server time is Redis' own: what each call added to INFO commandstats' usec of EVALSHA and EXEC (usec_per_call: their mean). A whole sync in process (the snapshot, then the list and last messages from PostgreSQL), ${sync.calls} calls: p50 ${sync.p50Ms} ms, p99 ${sync.p99Ms} ms; then its answer written as JSON (${(answer.bytes / 1e6).toFixed(2)} MB, as socket.io does before sending it): p50 ${answer.p50Ms} ms, p99 ${answer.p99Ms} ms.`,
           "",
           `The sync the web client asks for (every count, the list's first ${paged.limit} conversations), ${paged.calls} calls: p50 ${paged.p50Ms} ms, p99 ${paged.p99Ms} ms; its JSON (${(paged.json.bytes / 1e3).toFixed(0)} kB): p50 ${paged.json.p50Ms} ms, p99 ${paged.json.p99Ms} ms. The next page (\`conversation:list\`, ${paged.limit} more with their counts): p50 ${paged.nextPage.p50Ms} ms, p99 ${paged.nextPage.p99Ms} ms.`,
+          "",
+          `Redis loses the user's state with ${burst.events} messages to them still to be applied: ${burst.reads} ${burst.reads === 1 ? "rebuild" : "rebuilds"} read the database (${burst.joined} callers joined one under way), every message applied in ${burst.ms} ms.`,
           "",
           `Targets: apply.lua p99 < 500 µs server time: ${apply.serverP99Us < 500 ? "met" : "MISSED"}; sync < 20 ms server time: Redis' part (snapshot p99) ${snapshot.serverP99Us < 20_000 ? "met" : "MISSED"}, the whole sync with its JSON (their p50s added: ${wholeP50Ms} ms) ${wholeP50Ms < 20 ? "met" : "MISSED"}, the client's paged sync with its JSON (${pagedP50Ms} ms) ${pagedP50Ms < 20 ? "met" : "MISSED"}.`,
           "",

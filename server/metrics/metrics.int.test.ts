@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { userKeys } from "../redis/keys.ts";
 import { startHarness, type Harness } from "../testing/harness.ts";
 
 /** GET /metrics of instance `i`, as text. */
@@ -73,6 +74,23 @@ describe("/metrics", () => {
       .poll(async () => sample((await scrape(h)).text, 'tally_outbox_entries{state="pending"}'), { timeout: 5_000 })
       .toBe(0);
     expect(text).toContain("process_cpu_seconds_total");
+    socket.disconnect();
+  });
+
+  it("counts each rebuild's read of the database, and the rebuilds waiting for a turn", async () => {
+    const ann = await h.signUp(`ann_${Date.now()}`);
+    const socket = await h.connect(ann.token);
+    expect(await socket.emitWithAck("sync")).toMatchObject({ ok: true });
+    const before = (await scrape(h)).text;
+    await h.redis.del(...Object.values(userKeys(ann.user.id))); // Redis lost ann's state: the next sync rebuilds it
+    expect(await socket.emitWithAck("sync")).toMatchObject({ ok: true });
+    expect(await socket.emitWithAck("sync")).toMatchObject({ ok: true }); // and the one after finds it
+    const { text } = await scrape(h);
+    const delta = (series: string) => sample(text, series) - sample(before, series);
+    expect(delta('tally_rebuilds_total{how="read"}')).toBe(1);
+    expect(delta('tally_rebuilds_total{how="joined"}')).toBe(0);
+    expect(text).toContain("# TYPE tally_rebuilds_waiting gauge");
+    expect(sample(text, "tally_rebuilds_waiting")).toBe(0);
     socket.disconnect();
   });
 

@@ -24,6 +24,8 @@ export function createMetrics(sources: {
   sockets: () => number;
   /** Sends waiting for a group commit (server/db/group-commit.ts). */
   sendsWaiting: () => number;
+  /** Rebuilds waiting for a turn to read the database (server/unread/unread.service.ts). */
+  rebuildsWaiting: () => number;
 }) {
   const registry = new Registry();
   // The event loop's delay sampled every 100 ms, not prom-client's 10: its timer woke an idle instance 97 times a
@@ -60,6 +62,12 @@ export function createMetrics(sources: {
     labelNames: ["order"] as const,
     registers: [registry],
   });
+  const rebuilds = new Counter({
+    name: "tally_rebuilds_total",
+    help: "Rebuilds of a user's counters from PostgreSQL: read (each read of the database) and joined (a caller that found the state missing and took the rebuild already under way for that user)",
+    labelNames: ["how"] as const,
+    registers: [registry],
+  });
   new Gauge({
     name: "tally_outbox_entries",
     help: "Outbox entries not yet applied to Redis: pending (the relay retries them) and parked (given up)",
@@ -87,6 +95,14 @@ export function createMetrics(sources: {
       this.set(sources.sendsWaiting());
     },
   });
+  new Gauge({
+    name: "tally_rebuilds_waiting",
+    help: "Rebuilds waiting for a turn to read PostgreSQL (those reading not counted): a burst after Redis lost state",
+    registers: [registry],
+    collect() {
+      this.set(sources.rebuildsWaiting());
+    },
+  });
   return {
     registry,
     command(command: string, outcome: string) {
@@ -97,6 +113,9 @@ export function createMetrics(sources: {
     },
     sendGroup(sends: number) {
       sendGroup.observe(sends);
+    },
+    rebuilt(how: "read" | "joined") {
+      rebuilds.inc({ how });
     },
     syncRead(order: SyncReadOrder) {
       syncReads.inc({ order });

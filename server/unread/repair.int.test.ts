@@ -488,6 +488,62 @@ describe("a burst of rebuilds", () => {
     for (const m of members) expect((await list(m.token)).totalUnread).toBe(m.user.id === ann!.user.id ? 0 : 1);
   });
 
+  it("events for one user whose state Redis lost share one read of the database, and each is applied after it", async () => {
+    const [ben, ...senders] = await Promise.all(["ben", "ann", "cat", "dan", "eve"].map((name) => user(name)));
+    const events = [];
+    for (const sender of senders) {
+      const direct = await create(sender.token, [ben!.user.name]);
+      const socket = await h.connect(sender.token, 0);
+      for (let i = 0; i < 2; i++) {
+        const sent = await send(socket, direct.id);
+        if (!sent.ok) throw new Error(sent.error.message);
+        const { message } = sent;
+        events.push(...messageEvents({ ...message, createdAtMs: Date.parse(message.createdAt) }, [ben!.user.id]));
+      }
+    }
+    // Redis loses ben's state while eight events for ben are still to be applied (the relay replaying them, say).
+    await h.redis.del(...Object.values(userKeys(ben!.user.id)));
+    const rebuilds = { read: 0, joined: 0 };
+    const unread = createUnreadService({ redis: h.redis, db: h.db, onRebuild: (how) => rebuilds[how]++ });
+    const applied = await Promise.all(events.map((e) => unread.applyOne(e)));
+
+    // Every apply found the state missing before the first rebuild could write it: one read, seven callers joined.
+    expect(rebuilds).toEqual({ read: 1, joined: events.length - 1 });
+    expect(applied.map((a) => a.update.totalUnread)).toEqual(events.map(() => 8));
+    // What ben's page loads: each conversation's two messages, counted once.
+    const page = await list(ben!.token);
+    expect(page.totalUnread).toBe(8);
+    expect(page.conversations.map((c) => c.unreadCount)).toEqual([2, 2, 2, 2]);
+  });
+
+  it("a caller that finds the state missing once the rebuild's write has gone out reads the database itself", async () => {
+    const [ann, ben] = [await user("ann"), await user("ben")];
+    const direct = await create(ann.token, [ben.user.name]);
+    const annSocket = await h.connect(ann.token, 0);
+    const eventOf = async () => {
+      const sent = await send(annSocket, direct.id);
+      if (!sent.ok) throw new Error(sent.error.message);
+      return messageEvents({ ...sent.message, createdAtMs: Date.parse(sent.message.createdAt) }, [ben.user.id])[0]!;
+    };
+    const first = await eventOf();
+    await h.redis.del(...Object.values(userKeys(ben.user.id)));
+    const { redis: gated, atWrite, release } = holdingRebuild(ben.user.id);
+    const rebuilds = { read: 0, joined: 0 };
+    const unread = createUnreadService({ redis: gated, db: h.db, onRebuild: (how) => rebuilds[how]++ });
+    const applyingFirst = unread.applyOne(first);
+    await atWrite; // the first rebuild read one message and sent its write, which Redis has not run yet
+    const second = await eventOf();
+    await h.redis.del(...Object.values(userKeys(ben.user.id))); // the server's own apply of it rebuilt ben: lost again
+    // Joining the first rebuild would leave this caller with whatever its write finds: it reads the database itself.
+    const applyingSecond = unread.applyOne(second);
+    await expect.poll(() => rebuilds.read).toBe(2);
+    expect(rebuilds.joined).toBe(0);
+    release();
+    const applied = await Promise.all([applyingFirst, applyingSecond]);
+    expect(applied.map((a) => a.update.unreadCount)).toEqual([2, 2]);
+    expect((await list(ben.token)).totalUnread).toBe(2);
+  });
+
   it("a rebuild waits for a connection of a busy pool instead of failing after Prisma's default 2 s", async () => {
     const [ann, ben] = [await user("ann"), await user("ben")];
     const direct = await create(ann.token, [ben.user.name]);

@@ -100,6 +100,11 @@ export interface UnreadServiceDeps {
   onResync?: (userId: number) => void;
   /** How many rebuilds may read the database at once (REBUILD_CONCURRENCY unless set). */
   rebuildConcurrency?: number;
+  /**
+   * Each rebuild as it reads the database ("read"), and each caller that found a user's state missing and took the
+   * rebuild already under way for it instead ("joined"): the metrics.
+   */
+  onRebuild?: (how: "read" | "joined") => void;
 }
 
 /**
@@ -158,9 +163,12 @@ export function createUnreadService({
   clock,
   onResync,
   rebuildConcurrency = REBUILD_CONCURRENCY,
+  onRebuild,
 }: UnreadServiceDeps) {
   /** A rebuild's turn to read the database (REBUILD_CONCURRENCY). */
   const rebuildTurn = pLimit(rebuildConcurrency);
+  /** Rebuilds of state found missing that have not yet sent their write, by user: what a caller may join. */
+  const joinable = new Map<number, Promise<RebuildReply>>();
 
   /**
    * The user's memberships (each with its conversation's lastSeq) and the seqs above each cursor of the messages
@@ -249,10 +257,20 @@ export function createUnreadService({
   /**
    * Rebuilds the user's state from the database (rebuild.lua). State fenced by a failover is replaced only from a
    * database read made after seeing it fenced: the first answer names the term, the database is read again. So is
-   * state that Redis lost after the read began (the ticket taken before it is gone with it).
+   * state that Redis lost after the read began (the ticket taken before it is gone with it). Every call reads the
+   * database afresh (reconciliation's merge after a replace needs a read made after its own write).
    */
-  async function rebuild(userId: number, mode: "merge" | "replace" = "merge"): Promise<RebuildReply> {
-    let reply = await rebuildOnce(userId, mode);
+  function rebuild(userId: number, mode: "merge" | "replace" = "merge"): Promise<RebuildReply> {
+    return rebuildFrom(userId, mode);
+  }
+
+  /** `rebuild`, calling `beforeWrite` just before its first rebuild.lua goes out. */
+  async function rebuildFrom(
+    userId: number,
+    mode: "merge" | "replace",
+    beforeWrite?: () => void,
+  ): Promise<RebuildReply> {
+    let reply = await rebuildOnce(userId, mode, undefined, beforeWrite);
     for (let attempt = 0; reply[3] === "fenced"; attempt++) {
       if (attempt === 2)
         throw new Error(`unread state of user ${userId} stays fenced (its master keeps changing, or Redis losing it)`);
@@ -261,12 +279,46 @@ export function createUnreadService({
     return reply;
   }
 
-  async function rebuildOnce(userId: number, mode: "merge" | "replace", term?: string): Promise<RebuildReply> {
+  /**
+   * A rebuild for a caller that found the user's state missing (an apply, a snapshot): it takes a rebuild of the
+   * same user already under way, if that one has not yet sent its write, instead of reading the database again. A
+   * burst of events for one user after Redis lost their keys (many messages in flight to them, all their tabs
+   * resyncing) then reads their memberships once, not once per event, and leaves the turns to other users; for a
+   * user in 5000 conversations one read is some 100 ms (docs/benchmarks.md, "A twenty-third look").
+   *
+   * The caller needs the state to exist, not a read made after its event: the event committed before its apply, and
+   * every caller applies its event (or reads its snapshot) after the rebuild, so one the read missed is applied on
+   * top (an apply is idempotent). Once the write has gone out the rebuild is not joined: state missing after that
+   * was lost again (or was never written, a fenced write being retried), and a caller then starts a rebuild of its
+   * own. A rebuild that fails fails its joiners with it, as their own would have.
+   */
+  function rebuildMissing(userId: number): Promise<RebuildReply> {
+    const running = joinable.get(userId);
+    if (running) {
+      onRebuild?.("joined");
+      return running;
+    }
+    const closeJoin = () => {
+      if (joinable.get(userId) === shared) joinable.delete(userId);
+    };
+    const shared = rebuildFrom(userId, "merge", closeJoin);
+    joinable.set(userId, shared);
+    shared.then(closeJoin, closeJoin);
+    return shared;
+  }
+
+  async function rebuildOnce(
+    userId: number,
+    mode: "merge" | "replace",
+    term?: string,
+    beforeWrite?: () => void,
+  ): Promise<RebuildReply> {
     // Before the read: if Redis loses the user's keys after it, the ticket goes with them and the write is refused.
     const ticket = await redis.tallyTicket(userKeys(userId, prefix).meta, newEpoch());
     // Keys lost while this waits for its turn take the ticket with them: rebuild.lua then answers "fenced", unless
     // another rebuild has written the state again meanwhile, which it merges into (by maxima, so safely).
     const { rows, mentions, left, unread } = await rebuildTurn(async () => {
+      onRebuild?.("read");
       const read = await membershipsAndMentions(userId);
       return {
         ...read,
@@ -301,6 +353,7 @@ export function createUnreadService({
       args.push(...live);
     }
     const fence = [...(term === undefined ? [] : ["term", term]), "ticket", ticket];
+    beforeWrite?.();
     return redis.tallyRebuild(...rebuildScriptKeys(userId, prefix), newEpoch(), mode, ...fence, ...args);
   }
 
@@ -319,7 +372,7 @@ export function createUnreadService({
     // State was missing: the rebuild reads the database, which already holds this event. If the event is late,
     // for a conversation the user has left since, the rebuild marked it "gone" from the departures, and the
     // apply ignores it.
-    const rebuilt = await rebuild(userId);
+    const rebuilt = await rebuildMissing(userId);
     result = updateOf(conversationId, await redis.tallyApply(...applyArgs(event)));
     if (!result) throw new Error(`unread state of user ${userId} vanished right after its rebuild`);
     return { userId, update: result.update, changed: result.changed || rebuilt[3] !== "unchanged" };
@@ -437,7 +490,7 @@ export function createUnreadService({
       // Missing (-1) or a stored sum that drifted from its parts (-2): both are fixed from the database. A repaired
       // drift may have reached the user's other tabs in pushes (apply.lua keeps a drift as it finds it): they resync.
       const drifted = state === -2;
-      await rebuild(userId);
+      await (drifted ? rebuild(userId) : rebuildMissing(userId));
       if (drifted) onResync?.(userId);
       state = await read();
     }
@@ -480,5 +533,19 @@ export function createUnreadService({
     return reply;
   }
 
-  return { applyOne, applyMany, applyAndPublish, stamp, snapshot, view, rebuild, remove, truth, inspect, ttlMs };
+  return {
+    applyOne,
+    applyMany,
+    applyAndPublish,
+    stamp,
+    snapshot,
+    view,
+    rebuild,
+    remove,
+    truth,
+    inspect,
+    ttlMs,
+    /** Rebuilds waiting for a turn to read the database (those reading not counted): the metrics. */
+    rebuildsWaiting: () => rebuildTurn.pendingCount,
+  };
 }

@@ -16,6 +16,7 @@ function instance() {
     outbox: async () => ({ pending: 0, parked: 0 }),
     sockets: () => 0,
     sendsWaiting: () => 0,
+    rebuildsWaiting: () => 0,
   });
   return {
     registry: metrics.registry,
