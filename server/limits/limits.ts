@@ -220,10 +220,9 @@ export function createLimits({
     async charge(name: LimitName, subject: LimitSubject, points: number): Promise<void> {
       if (points > 0) await limiter(name).penalty(limitSubject(subject), points);
     },
-    /** Throws `rate_limited` when the subject is already over the limit, without counting a call. */
-    async check(name: LimitName, subject: LimitSubject): Promise<void> {
-      const res = await limiter(name).get(limitSubject(subject));
-      if (res && res.consumedPoints >= rules[name].points) throw refuse(name, res);
+    /** Gives back a point `consume` took for a call that turned out not to count (not for leased limits). */
+    async refund(name: LimitName, subject: LimitSubject): Promise<void> {
+      await limiter(name).reward(limitSubject(subject), 1);
     },
     /** Forgets the subject's count (a successful sign-in clears its failures). */
     async reset(name: LimitName, subject: LimitSubject): Promise<void> {

@@ -15,18 +15,24 @@ export function sessionActions(deps: { sessions: SessionService; limits: Limits;
       return deps.sessions.signUp(name, password);
     },
 
-    /** Unknown name and wrong password fail alike; failures per name are limited wherever they come from. */
+    /**
+     * Unknown name and wrong password fail alike; failures per name are limited wherever they come from. An attempt
+     * counts as a failure from before its password is checked until it succeeds: guesses sent all at once are
+     * counted as they arrive, not only once each has failed (checked first and counted after, 29 of them passed
+     * a limit of 10 from one address). A success clears the count; an attempt that ends in another error (the
+     * database unreachable) gives its point back.
+     */
     async signIn(body: unknown, address: string) {
       const { name, password } = parse(credentialsInput, body);
       await deps.limits.consume("signIn", { address });
-      await deps.limits.check("signInFailures", { name });
+      await deps.limits.consume("signInFailures", { name });
       try {
         const session = await deps.sessions.signIn(name, password);
         await deps.limits.reset("signInFailures", { name });
         return session;
       } catch (err) {
-        if (err instanceof AppError && err.code === "unauthorized")
-          await deps.limits.consume("signInFailures", { name }, 1).catch(() => {});
+        if (!(err instanceof AppError && err.code === "unauthorized"))
+          await deps.limits.refund("signInFailures", { name }).catch(() => {});
         throw err;
       }
     },
