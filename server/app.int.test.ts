@@ -339,6 +339,30 @@ describe("access and validation", () => {
     expect(b.title).toBe(alice.user.name);
   });
 
+  it("names people in any letter case, as sign-in does: the same account, and one's own name is still oneself", async () => {
+    const { alice, bob, conv: a } = await aliceAndBob();
+    expect((await direct(bob.token, alice.user.name.toUpperCase())).id).toBe(a.id);
+    const carol = await user("carol");
+    const create = (token: string, memberNames: string[]) =>
+      h.http("/api/conversations", { method: "POST", token, body: JSON.stringify({ memberNames, title: "Cased" }) });
+    const group = await create(alice.token, [
+      bob.user.name.toUpperCase(),
+      carol.user.name,
+      carol.user.name.toUpperCase(),
+    ]);
+    expect(group.status).toBe(200);
+    const names = (group.body.conversation as ConversationDTO).members.map((m) => m.name).sort();
+    expect(names).toEqual([alice.user.name, bob.user.name, carol.user.name].sort());
+    expect(await create(alice.token, [alice.user.name.toUpperCase()])).toMatchObject({
+      status: 400,
+      body: { error: { code: "invalid", message: "Name someone other than yourself to start a conversation with." } },
+    });
+    expect(await create(alice.token, ["Nobody_Here_At_All"])).toMatchObject({
+      status: 404,
+      body: { error: { code: "not_found", message: "No user called 'Nobody_Here_At_All'." } },
+    });
+  });
+
   it("health answers ok when Redis and the database answer", async () => {
     expect(await h.http("/api/health")).toEqual({ status: 200, body: { ok: true } });
   });

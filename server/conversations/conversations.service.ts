@@ -16,14 +16,19 @@ export function createConversationService({ db }: { db: Db }) {
     /** Only the lab opens conversations with its bots; to everyone else a bot account does not exist. */
     options: { withBots?: boolean } = {},
   ): Promise<{ conversationId: number; created: boolean; memberIds: number[] }> {
-    const names = [...new Set(input.memberNames)].filter((n) => n !== creator.name);
-    if (names.length === 0)
+    // A name is one account whatever its letter case (as at sign-in): `BOB` is bob, and the creator's own name in
+    // any case is the creator. Each name once, as first given.
+    const byKey = new Map<string, string>();
+    for (const n of input.memberNames) if (!byKey.has(n.toLowerCase())) byKey.set(n.toLowerCase(), n);
+    byKey.delete(creator.name.toLowerCase());
+    if (byKey.size === 0)
       throw new AppError("invalid", "Name someone other than yourself to start a conversation with.");
-    const users = await db.user.findMany({
-      where: { name: { in: names }, ...(options.withBots ? {} : { isBot: false }) },
-      select: { id: true, name: true },
-    });
-    const missing = names.filter((n) => !users.some((u) => u.name === n));
+    // LOWER("name"), as the unique index User_name_lower_key has it.
+    const users = await db.$queryRaw<{ id: number; name: string }[]>`
+      SELECT "id", "name" FROM "User"
+      WHERE LOWER("name") = ANY(${[...byKey.keys()]}::text[]) AND (${options.withBots === true} OR NOT "isBot")`;
+    const found = new Set(users.map((u) => u.name.toLowerCase()));
+    const missing = [...byKey].filter(([key]) => !found.has(key)).map(([, n]) => n);
     if (missing.length > 0) throw new AppError("not_found", noSuchUsers(missing));
     const memberIds = [creator.id, ...users.map((u) => u.id)];
 
