@@ -399,6 +399,25 @@ describe("accounts, sessions and the front door", () => {
     }
   });
 
+  it("refuses a query parameter given twice, or one the route does not know, `__proto__` included", async () => {
+    const alice = await h.signUp("sec_query_a");
+    const bob = await h.signUp("sec_query_b");
+    const conversationId = await createConversation(h, alice.token, [bob.user.name]);
+    const get = (path: string) => h.http(path, { token: alice.token });
+    expect(await get("/api/users?prefix=sec_query")).toMatchObject({ status: 200 });
+    for (const path of [
+      "/api/users?prefix=sec&prefix=sec_query",
+      "/api/users?prefix=sec_query&__proto__=1",
+      "/api/users?prefix=sec_query&__proto__=1&__proto__=2",
+      "/api/conversations?limit=5&limit=6",
+      "/api/conversations?__proto__=x",
+      `/api/conversations/${conversationId}/messages?__proto__=1`,
+      `/api/conversations/${conversationId}/messages?constructor=1`,
+    ]) {
+      expect(await get(path), path).toMatchObject({ status: 400, body: { ok: false, error: { code: "invalid" } } });
+    }
+  });
+
   it("ignores a malformed session cookie: a valid bearer still works, without one it is 401, never 503", async () => {
     const { token } = await h.signUp("sec_cookie");
     for (const bad of ["%E0%A4%A", "%", '"unterminated', "x".repeat(5000)]) {

@@ -40,7 +40,8 @@ function allowed(routes: { method: string }[]): string {
 
 /** A request's query as an object, for a route's schema to check; a parameter given twice is refused, not picked. */
 function query(url: URL): Record<string, string> {
-  const out: Record<string, string> = {};
+  // Without a prototype, `__proto__` is a parameter like any other (and refused as unknown), not a setter.
+  const out = Object.create(null) as Record<string, string>;
   for (const [key, value] of url.searchParams) {
     if (Object.hasOwn(out, key)) throw new AppError("invalid", `'${key.slice(0, 40)}' is given more than once.`);
     out[key] = value;
@@ -158,7 +159,7 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       method: "GET",
       path: /^\/api\/users$/,
       auth: true,
-      run: ({ url, session }) => deps.users.lookup(session!.user, Object.fromEntries(url.searchParams)),
+      run: ({ url, session }) => deps.users.lookup(session!.user, query(url)),
     },
     { method: "GET", path: /^\/api\/session$/, auth: true, run: async ({ session }) => ({ user: session!.user }) },
     {
