@@ -14,6 +14,12 @@ export class AppError extends Error {
   }
 }
 
+/**
+ * The retry hint of a refusal that ends when something else ends, not with time (a user's sockets at the cap, the
+ * server's one lab run): a suggestion of when to look again.
+ */
+export const RETRY_WHEN_FREED_MS = 5_000;
+
 export const httpStatus: Record<ErrorCode, number> = {
   invalid: 400,
   unauthorized: 401,

@@ -273,6 +273,8 @@ describe("accounts, sessions and the front door", () => {
       error: { code: "not_found", message: "There is no such command." },
     });
     expect(await raw.timeout(5000).emitWithAck("x".repeat(50_000))).toMatchObject({ error: { code: "not_found" } });
+    // Socket.IO listens to "error" itself; it is still no command of Tally's.
+    expect(await raw.timeout(5000).emitWithAck("error", {})).toMatchObject({ error: { code: "not_found" } });
     // One payload and the acknowledgement: a second payload is not ignored.
     expect(await raw.emitWithAck("sync", { limit: 1 }, { junk: true })).toMatchObject({
       ok: false,
@@ -518,7 +520,7 @@ describe("limits per user and per address, across sockets and instances", () => 
     for (let i = 0; i < 10; i++) sockets.push(await h.connect(alice.token, i % 2));
     await expect(h.connect(alice.token, 1)).rejects.toMatchObject({
       message: "rate_limited",
-      data: { code: "rate_limited" },
+      data: { code: "rate_limited", retryAfterMs: 5000 },
     });
 
     const acks = await Promise.all(

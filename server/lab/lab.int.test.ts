@@ -67,6 +67,10 @@ describe("the /lab namespace", () => {
       ok: false,
       error: { code: "not_found" },
     });
+    expect(await lab.emitWithAck("lab:stop", { runId: "" })).toEqual({
+      ok: false,
+      error: { code: "invalid", message: "That is not a run's id." },
+    });
   });
 
   it("runs a comparison, streams samples and reports to every lab tab of the user on both instances", async () => {
@@ -130,6 +134,11 @@ describe("the /lab namespace", () => {
     expect(await stranger.emitWithAck("lab:stop", { runId: started.run.runId })).toMatchObject({
       ok: false,
       error: { code: "forbidden" },
+    });
+    // Nor start one beside it: one run at a time per server, and a hint of when to look again.
+    expect(await stranger.emitWithAck("lab:start", { strategies: ["lua"], workload: {} })).toMatchObject({
+      ok: false,
+      error: { code: "rate_limited", retryAfterMs: 5000 },
     });
     expect(await lab.emitWithAck("lab:stop", { runId: started.run.runId })).toEqual({ ok: true });
     const result = await finished;
@@ -224,7 +233,10 @@ describe("the bots", () => {
       method: "POST",
       body: JSON.stringify({ name: "bot-9-9", password: "long enough" }),
     });
-    expect(signUp).toMatchObject({ status: 400, body: { error: { code: "invalid" } } });
+    expect(signUp).toMatchObject({
+      status: 400,
+      body: { error: { code: "invalid", message: "Names starting with 'bot-' are kept for the lab's bots." } },
+    });
     const signIn = await h.http("/api/session", {
       method: "POST",
       body: JSON.stringify({ name: botName, password: "long enough" }),

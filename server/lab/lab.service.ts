@@ -9,7 +9,7 @@ import type {
   LabStrategyName,
   LabWorkload,
 } from "../contracts/lab.ts";
-import { AppError } from "../errors.ts";
+import { AppError, RETRY_WHEN_FREED_MS } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { IDLE_BOTS, startBots, type Bots, type BotsOptions } from "./bots.ts";
 import { openLabRedis } from "./lab-redis.ts";
@@ -49,7 +49,12 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
     workload: LabWorkload,
     listener: RunListener,
   ): Promise<LabRunInfo> {
-    if (current) throw new AppError("rate_limited", "A lab run is in progress on this server; wait for it or stop it.");
+    if (current)
+      throw new AppError(
+        "rate_limited",
+        "A lab run is in progress on this server; wait for it or stop it.",
+        RETRY_WHEN_FREED_MS,
+      );
     const abort = new AbortController();
     const runId = newRunId();
     const slot = { info: null as unknown as LabRunInfo, ownerId, abort, done: Promise.resolve() };

@@ -51,7 +51,9 @@ export const noInputSchema = z.custom<null | undefined | Record<string, never>>(
   "This command takes no input.",
 );
 export const storyInputSchema = z.strictObject({ scenario: z.enum(["race", "crash", "mute"]) });
-export const stopInputSchema = z.strictObject({ runId: z.string().regex(/^[a-z0-9]{1,32}$/, "runId is a run's id") });
+export const stopInputSchema = z.strictObject({
+  runId: z.string().regex(/^[a-z0-9]{1,32}$/, "That is not a run's id."),
+});
 export const botsInputSchema = z.strictObject({
   rate: z.number().min(0.1).max(20),
   count: int(1, 5).default(3),

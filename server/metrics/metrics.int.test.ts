@@ -98,6 +98,21 @@ describe("/metrics", () => {
     expect((await scrape(h, 0, { "x-forwarded-for": "203.0.113.7" })).status).toBe(404);
     expect((await scrape(h)).status).toBe(200);
   });
+
+  it("answers HEAD as GET without a body, OPTIONS with 204 and other methods with 405, each with Allow", async () => {
+    const url = `${h.instances[0]!.url}/metrics`;
+    const head = await fetch(url, { method: "HEAD" });
+    expect(head.status).toBe(200);
+    expect(head.headers.get("content-type")).toMatch(/^text\/plain/);
+    expect(await head.text()).toBe("");
+    const options = await fetch(url, { method: "OPTIONS" });
+    expect([options.status, options.headers.get("allow")]).toEqual([204, "GET, HEAD, OPTIONS"]);
+    const post = await fetch(url, { method: "POST" });
+    expect([post.status, post.headers.get("allow")]).toEqual([405, "GET, HEAD, OPTIONS"]);
+    // Through a proxy it is still as if there were no such route, whatever the method.
+    const proxied = await fetch(url, { method: "OPTIONS", headers: { "x-forwarded-for": "203.0.113.7" } });
+    expect(proxied.status).toBe(404);
+  });
 });
 
 describe("/metrics with METRICS_TOKEN", () => {

@@ -146,12 +146,23 @@ export function metricsRoute(metrics: Metrics, token: string | undefined) {
     const allowed = token
       ? auth.startsWith("Bearer ") && sameSecret(auth.slice(7), token)
       : LOOPBACK.has(req.socket.remoteAddress ?? "") && req.headers["x-forwarded-for"] === undefined;
-    if (!allowed || req.method !== "GET") {
+    if (!allowed) {
       res.writeHead(404, { "content-type": "text/plain" }).end("Not found");
       return true;
     }
+    // As every endpoint (docs/protocol.md): HEAD where GET, OPTIONS with 204, anything else 405, each with Allow.
+    const allow = "GET, HEAD, OPTIONS";
+    if (req.method === "OPTIONS") {
+      res.writeHead(204, { allow }).end();
+      return true;
+    }
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      res.writeHead(405, { allow, "content-type": "text/plain" }).end("Method not allowed");
+      return true;
+    }
     const body = await metrics.registry.metrics();
-    res.writeHead(200, { "content-type": metrics.registry.contentType }).end(body);
+    res.writeHead(200, { "content-type": metrics.registry.contentType });
+    res.end(req.method === "HEAD" ? undefined : body);
     return true;
   };
 }

@@ -92,7 +92,8 @@ export function answerUnknownCommands(socket: {
 }): void {
   socket.onAny((event, ...args) => {
     const ack = args[args.length - 1];
-    if (typeof ack !== "function" || socket.listenerCount(event) > 0) return;
+    // "error" has a listener of Socket.IO's own (a no-op), yet no command of Tally's answers it.
+    if (typeof ack !== "function" || (event !== "error" && socket.listenerCount(event) > 0)) return;
     (ack as (r: Result) => void)({ ok: false, error: { code: "not_found", message: "There is no such command." } });
   });
 }

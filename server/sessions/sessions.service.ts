@@ -55,7 +55,7 @@ export function createSessionService({ db, now = () => Date.now() }: { db: Db; n
 
   /** Creates an account and signs it in; a name taken in any letter case is `conflict`. */
   async function signUp(name: string, password: string): Promise<{ user: UserDTO; token: string }> {
-    if (BOT_NAME.test(name)) throw new AppError("invalid", "name: names starting with 'bot-' are kept for lab bots.");
+    if (BOT_NAME.test(name)) throw new AppError("invalid", "Names starting with 'bot-' are kept for the lab's bots.");
     if (await findByName(name)) throw new AppError("conflict", `The name ${name} is taken.`);
     const passwordHash = await hashPassword(password);
     let user: UserDTO;

@@ -1,4 +1,5 @@
 import type { Socket } from "socket.io";
+import { RETRY_WHEN_FREED_MS } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { withTimeout } from "../limits/deadline.ts";
 import { oneAtATime } from "../limits/turns.ts";
@@ -6,8 +7,8 @@ import type { SessionService } from "./sessions.service.ts";
 
 type Next = (err?: Error) => void;
 
-function refusal(code: "unauthorized" | "rate_limited" | "unavailable", message: string): Error {
-  return Object.assign(new Error(code), { data: { code, message } });
+function refusal(code: "unauthorized" | "rate_limited" | "unavailable", message: string, retryAfterMs?: number): Error {
+  return Object.assign(new Error(code), { data: { code, message, ...(retryAfterMs ? { retryAfterMs } : {}) } });
 }
 
 /** How long a handshake waits for the count of the user's sockets on every instance (then it is refused). */
@@ -58,7 +59,13 @@ export function requireSession(sessions: SessionService, log: Logger, gate: Sess
           if (socket.conn.readyState !== "open") return next(refusal("unavailable", "The connection closed."));
           // The adapter's own timeout starts only once Redis has said how many instances there are.
           if ((await withTimeout(countSockets(session.user.id), COUNT_MS)) >= maxSockets) {
-            next(refusal("rate_limited", `At most ${maxSockets} connections per user; close a tab or device.`));
+            next(
+              refusal(
+                "rate_limited",
+                `At most ${maxSockets} connections per user; close a tab or device.`,
+                RETRY_WHEN_FREED_MS,
+              ),
+            );
             return;
           }
           admit();
