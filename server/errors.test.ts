@@ -29,6 +29,10 @@ describe("validation errors in words", () => {
     expect(refusal(createConversationInput, { memberNames: [] })).toBe("Name a person to start a conversation with.");
     expect(refusal(createConversationInput, {})).toBe("The list of people is missing.");
     expect(refusal(createConversationInput, { memberNames: ["bob", "b ob"] })).toBe("No user called 'b ob'.");
+    // A name is at most 32 characters: a longer one is quoted only so far, whatever its length.
+    expect(refusal(createConversationInput, { memberNames: ["x".repeat(60_000)] })).toBe(
+      `No user called '${"x".repeat(39)}…'.`,
+    );
     expect(refusal(createConversationInput, { memberNames: Array.from({ length: 51 }, (_, i) => `u${i}`) })).toBe(
       "A conversation can have at most 50 other people.",
     );

@@ -23,7 +23,12 @@ export const userName = z.string().trim().regex(USER_NAME, "A name is 1–32 let
 const memberName = z
   .string()
   .trim()
-  .regex(USER_NAME, { error: (issue) => `No user called '${String(issue.input)}'.` });
+  .regex(USER_NAME, { error: (issue) => `No user called '${shortened(String(issue.input))}'.` });
+
+/** What a message quotes of someone's input: no more than a name's length and a little (a name is 1–32). */
+function shortened(text: string): string {
+  return text.length > 40 ? `${text.slice(0, 39)}…` : text;
+}
 
 /** `GET /api/users?prefix=`: the start of a name, by the same rules as a name. */
 export const userLookupQuery = z.strictObject({
