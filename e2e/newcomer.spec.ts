@@ -107,6 +107,11 @@ test("New suggests only the people the user talks to, by keyboard and by pointer
   await people.fill("nobody_by_that_name");
   await page.getByTestId("create-conversation").click();
   await expect(page.getByTestId("create-error")).toHaveText("No user called 'nobody_by_that_name'.");
+
+  // Escape closes the form (a first Escape only closes an open list of names) and gives focus back to "New".
+  await people.press("Escape");
+  await expect(page.getByTestId("new-conversation-form")).toHaveCount(0);
+  await expect(page.getByTestId("new-conversation")).toBeFocused();
 });
 
 test("the header links to the lab, and signing in from the lab returns there", async ({ alice, newContext, env }) => {

@@ -18,10 +18,10 @@ function Workspace() {
       <RememberOpenConversation />
       <Header />
       <ConnectionBanner />
-      <div className="workspace" data-has-active={hasActive}>
+      <main className="workspace" data-has-active={hasActive}>
         <Sidebar />
         <ConversationPane />
-      </div>
+      </main>
     </div>
   );
 }

@@ -33,7 +33,7 @@ export function Header() {
     <header className="topbar">
       <div className="brand">
         <TallyMark />
-        <span className="brand-name">Tally</span>
+        <h1 className="brand-name">Tally</h1>
         <AppBadge />
       </div>
       <div className="account">

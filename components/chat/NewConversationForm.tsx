@@ -42,7 +42,8 @@ function useNameSuggestions(prefix: string, exclude: string[]): string[] {
   return found.names.filter((n) => !taken.has(n.toLowerCase()) && n !== prefix);
 }
 
-export function NewConversationForm({ onDone }: { onDone: () => void }) {
+/** `onDone` once the conversation is created (it opens); `onCancel` for Cancel and Escape. */
+export function NewConversationForm({ onDone, onCancel }: { onDone: () => void; onCancel: () => void }) {
   const createConversation = useChatStore((s) => s.createConversation);
   const [members, setMembers] = useState("");
   const [title, setTitle] = useState("");
@@ -95,7 +96,19 @@ export function NewConversationForm({ onDone }: { onDone: () => void }) {
   }
 
   return (
-    <form className="new-conversation" onSubmit={submit} noValidate data-testid="new-conversation-form">
+    <form
+      className="new-conversation"
+      onSubmit={submit}
+      noValidate
+      data-testid="new-conversation-form"
+      // Escape closes the form, unless it only closed the list of names (which marks it handled).
+      onKeyDown={(event) => {
+        if (event.key === "Escape" && !event.defaultPrevented) {
+          event.preventDefault();
+          onCancel();
+        }
+      }}
+    >
       <div className="combobox">
         <TextField
           id="member-input"
@@ -152,7 +165,7 @@ export function NewConversationForm({ onDone }: { onDone: () => void }) {
         </p>
       )}
       <div className="form-actions">
-        <button type="button" className="button ghost" onClick={onDone}>
+        <button type="button" className="button ghost" onClick={onCancel}>
           Cancel
         </button>
         <button type="submit" className="button primary" data-testid="create-conversation" disabled={busy}>

@@ -53,9 +53,23 @@ export function ChatProvider({ children }: { children: ReactNode }) {
     // The httpOnly session cookie authenticates the handshake. WebSocket first: it needs no sticky sessions.
     const socket: ChatSocket = io({ transports: ["websocket", "polling"], withCredentials: true });
     const unbind = bindSocket(store, link, socket);
+    // The browser knows at once when the network goes; Socket.IO would notice only when a ping goes unanswered
+    // (some 45 s). Offline: the transport is closed, so the banner says so and sends wait in the queue; Socket.IO
+    // reconnects by itself (at once when the network was not needed, as for a server on this machine). Online: a
+    // fresh attempt now, not after the reconnection backoff.
+    const onOffline = () => {
+      if (socket.connected) socket.io.engine?.close();
+    };
+    const onOnline = () => {
+      if (!socket.connected) socket.disconnect().connect();
+    };
+    window.addEventListener("offline", onOffline);
+    window.addEventListener("online", onOnline);
     // After bindSocket, so that a message is in the store before its notification is decided.
     const stopNotifications = bindNotifications({ store, socket, userId });
     return () => {
+      window.removeEventListener("offline", onOffline);
+      window.removeEventListener("online", onOnline);
       stopNotifications();
       unbind();
     };
