@@ -260,4 +260,11 @@ test("the composer counts characters near the limit and will not send past it", 
   await input(page).press("Backspace");
   await expect(counter).toHaveText("4,000 / 4,000");
   await expect(page.getByTestId("send-button")).toBeEnabled();
+
+  // Nothing to see (spaces, a zero-width space) is no message either: Send is off and Enter sends nothing.
+  await input(page).fill(" \u200b ");
+  await expect(page.getByTestId("send-button")).toBeDisabled();
+  await input(page).press("Enter");
+  await expect(pending(page)).toHaveCount(0);
+  expect(await storedMessages(alice, env.serverA, conversation.id)).toEqual([]);
 });

@@ -9,7 +9,7 @@ import {
   type KeyboardEvent,
   type SyntheticEvent,
 } from "react";
-import { MESSAGE_MAX_LENGTH } from "@/server/contracts/limits";
+import { hasVisibleText, MESSAGE_MAX_LENGTH } from "@/server/contracts/limits";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { selectConversation } from "@/components/store/selectors";
 import { applyMention, mentionOptions, mentionQueryAt, type MentionOption } from "./mention-query";
@@ -47,6 +47,8 @@ export function Composer({ conversationId }: { conversationId: number }) {
   // What the server counts: the trimmed text.
   const length = draft.trim().length;
   const tooLong = length > MESSAGE_MAX_LENGTH;
+  // Spaces, zero-width characters and the like alone: the server refuses them, so Send says so by being off.
+  const blank = !hasVisibleText(draft);
 
   useLayoutEffect(() => {
     const at = placeCaret.current;
@@ -82,7 +84,7 @@ export function Composer({ conversationId }: { conversationId: number }) {
   }
 
   function send() {
-    if (!draft.trim() || tooLong) return;
+    if (blank || tooLong) return;
     // The queue owns the message from here (shown pending, sent when it can be), so the composer is free at once.
     void sendMessage(conversationId, draft);
     setDraft("");
@@ -181,7 +183,7 @@ export function Composer({ conversationId }: { conversationId: number }) {
           type="submit"
           className="button primary"
           data-testid="send-button"
-          disabled={tooLong}
+          disabled={tooLong || blank}
           // Keeps the caret in the textarea when the button is clicked.
           onMouseDown={(e) => e.preventDefault()}
         >
