@@ -76,7 +76,8 @@ const ConversationItem = memo(function ConversationItem({ id }: { id: number }) 
       >
         <span className="conversation-top">
           <span className="conversation-title">
-            {conversation.title}
+            {/* Isolated: a title or message with bidi controls cannot turn the rest of the row around. */}
+            <bdi>{conversation.title}</bdi>
             {conversation.kind === "direct" && conversation.members.some((m) => m.bot) && (
               <span className="bot-tag" data-testid="bot-tag">
                 bot
@@ -93,7 +94,7 @@ const ConversationItem = memo(function ConversationItem({ id }: { id: number }) 
           <span className="conversation-preview">
             {last ? (
               <>
-                <span className="preview-sender">{last.senderName}:</span> {last.content}
+                <span className="preview-sender">{last.senderName}:</span> <bdi>{last.content}</bdi>
               </>
             ) : (
               <span className="preview-empty">No messages yet</span>

@@ -94,9 +94,16 @@ function OpenConversation({ id }: { id: number }) {
   );
 }
 
-function EmptyPane({ text }: { text: string }) {
+function EmptyPane({ text, notice = null }: { text: string; notice?: string | null }) {
   return (
     <section className="pane pane-empty" data-testid="empty-state">
+      <div role="status">
+        {notice && (
+          <p className="gone-notice" data-testid="gone-notice">
+            {notice}
+          </p>
+        )}
+      </div>
       <p>{text}</p>
     </section>
   );
@@ -104,6 +111,7 @@ function EmptyPane({ text }: { text: string }) {
 
 export function ConversationPane() {
   const active = useChatStore(selectActiveConversationId);
-  if (active === null) return <EmptyPane text="Pick a conversation, or start a new one." />;
+  const goneNotice = useChatStore((s) => s.goneNotice);
+  if (active === null) return <EmptyPane text="Pick a conversation, or start a new one." notice={goneNotice} />;
   return <OpenConversation id={active} />;
 }

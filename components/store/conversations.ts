@@ -44,6 +44,7 @@ export const initialConversationsState = {
   conversations: {},
   conversationOrder: [],
   activeConversationId: null,
+  goneNotice: null,
   readRequested: {},
   seenSeq: {},
   conversationErrors: {},
@@ -73,7 +74,8 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
     async function dropOnServer(conversationId: number, request: Promise<Result>): Promise<string | null> {
       get().clearConversationError(conversationId);
       const generation = rt.generation;
-      const res = await request;
+      rt.dropping.add(conversationId);
+      const res = await request.finally(() => rt.dropping.delete(conversationId));
       if (generation !== rt.generation) return null;
       if (!res.ok) {
         set((s) => ({ conversationErrors: { ...s.conversationErrors, [conversationId]: res.error.message } }));
@@ -253,7 +255,7 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
 
       openConversation(conversationId) {
         leaveView(conversationId);
-        set({ activeConversationId: conversationId });
+        set({ activeConversationId: conversationId, goneNotice: null });
         get().clearConversationError(conversationId);
         get().refreshMessages(conversationId);
         get().readIfActive(conversationId);
@@ -261,7 +263,7 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
 
       closeConversation() {
         leaveView(null);
-        set({ activeConversationId: null });
+        set({ activeConversationId: null, goneNotice: null });
       },
 
       async createConversation(input) {
@@ -303,6 +305,12 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
 
         const counted = badgeShare(s, conversationId, false);
         const mentions = s.unreadDetails[conversationId]?.mentionCount ?? 0;
+        // The open conversation going without this tab asking: say why the pane emptied.
+        const title = s.conversations[conversationId]?.title;
+        const goneNotice =
+          s.activeConversationId === conversationId && !rt.dropping.has(conversationId)
+            ? `${title ? `“${title}”` : "This conversation"} is gone: it was deleted, or you left it elsewhere.`
+            : s.goneNotice;
         set((s) => {
           const conversations = without(s.conversations, conversationId);
           return {
@@ -312,6 +320,7 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
                 ? s.conversationOrder
                 : s.conversationOrder.filter((id) => id !== conversationId),
             activeConversationId: s.activeConversationId === conversationId ? null : s.activeConversationId,
+            goneNotice,
             readRequested: without(s.readRequested, conversationId),
             seenSeq: without(s.seenSeq, conversationId),
             conversationErrors: without(s.conversationErrors, conversationId),

@@ -227,3 +227,27 @@ describe("leaving and deleting", () => {
     expect(t.store.getState().conversations[1]).toBeDefined();
   });
 });
+
+describe("the open conversation removed elsewhere", () => {
+  it("says why the pane emptied when another tab or member removed it, not when this tab did", async () => {
+    const t = await synced([conversation(1, { kind: "group", title: "Trip" }), conversation(2), conversation(3)], 3);
+    t.store.getState().openConversation(1);
+    t.store.getState().removeConversation(1);
+    expect(t.store.getState().activeConversationId).toBeNull();
+    expect(t.store.getState().goneNotice).toBe("“Trip” is gone: it was deleted, or you left it elsewhere.");
+    // Opening another conversation forgets the notice.
+    t.store.getState().openConversation(2);
+    expect(t.store.getState().goneNotice).toBeNull();
+
+    // This tab's own delete, with the server's push arriving before its answer: no notice.
+    const deleting = t.store.getState().deleteConversation(2);
+    t.store.getState().removeConversation(2);
+    t.transport.deletes[0]?.resolve({ ok: true });
+    expect(await deleting).toBeNull();
+    expect(t.store.getState().goneNotice).toBeNull();
+
+    // A conversation that was not open goes without a notice.
+    t.store.getState().removeConversation(3);
+    expect(t.store.getState().goneNotice).toBeNull();
+  });
+});

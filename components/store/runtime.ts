@@ -28,6 +28,8 @@ export interface StoreRuntime {
   unreadWatch: Map<number, ReturnType<typeof setTimeout>>;
   /** Conversations removed here; pushes for them that were already on the way must not bring them back. */
   removed: Set<number>;
+  /** Conversations this tab asked the server to leave or delete, until it answers. */
+  dropping: Set<number>;
   /** What the open conversation's message list shows, as it last reported (null: nothing reported yet). */
   view: (OnScreen & { conversationId: number }) | null;
   /** The read cursor (components/store/read-cursor.ts) of each conversation read here. */
@@ -83,6 +85,7 @@ export function createRuntime(deps: ChatStoreDeps): StoreRuntime {
     sync: { token: 0, buffer: [], probes: [], wanted: new Map(), failures: 0, catchUpActive: false, retryTimer: null },
     unreadWatch: new Map(),
     removed: new Set(),
+    dropping: new Set(),
     view: null,
     cursors: new Map(),
     markClears: new Map(),

@@ -141,6 +141,11 @@ export interface ConversationsSlice {
   seenSeq: Record<number, number>;
   /** The server's refusal of the last leave or delete, per conversation. */
   conversationErrors: Record<number, string>;
+  /**
+   * Why the open conversation closed by itself: it was deleted, or its user left it, somewhere other than this tab
+   * (null once another is opened).
+   */
+  goneNotice: string | null;
   openConversation(conversationId: number): void;
   closeConversation(): void;
   /** Resolves with the server's error message, or null once the new conversation is open. */
