@@ -8,8 +8,8 @@ import { Composer } from "./Composer";
 import { MessageList } from "./MessageList";
 
 /**
- * Leave (groups) and delete. The conversation has no creator field, so a group offers "Delete" to every member
- * and the server's refusal is shown to those who may not.
+ * Leave (groups) and delete: "Delete" only where the server would take it (`canDelete`: either member of a direct
+ * conversation, a group's creator); its refusal is still shown should that change meanwhile.
  */
 function ConversationActions({ conversation }: { conversation: ConversationDTO }) {
   const leave = useChatStore((s) => s.leaveConversation);
@@ -39,24 +39,26 @@ function ConversationActions({ conversation }: { conversation: ConversationDTO }
           </span>
         </button>
       )}
-      <button
-        type="button"
-        className="button small ghost danger"
-        data-testid="delete-conversation"
-        disabled={busy}
-        onClick={() =>
-          void run(
-            group
-              ? `Delete “${conversation.title}” and its messages for every member?`
-              : `Delete your conversation with ${conversation.title} and its messages for both of you?`,
-            remove,
-          )
-        }
-      >
-        <span>
-          Delete<span className="wide-only"> conversation</span>
-        </span>
-      </button>
+      {conversation.canDelete && (
+        <button
+          type="button"
+          className="button small ghost danger"
+          data-testid="delete-conversation"
+          disabled={busy}
+          onClick={() =>
+            void run(
+              group
+                ? `Delete “${conversation.title}” and its messages for every member?`
+                : `Delete your conversation with ${conversation.title} and its messages for both of you?`,
+              remove,
+            )
+          }
+        >
+          <span>
+            Delete<span className="wide-only"> conversation</span>
+          </span>
+        </button>
+      )}
     </div>
   );
 }

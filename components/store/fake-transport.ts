@@ -187,6 +187,7 @@ export function conversation(id: number, overrides: Partial<ConversationDTO> = {
     lastMessage: lastSeq > 0 ? message(id, lastSeq) : null,
     // Before every message() of the fakes, so a conversation's messages are newer than its creation.
     createdAt: new Date(Date.UTC(2024, 0, 1, 0, 0, id)).toISOString(),
+    canDelete: true,
     ...overrides,
   };
 }

@@ -96,5 +96,6 @@ export function scriptedConversation(
     ...unread,
     lastMessage: last,
     createdAt: "2026-11-23T08:00:00.000Z",
+    canDelete: true,
   };
 }

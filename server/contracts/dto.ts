@@ -27,6 +27,8 @@ export interface ConversationRow {
   lastSeq: number;
   /** ISO 8601, as `Date.prototype.toISOString` writes it. */
   createdAt: string;
+  /** Who created it (null once that account is gone): the only member who may delete a group. */
+  createdById: number | null;
   /** By user id. A member's `user` is what a client sees of them, and one object may serve every row they are in. */
   memberships: { userId: number; lastReadSeq: number; user: UserDTO }[];
 }
@@ -69,6 +71,7 @@ export function toConversationDTO(
     ...unread,
     lastMessage,
     createdAt: row.createdAt,
+    canDelete: row.kind === "direct" || row.createdById === viewerId,
   };
 }
 

@@ -36,6 +36,8 @@ export interface ConversationDTO {
   lastMessage: MessageDTO | null;
   /** ISO 8601: when it was created; a conversation without messages sorts by it. */
   createdAt: string;
+  /** Whether this user may delete it for everyone: either member of a direct conversation, a group's creator. */
+  canDelete: boolean;
 }
 
 /**

@@ -64,6 +64,12 @@ describe("leaving a group and deleting a conversation", () => {
     const stranger = await h.http(`/api/conversations/${direct.id}`, { method: "DELETE", token: cat.token });
     expect(stranger.body.error.code).toBe("forbidden");
     expect((await list(ben.token)).totalUnread).toBe(2);
+    // What each member's list says they may delete agrees with those answers.
+    const canDelete = async (token: string) =>
+      Object.fromEntries((await list(token)).conversations.map((c) => [c.id, c.canDelete]));
+    expect(await canDelete(ann.token)).toEqual({ [group.id]: true, [direct.id]: true });
+    expect(await canDelete(ben.token)).toEqual({ [group.id]: false, [direct.id]: true });
+    expect(await canDelete(cat.token)).toEqual({ [group.id]: false });
 
     expect((await h.http(`/api/conversations/${direct.id}`, { method: "DELETE", token: ben.token })).status).toBe(200);
     expect((await h.http(`/api/conversations/${group.id}`, { method: "DELETE", token: ann.token })).status).toBe(200);

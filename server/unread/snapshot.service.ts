@@ -76,7 +76,7 @@ const LIST_TYPES = new pg.TypeOverrides();
 LIST_TYPES.setTypeParser(pg.types.builtins.TIMESTAMP, isoOfTimestamp);
 
 /** The list's row of a conversation with its newest message: `FROM` a set of wanted ids, then LISTED_JOINS. */
-const LISTED = `SELECT c."id", c."kind"::TEXT AS "kind", c."title", c."lastSeq", c."createdAt",
+const LISTED = `SELECT c."id", c."kind"::TEXT AS "kind", c."title", c."lastSeq", c."createdAt", c."createdById",
         m."id" AS "lastId", m."senderId" AS "lastSenderId", s."name" AS "lastSenderName", m."content" AS "lastContent",
         m."createdAt" AS "lastCreatedAt", m."clientMsgId" AS "lastClientMsgId"`;
 const LISTED_JOINS = `JOIN "Conversation" c ON c."id" = wanted."id"
@@ -125,6 +125,7 @@ function assemble(listed: pg.QueryResult, memberRows: pg.QueryResult, userRows: 
       title: r.title,
       lastSeq: r.lastSeq,
       createdAt: r.createdAt,
+      createdById: r.createdById,
       memberships: members.get(r.id) ?? [],
     },
     last:
