@@ -20,8 +20,10 @@ test("a message from another user raises the conversation badge, the app badge a
   expect(await sendMessage(bobPage, "are you there")).toBe(2);
   await expectUnread(alicePage, conversation.id, 2);
 
-  // The sender's own messages are never unread for them.
+  // The sender's own messages are never unread for them; their row's preview says "You".
   await expectUnread(bobPage, conversation.id, 0);
+  await expect(conversationItem(bobPage, conversation.id)).toContainText("You: are you there");
+  await expect(conversationItem(alicePage, conversation.id)).toContainText(`${bob.name}: are you there`);
   const [aliceState, bobState] = await Promise.all([alice.snapshot(), bob.snapshot()]);
   expect(aliceState.totalUnread).toBe(2);
   expect(bobState.totalUnread).toBe(0);

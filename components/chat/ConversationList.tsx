@@ -46,6 +46,7 @@ const ConversationItem = memo(function ConversationItem({ id }: { id: number }) 
   const open = useChatStore((s) => s.openConversation);
   const mute = useChatStore((s) => s.mute);
   const markUnread = useChatStore((s) => s.markUnread);
+  const myId = useChatStore((s) => s.user?.id);
   if (!conversation) return null;
   const last = conversation.lastMessage;
   // What the row adds to the app badge: a muted conversation only its mentions.
@@ -94,7 +95,8 @@ const ConversationItem = memo(function ConversationItem({ id }: { id: number }) 
           <span className="conversation-preview">
             {last ? (
               <>
-                <span className="preview-sender">{last.senderName}:</span> <bdi>{last.content}</bdi>
+                <span className="preview-sender">{last.senderId === myId ? "You" : last.senderName}:</span>{" "}
+                <bdi>{last.content}</bdi>
               </>
             ) : (
               <span className="preview-empty">No messages yet</span>
@@ -163,7 +165,9 @@ export function ConversationList() {
   if (order.length === 0) {
     return (
       <p className="sidebar-empty" data-testid="conversation-list-empty">
-        {everSynced ? "No conversations yet. Start one with the button above." : "Loading conversations…"}
+        {everSynced
+          ? "No conversations yet. Press New and type the name of someone with an account here: names are suggested once you share a conversation."
+          : "Loading conversations…"}
       </p>
     );
   }
