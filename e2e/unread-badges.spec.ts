@@ -27,4 +27,12 @@ test("a message from another user raises the conversation badge, the app badge a
   const [aliceState, bobState] = await Promise.all([alice.snapshot(), bob.snapshot()]);
   expect(aliceState.totalUnread).toBe(2);
   expect(bobState.totalUnread).toBe(0);
+
+  // A web address is a link that opens in a new tab and gets nothing of this page; the sentence's "." stays text.
+  await sendMessage(bobPage, "notes at https://example.com/notes.");
+  const link = bobPage.getByTestId("message-link");
+  await expect(link).toHaveText("https://example.com/notes");
+  await expect(link).toHaveAttribute("href", "https://example.com/notes");
+  await expect(link).toHaveAttribute("target", "_blank");
+  await expect(link).toHaveAttribute("rel", "noopener noreferrer nofollow");
 });

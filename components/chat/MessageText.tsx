@@ -1,9 +1,11 @@
 import { Fragment } from "react";
 import { isEveryoneWord, mentionSegments } from "@/server/contracts/mentions";
 import type { ConversationKind } from "@/server/contracts";
+import { linkParts } from "./links";
 
 /**
- * A message's text with its mentions marked (server/contracts/mentions.ts decides what is one). `myName` is the
+ * A message's text with its mentions marked (server/contracts/mentions.ts decides what is one) and its web addresses
+ * made links (./links.ts). `myName` is the
  * signed-in member's name, or null when the message is theirs (the sender never mentions themselves): a mention of
  * them, or `@all`/`@here` in a group, is marked as theirs.
  */
@@ -19,7 +21,21 @@ export function MessageText({
   myName: string | null;
 }) {
   return mentionSegments(content, memberNames, kind).map((segment, i) => {
-    if (segment.mention === null) return <Fragment key={i}>{segment.text}</Fragment>;
+    if (segment.mention === null)
+      return (
+        <Fragment key={i}>
+          {linkParts(segment.text).map((part, j) =>
+            part.href === undefined ? (
+              <Fragment key={j}>{part.text}</Fragment>
+            ) : (
+              // A new tab, which gets neither this page (noopener) nor where it came from (noreferrer).
+              <a key={j} href={part.href} target="_blank" rel="noopener noreferrer nofollow" data-testid="message-link">
+                {part.text}
+              </a>
+            ),
+          )}
+        </Fragment>
+      );
     const me = myName !== null && (segment.mention === myName || isEveryoneWord(segment.mention));
     return (
       <span
