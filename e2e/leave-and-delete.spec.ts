@@ -101,9 +101,11 @@ test("deleting a direct conversation removes it for both members and their count
   await expectBadgeSums(alicePage, [3, 1]);
   await expectBadgeSums(bobPage, [1]);
   // Bob had it open: his pane says why it emptied; Alice, who deleted it, needs no telling.
-  await expect(bobPage.getByTestId("gone-notice")).toHaveText(
+  await expect(bobPage.getByTestId("gone-notice")).toContainText(
     `“${alice.name}” is gone: it was deleted, or you left it elsewhere.`,
   );
+  await bobPage.getByTestId("gone-notice-dismiss").click();
+  await expect(bobPage.getByTestId("gone-notice")).toHaveCount(0);
   await expect(alicePage.getByTestId("gone-notice")).toHaveCount(0);
 
   for (const user of [alice, bob]) {

@@ -4,6 +4,7 @@ import { ChatProvider, useChatStore } from "@/components/providers/ChatProvider"
 import { selectSessionStatus } from "@/components/store/selectors";
 import { ConnectionBanner } from "./ConnectionBanner";
 import { ConversationPane } from "./ConversationPane";
+import { GoneNotice } from "./GoneNotice";
 import { Header } from "./Header";
 import { LoginScreen } from "./LoginScreen";
 import { RememberOpenConversation } from "./RememberOpenConversation";
@@ -17,7 +18,11 @@ function Workspace() {
     <div className="app" data-testid="chat-app">
       <RememberOpenConversation />
       <Header />
-      <ConnectionBanner />
+      {/* The grid's one row between the header and the workspace: what the person should know now. */}
+      <div className="notices">
+        <ConnectionBanner />
+        <GoneNotice />
+      </div>
       <main className="workspace" data-has-active={hasActive}>
         <Sidebar />
         <ConversationPane />

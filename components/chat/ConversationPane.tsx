@@ -96,16 +96,9 @@ function OpenConversation({ id }: { id: number }) {
   );
 }
 
-function EmptyPane({ text, notice = null }: { text: string; notice?: string | null }) {
+function EmptyPane({ text }: { text: string }) {
   return (
     <section className="pane pane-empty" data-testid="empty-state">
-      <div role="status">
-        {notice && (
-          <p className="gone-notice" data-testid="gone-notice">
-            {notice}
-          </p>
-        )}
-      </div>
       <p>{text}</p>
     </section>
   );
@@ -113,7 +106,6 @@ function EmptyPane({ text, notice = null }: { text: string; notice?: string | nu
 
 export function ConversationPane() {
   const active = useChatStore(selectActiveConversationId);
-  const goneNotice = useChatStore((s) => s.goneNotice);
-  if (active === null) return <EmptyPane text="Pick a conversation, or start a new one." notice={goneNotice} />;
+  if (active === null) return <EmptyPane text="Pick a conversation, or start a new one." />;
   return <OpenConversation id={active} />;
 }

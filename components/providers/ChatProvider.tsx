@@ -53,12 +53,14 @@ export function ChatProvider({ children }: { children: ReactNode }) {
     // The httpOnly session cookie authenticates the handshake. WebSocket first: it needs no sticky sessions.
     const socket: ChatSocket = io({ transports: ["websocket", "polling"], withCredentials: true });
     const unbind = bindSocket(store, link, socket);
-    // The browser knows at once when the network goes; Socket.IO would notice only when a ping goes unanswered
-    // (some 45 s). Offline: the transport is closed, so the banner says so and sends wait in the queue; Socket.IO
-    // reconnects by itself (at once when the network was not needed, as for a server on this machine). Online: a
-    // fresh attempt now, not after the reconnection backoff.
+    // The browser knows at once when the network goes. Engine.IO closes the transport on "offline" itself, except
+    // for a server on localhost (where the demo and workshops run), which then noticed only when a ping went
+    // unanswered (some 45 s): closed here too, so the banner says offline at once and sends wait in the queue;
+    // Socket.IO reconnects by itself (at once where no network was needed after all). The transport, not the engine:
+    // an engine with writes buffered would wait for them to drain first. Online: a fresh attempt now, not after the
+    // reconnection backoff.
     const onOffline = () => {
-      if (socket.connected) socket.io.engine?.close();
+      if (socket.connected) socket.io.engine?.transport?.close();
     };
     const onOnline = () => {
       if (!socket.connected) socket.disconnect().connect();

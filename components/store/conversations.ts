@@ -74,16 +74,21 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
     async function dropOnServer(conversationId: number, request: Promise<Result>): Promise<string | null> {
       get().clearConversationError(conversationId);
       const generation = rt.generation;
+      // Until its own removal below is done: the push may come before the answer or after it.
       rt.dropping.add(conversationId);
-      const res = await request.finally(() => rt.dropping.delete(conversationId));
-      if (generation !== rt.generation) return null;
-      if (!res.ok) {
-        set((s) => ({ conversationErrors: { ...s.conversationErrors, [conversationId]: res.error.message } }));
-        return res.error.message;
+      try {
+        const res = await request;
+        if (generation !== rt.generation) return null;
+        if (!res.ok) {
+          set((s) => ({ conversationErrors: { ...s.conversationErrors, [conversationId]: res.error.message } }));
+          return res.error.message;
+        }
+        // The server pushes conversation:removed too, but this tab need not wait for it (nor lose it).
+        get().removeConversation(conversationId);
+        return null;
+      } finally {
+        rt.dropping.delete(conversationId);
       }
-      // The server pushes conversation:removed too, but this tab need not wait for it (nor lose it).
-      get().removeConversation(conversationId);
-      return null;
     }
 
     /** The mark this tab shows for the conversation, which a read names so that it cannot clear a newer one. */
@@ -261,6 +266,10 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         get().readIfActive(conversationId);
       },
 
+      dismissGoneNotice() {
+        if (get().goneNotice !== null) set({ goneNotice: null });
+      },
+
       closeConversation() {
         leaveView(null);
         set({ activeConversationId: null, goneNotice: null });
@@ -306,10 +315,9 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         const counted = badgeShare(s, conversationId, false);
         const mentions = s.unreadDetails[conversationId]?.mentionCount ?? 0;
         // The open conversation going without this tab asking: say why the pane emptied.
-        const title = s.conversations[conversationId]?.title;
         const goneNotice =
           s.activeConversationId === conversationId && !rt.dropping.has(conversationId)
-            ? `${title ? `“${title}”` : "This conversation"} is gone: it was deleted, or you left it elsewhere.`
+            ? { title: s.conversations[conversationId]?.title ?? null }
             : s.goneNotice;
         set((s) => {
           const conversations = without(s.conversations, conversationId);

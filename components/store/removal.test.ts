@@ -234,20 +234,37 @@ describe("the open conversation removed elsewhere", () => {
     t.store.getState().openConversation(1);
     t.store.getState().removeConversation(1);
     expect(t.store.getState().activeConversationId).toBeNull();
-    expect(t.store.getState().goneNotice).toBe("“Trip” is gone: it was deleted, or you left it elsewhere.");
+    expect(t.store.getState().goneNotice).toEqual({ title: "Trip" });
     // Opening another conversation forgets the notice.
     t.store.getState().openConversation(2);
     expect(t.store.getState().goneNotice).toBeNull();
 
-    // This tab's own delete, with the server's push arriving before its answer: no notice.
-    const deleting = t.store.getState().deleteConversation(2);
-    t.store.getState().removeConversation(2);
-    t.transport.deletes[0]?.resolve({ ok: true });
-    expect(await deleting).toBeNull();
-    expect(t.store.getState().goneNotice).toBeNull();
-
     // A conversation that was not open goes without a notice.
     t.store.getState().removeConversation(3);
+    expect(t.store.getState().goneNotice).toBeNull();
+  });
+
+  it.each([
+    ["the server's push before its answer", true],
+    ["its answer before the push", false],
+  ])("shows nothing for this tab's own delete, %s", async (_, pushFirst) => {
+    const t = await synced([conversation(1, { kind: "group", title: "Trip" }), conversation(2)], 3);
+    t.store.getState().openConversation(1);
+    const deleting = t.store.getState().deleteConversation(1);
+    if (pushFirst) t.store.getState().removeConversation(1);
+    t.transport.deletes[0]?.resolve({ ok: true });
+    expect(await deleting).toBeNull();
+    if (!pushFirst) t.store.getState().removeConversation(1);
+    expect(t.store.getState().activeConversationId).toBeNull();
+    expect(t.store.getState().goneNotice).toBeNull();
+  });
+
+  it("is dismissed on request", async () => {
+    const t = await synced([conversation(1, { title: "bob" }), conversation(2)], 3);
+    t.store.getState().openConversation(1);
+    t.store.getState().removeConversation(1);
+    expect(t.store.getState().goneNotice).toEqual({ title: "bob" });
+    t.store.getState().dismissGoneNotice();
     expect(t.store.getState().goneNotice).toBeNull();
   });
 });

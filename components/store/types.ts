@@ -142,10 +142,11 @@ export interface ConversationsSlice {
   /** The server's refusal of the last leave or delete, per conversation. */
   conversationErrors: Record<number, string>;
   /**
-   * Why the open conversation closed by itself: it was deleted, or its user left it, somewhere other than this tab
-   * (null once another is opened).
+   * The open conversation closed by itself: it was deleted, or its user left it, somewhere other than this tab; its
+   * title, for the notice that says so (null once another conversation is opened or the notice dismissed).
    */
-  goneNotice: string | null;
+  goneNotice: { title: string | null } | null;
+  dismissGoneNotice(): void;
   openConversation(conversationId: number): void;
   closeConversation(): void;
   /** Resolves with the server's error message, or null once the new conversation is open. */

@@ -34,7 +34,19 @@ describe("hasVisibleText", () => {
   });
 
   it("takes anything that shows, around invisible characters too", () => {
-    for (const text of ["a", "\u200bhi\u200b", "👍", "👨‍👩‍👧", "\u202eolleh", "مرحبا", "·", "\u0301e"]) {
+    for (const text of [
+      "a",
+      "\u200bhi\u200b",
+      "👍",
+      "👨‍👩‍👧",
+      "\u202eolleh",
+      "مرحبا",
+      "·",
+      "\u0301e",
+      "\u06dd",
+      "\u0600",
+      "❤\ufe0f",
+    ]) {
       expect(hasVisibleText(text), JSON.stringify(text)).toBe(true);
       expect(send(text).success, JSON.stringify(text)).toBe(true);
     }

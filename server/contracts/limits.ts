@@ -8,9 +8,16 @@ export const MESSAGE_MAX_LENGTH = 4000;
 
 /**
  * Whether text shows anything: not only whitespace, control characters, format characters (zero-width spaces and
- * joiners, bidi controls, the byte order mark, soft hyphens) and the Hangul fillers. A message of those alone reads
- * as an empty bubble that still counts as unread.
+ * joiners, bidi controls, the byte order mark, soft hyphens), the Hangul fillers, the braille blank and marks that
+ * only modify a neighbour (variation selectors, the grapheme joiner, Mongolian and Khmer ones). A message of those
+ * alone reads as an empty bubble that still counts as unread. The few format and space characters that are drawn
+ * (the Arabic number signs and end of ayah, the Syriac abbreviation mark) count as visible.
  */
 export function hasVisibleText(text: string): boolean {
-  return !/^[\s\p{Cc}\p{Cf}\u115F\u1160\u3164\uFFA0]*$/u.test(text);
+  return (
+    /[\u0600-\u0605\u06DD\u070F\u08E2]/u.test(text) ||
+    !/^(?:[\s\p{Cc}\p{Cf}\u115F\u1160\u3164\uFFA0\u2800]|[\uFE00-\uFE0F]|\u034F|[\u180B-\u180D]|[\u17B4\u17B5])*$/u.test(
+      text,
+    )
+  );
 }

@@ -220,9 +220,15 @@ export function createLimits({
     async charge(name: LimitName, subject: LimitSubject, points: number): Promise<void> {
       if (points > 0) await limiter(name).penalty(limitSubject(subject), points);
     },
-    /** Gives back a point `consume` took for a call that turned out not to count (not for leased limits). */
+    /**
+     * Gives back a point `consume` took for a call that turned out not to count (not for leased limits), unless the
+     * count is at 0 already (cleared or expired meanwhile): the library's reward would take it below 0, a point of
+     * credit for the next window.
+     */
     async refund(name: LimitName, subject: LimitSubject): Promise<void> {
-      await limiter(name).reward(limitSubject(subject), 1);
+      const key = limitSubject(subject);
+      const res = await limiter(name).get(key);
+      if (res && res.consumedPoints > 0) await limiter(name).reward(key, 1);
     },
     /** Forgets the subject's count (a successful sign-in clears its failures). */
     async reset(name: LimitName, subject: LimitSubject): Promise<void> {

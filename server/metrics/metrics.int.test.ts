@@ -109,6 +109,10 @@ describe("/metrics", () => {
     expect([options.status, options.headers.get("allow")]).toEqual([204, "GET, HEAD, OPTIONS"]);
     const post = await fetch(url, { method: "POST" });
     expect([post.status, post.headers.get("allow")]).toEqual([405, "GET, HEAD, OPTIONS"]);
+    expect(await post.json()).toEqual({
+      ok: false,
+      error: { code: "method_not_allowed", message: "POST is not allowed here." },
+    });
     // Through a proxy it is still as if there were no such route, whatever the method.
     const proxied = await fetch(url, { method: "OPTIONS", headers: { "x-forwarded-for": "203.0.113.7" } });
     expect(proxied.status).toBe(404);

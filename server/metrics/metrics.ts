@@ -157,7 +157,10 @@ export function metricsRoute(metrics: Metrics, token: string | undefined) {
       return true;
     }
     if (req.method !== "GET" && req.method !== "HEAD") {
-      res.writeHead(405, { allow, "content-type": "text/plain" }).end("Method not allowed");
+      const message = `${req.method ?? "This method"} is not allowed here.`;
+      res
+        .writeHead(405, { allow, "content-type": "application/json; charset=utf-8" })
+        .end(JSON.stringify({ ok: false, error: { code: "method_not_allowed", message } }));
       return true;
     }
     const body = await metrics.registry.metrics();

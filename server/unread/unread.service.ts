@@ -284,7 +284,7 @@ export function createUnreadService({
    * same user already under way, if that one has not yet sent its write, instead of reading the database again. A
    * burst of events for one user after Redis lost their keys (many messages in flight to them, all their tabs
    * resyncing) then reads their memberships once, not once per event, and leaves the turns to other users; for a
-   * user in 5000 conversations one read is some 100 ms (docs/benchmarks.md, "A twenty-third look").
+   * user in 5000 conversations one read is some 100–300 ms (docs/benchmarks.md, "A twenty-third look").
    *
    * The caller needs the state to exist, not a read made after its event: the event committed before its apply, and
    * every caller applies its event (or reads its snapshot) after the rebuild, so one the read missed is applied on

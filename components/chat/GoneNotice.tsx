@@ -1,0 +1,35 @@
+"use client";
+
+import { useChatStore } from "@/components/providers/ChatProvider";
+
+/**
+ * Says why the open conversation closed by itself (deleted by its creator or the other member, or left in another
+ * tab). Under the header, so a phone, which shows the list once nothing is open, sees it too; the status region is
+ * always there (empty otherwise), so screen readers announce it when it fills.
+ */
+export function GoneNotice() {
+  const notice = useChatStore((s) => s.goneNotice);
+  const dismiss = useChatStore((s) => s.dismissGoneNotice);
+  return (
+    <div className="notice-region" role="status">
+      {notice && (
+        <p className="gone-notice" data-testid="gone-notice">
+          <span>
+            {notice.title === null ? (
+              "This conversation"
+            ) : (
+              // Isolated: a title with bidi controls cannot turn the rest of the sentence around.
+              <>
+                “<bdi>{notice.title}</bdi>”
+              </>
+            )}{" "}
+            is gone: it was deleted, or you left it elsewhere.
+          </span>
+          <button type="button" className="button small ghost" onClick={dismiss} data-testid="gone-notice-dismiss">
+            OK
+          </button>
+        </p>
+      )}
+    </div>
+  );
+}
