@@ -7,6 +7,8 @@ test("the lab runs a small comparison of the four strategies, charts it and repl
   const presenter = await signUp("lab");
   const page = await presenter.context.newPage();
   await page.goto(`${env.serverA}/lab`);
+  // A first-time visitor is told where to start.
+  await expect(page.getByTestId("lab-start-here")).toContainText("Crash between the writes");
 
   await page.getByTestId("lab-operations").fill("1500");
   await page.getByTestId("lab-users").fill("10");

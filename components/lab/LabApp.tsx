@@ -39,6 +39,11 @@ function Body() {
           two-step writes, a per-user lock, WATCH/MULTI and Tally&apos;s Lua scripts. Drift is a badge that disagrees
           with the sum of the list.
         </p>
+        <p className="lab-lead" data-testid="lab-start-here">
+          First time here? Pick the fault &ldquo;Crash between the writes&rdquo; and press <strong>Run</strong>: the
+          naive strategy&apos;s badges drift from their lists, and Lua&apos;s never do. The story mode below the results
+          walks through why, one step at a time.
+        </p>
         <LabGlossary />
         <LabForm />
         <div className="lab-live">
