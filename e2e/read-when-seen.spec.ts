@@ -260,3 +260,47 @@ test("a few unread open at the bottom, still below the divider, and are read at 
   await expectSumsCountingDown(front, 3);
   await expectSumsCountingDown(behind, 3);
 });
+
+test("a reply sent from the divider reads nothing it has not shown, and the cursor moves over it once the rest is read", async ({
+  alice,
+  bob,
+  env,
+}) => {
+  test.setTimeout(120_000);
+  const conversation = await bob.createConversation([alice.name]);
+  const bobSocket = await connect(bob, env.serverB);
+  try {
+    await sendMany(bobSocket, conversation.id, 5, "read before");
+    await markRead(alice, env.serverA, conversation.id, 5);
+    await sendMany(bobSocket, conversation.id, 60, "unread");
+  } finally {
+    bobSocket.disconnect();
+  }
+  const serverCount = async () => (await alice.snapshot(env.serverB)).totalUnread;
+  const front = await alice.openTab(env.serverA, { window: "looking" });
+  await expect(appBadge(front)).toHaveAttribute("data-count", "60");
+  await openConversation(front, conversation.id);
+  const divider = front.getByTestId("unread-divider");
+  await expect(divider).toBeInViewport();
+  // The first screen is read; then the count holds (the rest is below the view).
+  await expect
+    .poll(async () => (await serverCount()) < 60 && (await serverCount()) === (await count(front)))
+    .toBe(true);
+  const left = await serverCount();
+  expect(left).toBeGreaterThan(0);
+
+  // Alice replies from where she is: the list does not jump past what she has not seen, and nothing more is read.
+  await front.getByTestId("message-input").fill("replying to the first ones");
+  await front.getByTestId("send-button").click();
+  await expect(front.locator('[data-testid=message][data-seq="66"]')).toHaveCount(1);
+  await expect(divider).toBeInViewport();
+  expect(await serverCount()).toBe(left);
+  await expect(appBadge(front)).toHaveAttribute("data-count", String(left));
+  expect((await alice.snapshot()).conversations.find((c) => c.id === conversation.id)?.lastReadSeq).toBeLessThan(65);
+
+  // Reading down to the last of bob's messages moves her cursor over her own reply too.
+  for (let i = 0; i < 50 && (await scrollList(front, "bottom")) > 2; i++);
+  await expect.poll(serverCount).toBe(0);
+  await expect(appBadge(front)).toHaveAttribute("data-count", "0");
+  expect((await alice.snapshot()).conversations.find((c) => c.id === conversation.id)?.lastReadSeq).toBe(66);
+});

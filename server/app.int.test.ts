@@ -177,6 +177,36 @@ describe("two instances, one Redis", () => {
     for (const u of await Promise.all(cleared)) expect(u.totalUnread).toBe(0);
   });
 
+  it("a send reads nothing: messages the sender has not seen stay unread until a read passes them", async () => {
+    // Bob has two unseen messages from alice when his reply goes out (sent from the divider, or queued offline).
+    const { bob, conv, sender } = await aliceSendingToBob();
+    const tab = await h.connect(bob.token, 0);
+    await send(sender, conv.id, "one");
+    await send(sender, conv.id, "two");
+    const reply = await send(tab, conv.id, "a reply above what I have not seen");
+    expect(reply).toMatchObject({ ok: true, message: { seq: 3 } });
+    let list = await snapshot(bob.token);
+    expect(list.totalUnread).toBe(2);
+    expect(list.conversations.find((c) => c.id === conv.id)).toMatchObject({ unreadCount: 2, lastReadSeq: 0 });
+    // A read of the first leaves the second; reading the second moves the cursor over his own message too.
+    expect(await tab.emitWithAck("conversation:read", { conversationId: conv.id, seq: 1 })).toMatchObject({
+      ok: true,
+      unread: { unreadCount: 1, totalUnread: 1 },
+    });
+    expect(await tab.emitWithAck("conversation:read", { conversationId: conv.id, seq: 2 })).toMatchObject({
+      ok: true,
+      unread: { unreadCount: 0, totalUnread: 0 },
+    });
+    list = await snapshot(bob.token);
+    expect(list.conversations.find((c) => c.id === conv.id)).toMatchObject({ unreadCount: 0, lastReadSeq: 3 });
+    // Caught up, his next message moves the cursor over it at once.
+    await send(tab, conv.id, "and another");
+    expect((await snapshot(bob.token)).conversations.find((c) => c.id === conv.id)).toMatchObject({
+      unreadCount: 0,
+      lastReadSeq: 4,
+    });
+  });
+
   it("a retried send (same clientMsgId) creates one message and one unread", async () => {
     const { alice, bob, conv, sender } = await aliceSendingToBob();
     const otherTab = await h.connect(alice.token, 1);

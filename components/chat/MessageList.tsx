@@ -8,6 +8,7 @@ import { formatFullDate, formatMessageTime } from "@/components/lib/format";
 import { selectConversation, selectMessageList, selectPending, selectShownUnread } from "@/components/store/selectors";
 import { latestSeq } from "@/components/store/runtime";
 import type { OnScreen } from "@/components/store";
+import { firstUnseenSeq } from "./first-unseen";
 import { MessageText } from "./MessageText";
 import { PendingItem } from "./PendingItem";
 
@@ -93,10 +94,10 @@ export function MessageList({ conversationId }: { conversationId: number }) {
    * not known yet). Fixed then, so the divider stays where reading started until the conversation is left.
    */
   const [divider, setDivider] = useState<number | null | undefined>(() =>
-    countsKnown ? (unseen > 0 ? latest - unseen + 1 : null) : undefined,
+    countsKnown ? firstUnseenSeq(list.items, latest, unseen, userId) : undefined,
   );
   // Opened before the first snapshot (a reload): fixed as soon as the counts arrive.
-  if (divider === undefined && countsKnown) setDivider(unseen > 0 ? latest - unseen + 1 : null);
+  if (divider === undefined && countsKnown) setDivider(firstUnseenSeq(list.items, latest, unseen, userId));
 
   const scroller = useRef<HTMLDivElement>(null);
   const nearBottom = useRef(true);
@@ -229,7 +230,10 @@ export function MessageList({ conversationId }: { conversationId: number }) {
     if (held && held.firstSeq !== firstSeq) {
       anchor.current = null;
       el.scrollTop = el.scrollHeight - held.height + held.top;
-    } else if (nearBottom.current || sent) {
+    } else if (nearBottom.current || (sent && unseen === 0)) {
+      // A send scrolls to it only when nothing unseen lies below the view: a reply from the divider stays put, for
+      // the jump would show the latest message, and the read (up to the highest seq on screen) would take every
+      // message it skipped as seen.
       el.scrollTop = el.scrollHeight;
       nearBottom.current = true;
     }

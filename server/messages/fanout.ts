@@ -8,8 +8,9 @@ import type { Notifier } from "../realtime/notifier.ts";
 import type { UnreadEvent, UnreadService } from "../unread/unread.service.ts";
 
 /**
- * One message as counter events, one per member: the sender's also moves their own cursor to it, and each member
- * the message mentions (its stored Mention rows) gets `mention`.
+ * One message as counter events, one per member: the sender's says it is theirs (`own`: it never counts for them,
+ * and moves their cursor only over nothing unread), and each member the message mentions (its stored Mention rows)
+ * gets `mention`.
  */
 export function messageEvents(
   message: { conversationId: number; seq: number; senderId: number; createdAtMs?: number },
@@ -21,9 +22,9 @@ export function messageEvents(
     userId,
     conversationId: message.conversationId,
     seenSeq: message.seq,
-    readSeq: userId === message.senderId ? message.seq : 0,
+    readSeq: 0,
     ...(message.createdAtMs !== undefined ? { createdAtMs: message.createdAtMs } : {}),
-    ...(mentioned.has(userId) ? { mention: true } : {}),
+    ...(userId === message.senderId ? { own: true } : mentioned.has(userId) ? { mention: true } : {}),
   }));
 }
 
@@ -94,7 +95,7 @@ export function createMessageFanout(deps: {
 
   /**
    * Applies a stored message to every member's counters (one script call each; a pipeline for large groups) and
-   * announces it with the counts it changed. The sender's call also moves their own cursor, so their unread never
+   * announces it with the counts it changed. The sender's call says the message is theirs, so their unread never
    * counts it. A failure here loses nothing: the message is in the database and its outbox entry stays for the
    * relay.
    */

@@ -112,6 +112,55 @@ describe("apply.lua", () => {
     expect((await state(1)).read).toEqual({ "10": "1" });
   });
 
+  const own = async (user: number, conv: number, seq: number) =>
+    counts(await redis.tallyApply(...keysOf(user), conv, seq, 0, 0, 0, "", "own"));
+
+  it("never counts an own message, and moves the cursor over it only when nothing unread lies below it", async () => {
+    await create(1, "e1");
+    // Caught up: the cursor moves over the own message (no set member).
+    expect(await own(1, 10, 1)).toEqual([0, 0, 1, "e1", 0]);
+    expect((await state(1)).read).toEqual({ "10": "1" });
+    // Two messages from others arrive unseen, then the user sends (a reply from the divider, or a message queued
+    // offline): those two stay unread and the own message does not count.
+    await apply(1, 10, 3, 0);
+    expect(await own(1, 10, 4)).toEqual([2, 2, 2, "e1", 0]);
+    expect((await state(1)).read).toEqual({ "10": "1" });
+    expect(await redis.zrange(userKeys(1, prefix).ment, "0", "-1")).toEqual(["0000000010:o0000000004"]);
+    // Another message, then a read of the first unseen one only: 2 are left (3 and 5), not 1 nor 3.
+    expect(await apply(1, 10, 5, 0)).toEqual([3, 3, 3, "e1", 1]);
+    expect(await apply(1, 10, 0, 2)).toEqual([2, 2, 4, "e1", 1]);
+    // Reading up to 3 moves the cursor over the own message at 4, and the set forgets it.
+    expect(await apply(1, 10, 0, 3)).toEqual([1, 1, 5, "e1", 1]);
+    expect((await state(1)).read).toEqual({ "10": "4" });
+    expect(await redis.exists(userKeys(1, prefix).ment)).toBe(0);
+  });
+
+  it("ends in the same state whatever the order of own messages, others' messages and reads", async () => {
+    // Others' 1, 2; own 3; others' 4; own 5, 6; a read of 2; a read of 4. Every order ends at cursor 6, nothing unread.
+    const run = (user: number) => [
+      () => apply(user, 10, 2, 0),
+      () => own(user, 10, 3),
+      () => apply(user, 10, 4, 0),
+      () => own(user, 10, 5),
+      () => own(user, 10, 6),
+      () => apply(user, 10, 0, 2),
+      () => apply(user, 10, 0, 4),
+    ];
+    const orders = [
+      [0, 1, 2, 3, 4, 5, 6],
+      [6, 5, 4, 3, 2, 1, 0],
+      [4, 3, 6, 1, 5, 0, 2],
+      [5, 1, 0, 6, 3, 2, 4],
+    ];
+    for (const [i, order] of orders.entries()) {
+      const user = 20 + i;
+      await create(user, "e1");
+      for (const k of order) await run(user)[k]!();
+      expect(await state(user), `order ${order.join()}`).toMatchObject({ unread: {}, read: { "10": "6" } });
+      expect(await redis.exists(userKeys(user, prefix).ment)).toBe(0);
+    }
+  });
+
   it("ends in the same state whichever of a send and a read lands first", async () => {
     await create(1, "e1");
     await create(2, "e1");
@@ -252,6 +301,26 @@ describe("rebuild.lua", () => {
     expect(await state(1)).toMatchObject({ meta: { total: "3", version: "1", epoch: "e1" }, unread: { "10": "3" } });
   });
 
+  it("counts out the own messages above the cursor, moving the cursor over those right above it", async () => {
+    // lastSeq 5, cursor 1, own messages 2 and 4 (a read that raced a send may leave the cursor right below one).
+    await redis.tallyRebuild(...rebuildKeysOf(1), "e1", "merge", ...tuples([10, 5, 1]), "own", 10, 2, 10, 4);
+    expect(await state(1)).toMatchObject({ meta: { total: "2" }, unread: { "10": "2" }, read: { "10": "2" } });
+    // The same state as the live events build: others' 1, 3, 5 and own 2, 4.
+    await create(2, "e1");
+    for (const [seq, mine] of [
+      [1, false],
+      [2, true],
+      [3, false],
+      [4, true],
+      [5, false],
+    ] as const)
+      await redis.tallyApply(...keysOf(2), 10, seq, 0, 0, 0, "", ...(mine ? (["own"] as const) : []));
+    await apply(2, 10, 0, 1);
+    expect(await redis.hgetall(userKeys(2, prefix).convs)).toEqual(await redis.hgetall(userKeys(1, prefix).convs));
+    expect(await redis.zrange(userKeys(2, prefix).ment, "0", "-1")).toEqual(["0000000010:o0000000004"]);
+    expect(await redis.zrange(userKeys(1, prefix).ment, "0", "-1")).toEqual(["0000000010:o0000000004"]);
+  });
+
   it("merges into existing state without undoing later events, and changes nothing when nothing is new", async () => {
     await create(1, "e1", 10, 5, 2);
     await apply(1, 10, 8, 0); // an event applied after the rebuild read the database
@@ -363,6 +432,8 @@ interface Registers {
   seen: number;
   read: number;
   mentions: Set<number>;
+  /** The user's own messages. */
+  own: Set<number>;
   mute: [version: number, muted: number];
   mark: [version: number, at: number];
   cleared: number;
@@ -371,6 +442,7 @@ const noRegisters = (): Registers => ({
   seen: 0,
   read: 0,
   mentions: new Set(),
+  own: new Set(),
   mute: [0, 0],
   mark: [0, 0],
   cleared: 0,
@@ -379,9 +451,13 @@ const later = (a: [number, number], b: [number, number]) => (b[0] > a[0] || (b[0
 
 /** What the scripts must show for registers: the rule of docs/consistency.md, written independently. */
 function derive(t: Registers) {
-  const mentions = [...t.mentions].filter((s) => s > t.read && s <= t.seen).length;
-  const marked = t.mark[0] > t.cleared && t.read <= t.mark[1];
-  const raw = Math.max(0, t.seen - t.read);
+  // The cursor moves over the own messages right above it.
+  let read = t.read;
+  while (read < t.seen && t.own.has(read + 1)) read++;
+  const mentions = [...t.mentions].filter((s) => s > read && s <= t.seen).length;
+  const own = [...t.own].filter((s) => s > read && s <= t.seen).length;
+  const marked = t.mark[0] > t.cleared && read <= t.mark[1];
+  const raw = Math.max(0, t.seen - read - own);
   const unread = raw === 0 && marked ? 1 : raw;
   const muted = t.mute[1] === 1;
   return { unread, mentions, muted, marked, effective: muted ? mentions : unread };
@@ -393,6 +469,7 @@ type Event = {
   seen: number;
   read: number;
   mention?: boolean;
+  own?: boolean;
   mute?: [number, number];
   mark?: [number, number];
   clear?: number;
@@ -401,6 +478,7 @@ type Event = {
 function applyEvent(e: Event) {
   const parts: (string | number)[] = [];
   if (e.mention) parts.push("mention");
+  if (e.own) parts.push("own");
   if (e.mute) parts.push("mute", ...e.mute);
   if (e.mark) parts.push("mark", ...e.mark);
   if (e.clear !== undefined) parts.push("clear", e.clear);
@@ -409,7 +487,7 @@ function applyEvent(e: Event) {
 
 /**
  * Random events over `count` conversations (ids from `first`), for the randomized comparisons below: 45% new
- * messages (a fifth read by their sender at once, a tenth mentioning), 30% reads, late or repeated, or views, 8%
+ * messages (a fifth the user's own, a tenth of the others mentioning), 30% reads, late or repeated, or views, 8%
  * mutes, 8% marks, 5% reads that clear a mark, and 4% `drift`: the caller writes something wrong from outside the
  * scripts.
  */
@@ -425,7 +503,8 @@ function randomEvents(r: ReturnType<typeof rng>, count: number, first: number) {
     const dice = r.int(0, 99);
     if (dice < 45) {
       lastSeq.set(c, last + 1);
-      return { conv: c, seen: last + 1, read: r.chance(0.2) ? last + 1 : 0, mention: r.chance(0.1) };
+      const own = r.chance(0.2);
+      return { conv: c, seen: last + 1, read: 0, own, mention: !own && r.chance(0.1) };
     }
     if (dice < 75) return { conv: c, seen: r.int(0, last), read: r.int(0, last) };
     if (dice < 83) return { conv: c, seen: 0, read: 0, mute: [++v.mute, r.int(0, 1)] };
@@ -848,17 +927,20 @@ describe("randomized: total == Σ effective and totalMentions == Σ mentions", (
     const conversations = Array.from({ length: 40 }, (_, i) => 100 + i);
     // The database: each conversation's lastSeq, each membership's registers as the statements write them.
     const lastSeq = new Map<number, number>();
-    const db = new Map<string, { read: number; mute: [number, number]; mark: [number, number]; cleared: number }>();
+    const db = new Map<
+      string,
+      { read: number; own: Set<number>; mute: [number, number]; mark: [number, number]; cleared: number }
+    >();
     const dbOf = (u: number, c: number) => {
       const key = `${u}:${c}`;
-      if (!db.has(key)) db.set(key, { read: 0, mute: [0, 0], mark: [0, 0], cleared: 0 });
+      if (!db.has(key)) db.set(key, { read: 0, own: new Set(), mute: [0, 0], mark: [0, 0], cleared: 0 });
       return db.get(key)!;
     };
     // Redis as it must be: the merge of every event delivered so far.
     const merged = new Map<string, Registers>();
     for (const u of users) await create(u, "e1");
     const pending: Event[] = [];
-    const counts = { mentions: 0, mutes: 0, marks: 0, clears: 0 };
+    const counts = { mentions: 0, mutes: 0, marks: 0, clears: 0, ownAbove: 0 };
     try {
       for (let op = 0; op < 10_000; op++) {
         const u = r.pick(users);
@@ -872,14 +954,20 @@ describe("randomized: total == Σ effective and totalMentions == Σ mentions", (
         } else if (dice < 50) {
           const seq = last + 1;
           lastSeq.set(c, seq);
+          // The send statement moves the sender's cursor over their message only from right below it.
           const own = r.chance(0.2);
-          if (own) m.read = seq;
+          if (own) {
+            m.own.add(seq);
+            if (m.read === seq - 1) m.read = seq;
+            else counts.ownAbove++;
+          }
           const mention = !own && r.chance(0.3);
           if (mention) counts.mentions++;
-          event = { user: u, conv: c, seen: seq, read: own ? seq : 0, mention };
+          event = { user: u, conv: c, seen: seq, read: 0, own, mention };
         } else if (dice < 80) {
           // A read, maybe naming a mark (the one the tab shows, or an older one): clears only at the last message.
           m.read = Math.max(m.read, r.int(0, last));
+          while (m.own.has(m.read + 1)) m.read++;
           const named = r.int(0, m.mark[0]);
           if (m.read >= last && named > 0) m.cleared = Math.max(m.cleared, Math.min(named, m.mark[0]));
           if (m.cleared > 0) counts.clears++;
@@ -900,6 +988,7 @@ describe("randomized: total == Σ effective and totalMentions == Σ mentions", (
         t.seen = Math.max(t.seen, event.seen);
         t.read = Math.max(t.read, event.read);
         if (event.mention) t.mentions.add(event.seen);
+        if (event.own) t.own.add(event.seen);
         if (event.mute) t.mute = later(t.mute, event.mute);
         if (event.mark) t.mark = later(t.mark, event.mark);
         if (event.clear !== undefined) t.cleared = Math.max(t.cleared, event.clear);
@@ -916,9 +1005,14 @@ describe("randomized: total == Σ effective and totalMentions == Σ mentions", (
         expect(reply[6], `totalMentions after op ${op}`).toBe(mine.reduce((sum, v) => sum + v.mentions, 0));
         if (op % 500 === 0) await checkSums();
       }
-      // Every delivery that was held back arrives in the end: Redis then holds the database's registers.
+      // Every delivery that was held back arrives in the end: Redis then holds the database's registers, the read
+      // cursor included, though the events came in another order than the statements ran.
       for (const e of pending) await applyEvent(e);
       await checkSums();
+      for (const u of users) {
+        const { read } = await state(u);
+        for (const c of conversations) expect(Number(read[c] ?? 0), `user ${u} #${c} cursor`).toBe(dbOf(u, c).read);
+      }
       for (const u of users) {
         const reply = await snapshotOf(u);
         const shown = new Map<number, unknown>();

@@ -221,12 +221,12 @@ export function snapshotOfRecords(
 }
 
 /** apply.lua's optional named parts after its positional arguments. */
-export type ApplyPart = "mention" | "mute" | "mark" | "clear" | number;
+export type ApplyPart = "mention" | "own" | "mute" | "mark" | "clear" | number;
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
     /**
-     * `parts` (needs all of createdAtMs, ttlMs and nowMs, '' for none): "mention" | "mute", version, 0|1 |
+     * `parts` (needs all of createdAtMs, ttlMs and nowMs, '' for none): "mention" | "own" | "mute", version, 0|1 |
      * "mark", version, atSeq | "clear", version.
      */
     tallyApply(

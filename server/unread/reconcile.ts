@@ -58,7 +58,8 @@ export const NO_STATE: StoredState = { muteVersion: 0, muted: 0, markVersion: 0,
 function expectedOf(t: MembershipTruth) {
   const floor = Math.max(t.lastReadSeq, t.agedSeq);
   const marked = t.markVersion > t.markClearedVersion && t.lastReadSeq <= t.markAt;
-  const unread = Math.max(0, t.lastSeq - floor) || (marked ? 1 : 0);
+  const own = t.ownSeqs.filter((seq) => seq > floor && seq <= t.lastSeq).length;
+  const unread = Math.max(0, t.lastSeq - floor - own) || (marked ? 1 : 0);
   const mentions = t.mentionSeqs.filter((seq) => seq > floor && seq <= t.lastSeq).length;
   return { unread, mentions, muted: t.muted, marked };
 }

@@ -269,6 +269,37 @@ describe("reconciliation", () => {
     expect(again).toMatchObject({ drifted: 0, repaired: 0 });
     expect(again.usersChecked).toBeGreaterThanOrEqual(4);
   });
+  it("takes a database cursor left right below an own message (a read that raced a send) as moved over it", async () => {
+    const [ann, ben] = [await user("ann"), await user("ben")];
+    const c = await create(ann.token, [ben.user.name]);
+    const annSocket = await h.connect(ann.token, 0);
+    const benSocket = await h.connect(ben.token, 1);
+    await send(annSocket, c.id); // 1: ann's
+    await send(benSocket, c.id); // 2: ben's, above ann's unread 1
+    await send(annSocket, c.id); // 3: ann's, above ben's 2, which she has not read
+    expect((await list(ann.token)).totalUnread).toBe(1);
+    // Ann reads 2: her cursor moves over her own 3. Write the raced outcome into the database: cursor 2.
+    expect(await annSocket.emitWithAck("conversation:read", { conversationId: c.id, seq: 2 })).toMatchObject({
+      ok: true,
+      unread: { unreadCount: 0 },
+    });
+    const where = { userId_conversationId: { userId: ann.user.id, conversationId: c.id } };
+    expect((await h.db.membership.findUniqueOrThrow({ where })).lastReadSeq).toBe(3);
+    await h.db.membership.update({ where, data: { lastReadSeq: 2 } });
+
+    const unread = createUnreadService({ redis: h.redis, db: h.db });
+    expect((await unread.truth(ann.user.id)).find((t) => t.conversationId === c.id)).toMatchObject({
+      lastReadSeq: 3,
+      ownSeqs: [],
+    });
+    expect(await reconcile({ db: h.db, unread }, { settleMs: 20 })).toMatchObject({ drifted: 0 });
+    // A rebuild from that database state ends where the live events did.
+    const live = await recordOf(h.redis, ann.user.id, c.id);
+    await h.redis.del(...Object.values(userKeys(ann.user.id)));
+    expect((await list(ann.token)).totalUnread).toBe(0);
+    expect(await recordOf(h.redis, ann.user.id, c.id)).toEqual(live);
+  });
+
   it("finds and repairs drift in a mention count and in the mute register; a muted conversation is not drift", async () => {
     const [ann, ben, cat, dan, eve] = [
       await user("ann"),

@@ -47,6 +47,8 @@ export interface UnreadEvent {
   createdAtMs?: number;
   /** Message `seenSeq` mentions the user. */
   mention?: boolean;
+  /** The user sent message `seenSeq`: it never counts for them (apply.lua's `own`). */
+  own?: boolean;
   /** The membership's registers (a mute, a mark, a read that cleared a mark, or a replay of any). */
   registers?: Partial<MembershipRegisters>;
 }
@@ -60,6 +62,8 @@ export interface MembershipTruth extends MembershipRegisters {
   agedSeq: number;
   /** Seqs above the cursor of the messages that mention the user. */
   mentionSeqs: number[];
+  /** Seqs above the cursor of the user's own messages: they never count. */
+  ownSeqs: number[];
 }
 
 export interface AppliedEvent {
@@ -135,12 +139,24 @@ export function newEpoch(): string {
 
 /** apply.lua's named parts for an event's mention and registers. */
 function applyParts(e: UnreadEvent): ApplyPart[] {
-  const parts: ApplyPart[] = e.mention ? ["mention"] : [];
+  const parts: ApplyPart[] = e.mention ? ["mention"] : e.own ? ["own"] : [];
   const r = e.registers;
   if (r?.muteVersion !== undefined && r.muted !== undefined) parts.push("mute", r.muteVersion, r.muted ? 1 : 0);
   if (r?.markVersion !== undefined && r.markAt !== undefined) parts.push("mark", r.markVersion, r.markAt);
   if (r?.markClearedVersion !== undefined) parts.push("clear", r.markClearedVersion);
   return parts;
+}
+
+/**
+ * A cursor moved over the own messages right above it, as the scripts keep it (includes/unread.lua), and the own
+ * seqs left above it, up to lastSeq. The database keeps its cursors so too, but a read that raced a send may leave
+ * one right below an own message (docs/consistency.md, "Own messages"): the truth is the cursor moved on.
+ */
+export function overOwn(cursor: number, own: readonly number[], lastSeq: number) {
+  let lastReadSeq = cursor;
+  const sorted = [...own].sort((a, b) => a - b);
+  for (const seq of sorted) if (seq === lastReadSeq + 1 && seq <= lastSeq) lastReadSeq = seq;
+  return { lastReadSeq, ownSeqs: sorted.filter((seq) => seq > lastReadSeq && seq <= lastSeq) };
 }
 
 /** The registers as rebuild.lua takes them, after lastSeq and lastReadSeq. */
@@ -172,15 +188,16 @@ export function createUnreadService({
 
   /**
    * The user's memberships (each with its conversation's lastSeq) and the seqs above each cursor of the messages
-   * that mention them, in one snapshot: one REPEATABLE READ transaction. Two reads at two instants (they were run
-   * side by side) could see a message in lastSeq but not its mention, had it committed between them, and a
-   * rebuild would then count the message and never the mention.
+   * that mention them and of their own messages, in one snapshot: one REPEATABLE READ transaction. Two reads at two
+   * instants (they were run side by side) could see a message in lastSeq but not its mention, had it committed
+   * between them, and a rebuild would then count the message and never the mention (or count an own message).
    */
   async function membershipsAndMentions(userId: number): Promise<{
-    rows: Omit<MembershipTruth, "agedSeq" | "mentionSeqs">[];
+    rows: Omit<MembershipTruth, "agedSeq" | "mentionSeqs" | "ownSeqs">[];
     mentions: Map<number, number[]>;
+    own: Map<number, number[]>;
   }> {
-    const [memberships, mentionRows] = await db.$transaction(
+    const [memberships, mentionRows, ownRows] = await db.$transaction(
       [
         db.membership.findMany({
           where: { userId },
@@ -195,22 +212,41 @@ export function createUnreadService({
           SELECT mn."conversationId", mn."seq" FROM "Mention" mn
           JOIN "Membership" mb ON mb."conversationId" = mn."conversationId" AND mb."userId" = mn."userId"
           WHERE mn."userId" = ${userId} AND mn."seq" > mb."lastReadSeq" ORDER BY mn."conversationId", mn."seq"`,
+        // Message_senderId_conversationId_seq_idx: a range per membership, however much the user ever sent.
+        db.$queryRaw<{ conversationId: number; seq: number }[]>`
+          SELECT m."conversationId", m."seq" FROM "Membership" mb
+          JOIN "Message" m ON m."senderId" = mb."userId" AND m."conversationId" = mb."conversationId"
+            AND m."seq" > mb."lastReadSeq"
+          WHERE mb."userId" = ${userId} ORDER BY m."conversationId", m."seq"`,
       ],
       // maxWait: as long as the pool's own wait for a connection (db/prisma.ts), not Prisma's 2 s: a busy pool (a
       // burst of syncs) delays a rebuild rather than failing it and leaving its fan-out to the relay.
       { isolationLevel: "RepeatableRead", maxWait: 10_000 },
     );
-    const mentions = new Map<number, number[]>();
-    for (const r of mentionRows) mentions.set(r.conversationId, [...(mentions.get(r.conversationId) ?? []), r.seq]);
-    return { rows: memberships.map(({ conversation, ...r }) => ({ ...r, lastSeq: conversation.lastSeq })), mentions };
+    const bySeq = (rows: { conversationId: number; seq: number }[]) => {
+      const out = new Map<number, number[]>();
+      for (const r of rows) out.set(r.conversationId, [...(out.get(r.conversationId) ?? []), r.seq]);
+      return out;
+    };
+    return {
+      rows: memberships.map(({ conversation, ...r }) => ({ ...r, lastSeq: conversation.lastSeq })),
+      mentions: bySeq(mentionRows),
+      own: bySeq(ownRows),
+    };
   }
 
-  /** The user's unread messages (above their cursor, within the memberships read before), oldest seq first. */
-  async function unreadMessages(userId: number, bounds: Omit<MembershipTruth, "agedSeq" | "mentionSeqs">[]) {
+  /**
+   * The user's unread messages (above their cursor, within the memberships read before, not their own), oldest seq
+   * first.
+   */
+  async function unreadMessages(
+    userId: number,
+    bounds: Omit<MembershipTruth, "agedSeq" | "mentionSeqs" | "ownSeqs">[],
+  ) {
     const rows = await db.$queryRaw<{ conversationId: number; seq: number; createdAt: Date }[]>`
       SELECT m."conversationId", m."seq", m."createdAt" FROM "Message" m
       JOIN "Membership" mb ON mb."conversationId" = m."conversationId" AND mb."userId" = ${userId}
-      WHERE m."seq" > mb."lastReadSeq" ORDER BY m."conversationId", m."seq"`;
+      WHERE m."seq" > mb."lastReadSeq" AND m."senderId" <> ${userId} ORDER BY m."conversationId", m."seq"`;
     const byConversation = new Map(bounds.map((b) => [b.conversationId, b]));
     return rows
       .filter((r) => {
@@ -232,11 +268,16 @@ export function createUnreadService({
    * expiry, the highest unread seq that expired by `nowMs` (the scripts' clock, read when omitted).
    */
   async function truth(userId: number, nowMs?: number): Promise<MembershipTruth[]> {
-    const { rows, mentions } = await membershipsAndMentions(userId);
-    const withMentions = rows.map((r) => ({
-      ...r,
-      mentionSeqs: (mentions.get(r.conversationId) ?? []).filter((seq) => seq <= r.lastSeq),
-    }));
+    const { rows, mentions, own } = await membershipsAndMentions(userId);
+    const withMentions = rows.map((r) => {
+      const { lastReadSeq, ownSeqs } = overOwn(r.lastReadSeq, own.get(r.conversationId) ?? [], r.lastSeq);
+      return {
+        ...r,
+        lastReadSeq,
+        mentionSeqs: (mentions.get(r.conversationId) ?? []).filter((seq) => seq > lastReadSeq && seq <= r.lastSeq),
+        ownSeqs,
+      };
+    });
     if (ttlMs <= 0) return withMentions.map((r) => ({ ...r, agedSeq: 0 }));
     const cutoff = (nowMs ?? (await expiryNowMs())) - ttlMs;
     const aged = new Map<number, number>();
@@ -317,7 +358,7 @@ export function createUnreadService({
     const ticket = await redis.tallyTicket(userKeys(userId, prefix).meta, newEpoch());
     // Keys lost while this waits for its turn take the ticket with them: rebuild.lua then answers "fenced", unless
     // another rebuild has written the state again meanwhile, which it merges into (by maxima, so safely).
-    const { rows, mentions, left, unread } = await rebuildTurn(async () => {
+    const { rows, mentions, own, left, unread } = await rebuildTurn(async () => {
       onRebuild?.("read");
       const read = await membershipsAndMentions(userId);
       return {
@@ -335,6 +376,8 @@ export function createUnreadService({
     ]);
     const mentionArgs = [...mentions].flatMap(([conversationId, seqs]) => seqs.flatMap((seq) => [conversationId, seq]));
     if (mentionArgs.length > 0) args.push("mentions", ...mentionArgs);
+    const ownArgs = [...own].flatMap(([conversationId, seqs]) => seqs.flatMap((seq) => [conversationId, seq]));
+    if (ownArgs.length > 0) args.push("own", ...ownArgs);
     if (left.length > 0) args.push("gone", ...left);
     if (ttlMs > 0) {
       // Every unread message with its createdAt, except that of those already expired the highest seq per
@@ -441,7 +484,7 @@ export function createUnreadService({
       e.createdAtMs ?? 0,
       ttlMs,
       clock ? clock() : "",
-      e.mention ? "mention" : "",
+      e.mention ? "mention" : e.own ? "own" : "",
     ]);
     let reply: [0 | 1, ...ApplyReply[]];
     try {

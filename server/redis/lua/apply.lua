@@ -14,6 +14,8 @@
           server's TIME)
   ARGV[7..] optional named parts, in any order:
           'mention'                  message ARGV[2] mentions the user
+          'own'                      the user sent message ARGV[2]: it never counts for them, and their cursor
+                                     moves over it only if nothing unread lies below it (includes/unread.lua)
           'mute', version, 0|1       the membership's mute register (the higher version wins)
           'mark', version, atSeq     its mark register (the higher version wins)
           'clear', version           the highest mark a read cleared (max)
@@ -22,8 +24,9 @@
   a new epoch at version 1) and 0 otherwise, and markVersion is the mark's version while the conversation is
   marked unread, else 0; returns { -1 } and writes nothing when the user's state is missing (or fenced: written
   under another replication term, includes/fence.lua): the caller rebuilds it from the database.
-  Idempotent and order-insensitive: seen, read, aged and cleared only grow, mentions only join a set, mute and
-  mark keep the highest version, and every value is a function of those registers (includes/unread.lua), so
+  Idempotent and order-insensitive: seen, read, aged and cleared only grow, mentions and own messages only join a
+  set, mute and mark keep the highest version, the cursor always moves over every own message right above it, and
+  every value is a function of those registers (includes/unread.lua), so
   replaying an event or swapping two events ends in the same state. Events for a
   conversation the user left are ignored.
   Its work does not grow with the user's conversations: it reads and writes the event's conversation (one hash
@@ -39,7 +42,7 @@
 local rcall = redis.call
 --- @include "layout"
 
-local BAD = 'ERR tally apply: expected conversation id, seen seq >= 0, read seq >= 0, createdAt ms >= 0, ttl ms >= 0, now ms >= 0 or empty, then mention | mute version 0|1 | mark version seq | clear version'
+local BAD = 'ERR tally apply: expected conversation id, seen seq >= 0, read seq >= 0, createdAt ms >= 0, ttl ms >= 0, now ms >= 0 or empty, then mention | own | mute version 0|1 | mark version seq | clear version'
 
 local conv = ARGV[1]
 local seen_in = tonumber(ARGV[2])
@@ -56,12 +59,15 @@ if conv == nil or conv == '' or seen_in == nil or read_in == nil or seen_in < 0 
   return redis.error_reply(BAD)
 end
 
-local mention, mute_v, muted, mark_v, mark_at, cleared = false, nil, nil, nil, nil, nil
+local mention, own, mute_v, muted, mark_v, mark_at, cleared = false, false, nil, nil, nil, nil, nil
 local i = 7
 while i <= #ARGV do
   local part = ARGV[i]
   if part == 'mention' then
     mention = true
+    i = i + 1
+  elseif part == 'own' then
+    own = true
     i = i + 1
   elseif part == 'mute' then
     mute_v, muted = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
@@ -79,7 +85,8 @@ while i <= #ARGV do
     return redis.error_reply(BAD)
   end
 end
-if mention and (seen_in < 1 or not numeric(conv)) then return redis.error_reply(BAD) end
+-- Nobody mentions themselves (the mention rule leaves the sender out).
+if (mention or own) and (seen_in < 1 or not numeric(conv)) or (mention and own) then return redis.error_reply(BAD) end
 
 local meta = rcall('HMGET', KEYS[1], 'total', 'version', 'epoch', 'mentions', 'term')
 local total = tonumber(meta[1]) or 0
@@ -88,17 +95,19 @@ local epoch = meta[3]
 local total_mentions = tonumber(meta[4]) or 0
 local raw = rcall('HGET', KEYS[2], conv)
 
--- The common event (only the two registers: a message reaching a member, the sender's cursor moving with it, a
--- view; expiry off) on a single Redis (a cluster node checks its term: the general path), for a conversation that
--- has seen or read something (else it may be gone) and no mentions pending, takes this straight path, the general one below
--- specialised to it: the same registers, rule (includes/unread.lua recompute, with no mention to count) and
--- writes. It calls and defines no function: Redis runs a script's whole body on every call, so each function the
--- includes below define is a new closure each time (docs/benchmarks.md). scripts.int.test.ts checks, event by
--- event, that both paths leave the same state and answer the same.
+-- The common event (only the two registers: a message reaching a member, the sender's own message when nothing
+-- unread lies below it, a view; expiry off) on a single Redis (a cluster node checks its term: the general path),
+-- for a conversation that has seen or read something (else it may be gone) and no mentions or own messages pending,
+-- takes this straight path, the general one below specialised to it: the same registers, rule (includes/unread.lua
+-- recompute, with no mention or own message to count) and writes. It calls and defines no function: Redis runs a
+-- script's whole body on every call, so each function the includes below define is a new closure each time
+-- (docs/benchmarks.md). scripts.int.test.ts checks, event by event, that both paths leave the same state and answer
+-- the same.
+local r = nil
 if ttl == 0 and not (mention or mute_v or mark_v or cleared) and epoch and meta[5] == '-'
   and ((raw and string.sub(raw, 1, 4) ~= '0:0:') or rcall('HEXISTS', KEYS[3], conv) == 0)
   and not (numeric(conv) and rcall('EXISTS', KEYS[5]) == 1) then
-  local r = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+  r = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
   if raw then
     local i = 0
     for n in string.gmatch(raw, '[^:]+') do
@@ -106,6 +115,12 @@ if ttl == 0 and not (mention or mute_v or mark_v or cleared) and epoch and meta[
       r[i] = tonumber(n) or 0
     end
   end
+  -- An own message above something unread joins the own set: the general path.
+  if own then
+    if math.max(r[READ], read_in) >= seen_in - 1 then read_in = math.max(read_in, seen_in) else r = nil end
+  end
+end
+if r then
   local seen, read, aged = math.max(r[SEEN], seen_in), math.max(r[READ], read_in), r[AGED]
   if aged > 0 and aged <= read then aged = 0 end
   local marked = 0
@@ -146,7 +161,7 @@ end
 if not epoch or fenced(meta[5]) then
   return { -1 }
 end
-local r = parse_record(raw)
+r = parse_record(raw)
 -- A conversation marked gone has no registers seen or read (includes/gone.lua drops its record, and no event writes
 -- one after the mark; expiry may still raise `aged` in one from timestamps left behind), so only such a one can be.
 if r[SEEN] == 0 and r[READ] == 0 and rcall('HEXISTS', KEYS[3], conv) == 1 then
@@ -162,9 +177,11 @@ if ttl > 0 then
   E = expiry()
   cutoff = E.now(now_in) - ttl
   if r[READ] ~= read_old then E.forget_times(conv, math.max(read_old, r[AGED]), math.min(r[READ], r[SEEN])) end
-  if seen_in > 0 and created_in > 0 then E.track_message(conv, r, seen_in, created_in, cutoff) end
+  -- An own message never counts, so it never expires.
+  if seen_in > 0 and created_in > 0 and not own then E.track_message(conv, r, seen_in, created_in, cutoff) end
 end
 if mention then extras().add_mention(conv, r, seen_in) end
+if own then extras().add_own(conv, r, seen_in) end
 if mute_v or mark_v or cleared then extras().merge_state(r, mute_v, muted, mark_v, mark_at, cleared) end
 recompute(conv, r)
 put_record(conv, r)

@@ -8,7 +8,7 @@
   ARGV[2]    the payload's head (the sender's JSON and a newline); the published payload is the head, then the
              replies as one JSON array
   ARGV[3..]  seven per member: conversation id, seen seq, read seq, createdAt ms, ttl ms, "now" ms or '', and
-             'mention' when the message mentions the member, else ''
+             'mention' when the message mentions the member, 'own' for its sender, else ''
   Returns { published, reply, reply, ... }: 1 when the delivery was published, then apply.lua's reply for each
   member. Nothing is published when a member's state is missing ({ -1 }: the caller rebuilds it and delivers on
   its own) or when there is no member; a PUBLISH that fails (an ACL without the channel) answers published 0 after
@@ -19,7 +19,7 @@ local members = #KEYS / 5
 for m = 0, members - 1 do
   local k, a = m * 5, 2 + m * 7
   local argv = { ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6] }
-  if ARGV[a + 7] == 'mention' then argv[7] = 'mention' end
+  if ARGV[a + 7] == 'mention' or ARGV[a + 7] == 'own' then argv[7] = ARGV[a + 7] end
   local reply = apply_one({ KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5] }, argv)
   if reply.err then return reply end
   if reply[1] == -1 then missing = true end

@@ -31,7 +31,10 @@ export class Journal {
   readonly deletes: { userId: number; conversationId: number }[] = [];
   /** Highest seq each user asked to read up to, per conversation. */
   readonly readAsked = new Map<string, number>();
-  /** (user, conversation) pairs in which the user tried to send: sending moves the sender's cursor too. */
+  /**
+   * (user, conversation) pairs in which the user tried to send: a send right above the cursor moves it, which
+   * clears a mark unread (it reads no message: simulation.ts checks the cursors).
+   */
   readonly sendAsked = new Set<string>();
   /**
    * Acknowledged mutes and unmutes asked with no other mute of the pair in flight and none before unanswered or
@@ -148,8 +151,8 @@ export class Journal {
   }
 
   /**
-   * A user's count in a conversation can only drop after they read or sent in it, or to 0 as it is removed (the
-   * server pushes the zeroed count before `conversation:removed`).
+   * A user's count in a conversation can only drop after they read or sent in it (a send clears a mark unread), or
+   * to 0 as it is removed (the server pushes the zeroed count before `conversation:removed`).
    */
   mayDrop(userId: number, conversationId: number, to: number): boolean {
     const k = key(userId, conversationId);

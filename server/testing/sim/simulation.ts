@@ -1004,7 +1004,7 @@ class Skip extends Error {}
 interface Truth extends MembershipRegisters {
   lastSeq: number;
   lastReadSeq: number;
-  /** Messages above the cursor, or 1 when that is 0 and the conversation is marked. */
+  /** Others' messages above the cursor, or 1 when that is 0 and the conversation is marked. */
   unread: number;
   /** Messages above the cursor that mention the user. */
   mentions: number;
@@ -1016,7 +1016,8 @@ interface Truth extends MembershipRegisters {
 /**
  * Per user (every user, members of nothing too): conversation → its truth, from the database alone (the registers
  * and mention seqs of unread.service's `truth`, expiry being off here), derived by the rule itself, not by the Lua:
- * marked = markVersion > cleared and cursor ≤ markAt; unread = lastSeq − cursor, or 1 when 0 and marked;
+ * marked = markVersion > cleared and cursor ≤ markAt; unread = lastSeq − cursor − own messages above the cursor, or 1
+ * when 0 and marked;
  * mentions = mention seqs above the cursor up to lastSeq; effective = muted ? mentions : unread.
  */
 async function truthOf(db: Db, redis: RedisClient): Promise<Map<number, Map<number, Truth>>> {
@@ -1026,9 +1027,10 @@ async function truthOf(db: Db, redis: RedisClient): Promise<Map<number, Map<numb
     const mine = new Map<number, Truth>();
     truths.set(user.id, mine);
     for (const m of await unread.truth(user.id)) {
-      const { conversationId, lastSeq, lastReadSeq, mentionSeqs, agedSeq: _aged, ...registers } = m;
+      const { conversationId, lastSeq, lastReadSeq, mentionSeqs, ownSeqs, agedSeq: _aged, ...registers } = m;
       const marked = registers.markVersion > registers.markClearedVersion && lastReadSeq <= registers.markAt;
-      const above = Math.max(0, lastSeq - lastReadSeq);
+      const own = ownSeqs.filter((seq) => seq > lastReadSeq && seq <= lastSeq).length;
+      const above = Math.max(0, lastSeq - lastReadSeq - own);
       const count = above === 0 && marked ? 1 : above;
       const mentions = mentionSeqs.filter((seq) => seq > lastReadSeq && seq <= lastSeq).length;
       mine.set(conversationId, {
@@ -1103,12 +1105,19 @@ async function checkDatabase(db: Db, journal: Journal, report: RoundReport): Pro
       report.problems.push(`user ${a.userId} #${a.conversationId}: cursor ${cursor} below acknowledged read ${a.seq}`);
     }
   }
-  const sent = await db.message.groupBy({ by: ["senderId", "conversationId"], _max: { seq: true } });
-  const ownLast = new Map(sent.map((m) => [pairKey(m.senderId, m.conversationId), m._max.seq ?? 0]));
+  // A cursor moves over the user's own messages right above what they read, and no further: sending reads nothing.
+  const own = new Set(
+    (await db.message.findMany({ select: { senderId: true, conversationId: true, seq: true } })).map(
+      (m) => `${pairKey(m.senderId, m.conversationId)}:${m.seq}`,
+    ),
+  );
   for (const [pair, cursor] of memberships) {
-    const bound = Math.max(journal.readAsked.get(pair) ?? 0, ownLast.get(pair) ?? 0);
+    let bound = journal.readAsked.get(pair) ?? 0;
+    while (own.has(`${pair}:${bound + 1}`)) bound++;
     if (cursor > bound)
-      report.problems.push(`user:conversation ${pair}: cursor ${cursor}, but read or sent only up to ${bound}`);
+      report.problems.push(
+        `user:conversation ${pair}: cursor ${cursor}, but read only up to ${bound} (with their own messages above it)`,
+      );
   }
   const gone = (userId: number, conversationId: number, what: string) => {
     if (!journal.mayRemove(userId, conversationId))

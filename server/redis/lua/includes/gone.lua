@@ -1,6 +1,6 @@
 --[[
   Forgetting a conversation the user is no longer in (`--- @include "gone"`, after "unread" and "ttl"): its record
-  goes with every register and value in it, its mentions and its expiry timestamps, and a "gone" mark (KEYS[3])
+  goes with every register and value in it, its mentions, own messages and its expiry timestamps, and a "gone" mark (KEYS[3])
   makes apply.lua ignore late events for it. Written by remove.lua when the user leaves or the conversation is
   deleted, and by rebuild.lua for the departures the database lists, so the mark survives Redis losing the state
   in between.
@@ -12,8 +12,9 @@ local function drop_conversation(conv)
   if numeric(conv) then
     -- Expiry state from when expiry was on: the registers bound the timestamps it may hold.
     expiry().forget_times(conv, math.max(r[READ], r[AGED]), r[SEEN])
-    local member = extras().mention_member
-    rcall('ZREMRANGEBYLEX', KEYS[5], '[' .. member(conv, 0), '[' .. member(conv, 9999999999))
+    -- Its mentions and own messages: every member from '<conv>:0…' to '<conv>:o9…'.
+    local X = extras()
+    rcall('ZREMRANGEBYLEX', KEYS[5], '[' .. X.mention_member(conv, 0), '[' .. X.own_member(conv, 9999999999))
   end
   rcall('HDEL', KEYS[2], conv)
   rcall('HSET', KEYS[3], conv, 1)

@@ -8,12 +8,17 @@
          indices below, trailing zeros left out; a conversation whose fields are all 0 has no field. One field per
          conversation, so an event reads and writes one hash field, however many registers it touches.
   Registers of a record: seen, read, aged (max-registers), mute (muteVersion, muted: the higher version wins, ties
-  by value), mark (markVersion, markAt: the same) and cleared (max); the mentions set `ment` (grow-only; members at
-  or below max(read, aged) can never count again and are dropped). Derived, and kept in the record so that a
-  snapshot or an event reads them without recomputing, with floor = max(read, aged):
+  by value), mark (markVersion, markAt: the same) and cleared (max); in the zset `ment`, the mentions set (members
+  '<conv>:<seq>'; grow-only; members at or below max(read, aged) can never count again and are dropped) and the
+  own set (members '<conv>:o<seq>': the user's own messages above their cursor; grow-only; members at or below read
+  are dropped). The read cursor absorbs own messages: whenever read + 1 is in the own set, read moves over it, so
+  a send never reads anything (the database keeps its cursor by the same rule, docs/consistency.md "Own
+  messages"). Derived, and kept in the record so that a snapshot or an event reads them without recomputing, with
+  floor = max(read, aged):
     mentions = |{ s in ment(conv) : floor < s <= seen }|
+    own      = |{ s in own(conv) : floor < s <= seen }|   (not stored: counted whenever the rest is)
     marked   = markVersion > cleared and read <= markAt
-    unread   = max(0, seen - floor), or 1 when that is 0 and marked
+    unread   = seen - floor - own, or 1 when that is 0 and marked
     effective = muted and mentions or unread          (what the total sums)
   aged is raised only by unread expiry (includes/ttl.lua); with expiry off it stays 0 and floor = read.
 ]]
@@ -69,8 +74,35 @@ local function extras()
   local function mention_member(conv, seq)
     return string.format('%010d:%010d', tonumber(conv), seq)
   end
+  -- After every mention member of conv in lex order ('o' sorts after the digits), so no mention range meets one.
+  local function own_member(conv, seq)
+    return string.format('%010d:o%010d', tonumber(conv), seq)
+  end
   return {
     mention_member = mention_member,
+    own_member = own_member,
+    -- The user sent message seq of conv: a cursor right below it moves over it (nothing unseen lies between),
+    -- else it joins the own set, to be counted out until the cursor passes it.
+    add_own = function(conv, r, seq)
+      if r[READ] >= seq - 1 then
+        if seq > r[READ] then r[READ] = seq end
+      else
+        rcall('ZADD', KEYS[5], 0, own_member(conv, seq))
+      end
+    end,
+    -- Moves the cursor over the own messages right above it, drops those at or below it, and counts the rest in
+    -- (floor, seen]. The caller recomputes with the cursor it leaves.
+    count_own = function(conv, r)
+      while r[READ] < r[SEEN] and rcall('ZSCORE', KEYS[5], own_member(conv, r[READ] + 1)) do
+        r[READ] = r[READ] + 1
+      end
+      if r[READ] > 0 then
+        rcall('ZREMRANGEBYLEX', KEYS[5], '[' .. own_member(conv, 0), '[' .. own_member(conv, r[READ]))
+      end
+      local floor = math.max(r[READ], r[AGED])
+      if r[SEEN] <= floor then return 0 end
+      return rcall('ZLEXCOUNT', KEYS[5], '(' .. own_member(conv, floor), '[' .. own_member(conv, r[SEEN]))
+    end,
     -- Adds a mention of the user in message seq of conv, unless the cursor (or expiry) is already past it.
     add_mention = function(conv, r, seq)
       if seq > math.max(r[READ], r[AGED]) then rcall('ZADD', KEYS[5], 0, mention_member(conv, seq)) end
@@ -96,16 +128,21 @@ local function extras()
   }
 end
 
--- Derives the record's values from its registers, in place (an aged mark the read cursor has caught up with says
--- nothing more and goes). The caller stores it (put_record).
+-- Derives the record's values from its registers, in place (the cursor moves over own messages right above it; an
+-- aged mark the read cursor has caught up with says nothing more and goes). The caller stores it (put_record).
 local function recompute(conv, r)
+  local X, own = nil, 0
+  if numeric(conv) and rcall('EXISTS', KEYS[5]) == 1 then
+    X = extras()
+    own = X.count_own(conv, r)
+  end
   if r[AGED] > 0 and r[AGED] <= r[READ] then r[AGED] = 0 end
   local floor = math.max(r[READ], r[AGED])
   local mentions = 0
-  if numeric(conv) and rcall('EXISTS', KEYS[5]) == 1 then mentions = extras().count_mentions(conv, r[SEEN], floor) end
+  if X then mentions = X.count_mentions(conv, r[SEEN], floor) end
   local marked = 0
   if r[MARK_V] > r[CLEARED] and r[READ] <= r[MARK_AT] then marked = 1 end
-  local unread = math.max(0, r[SEEN] - floor)
+  local unread = math.max(0, r[SEEN] - floor - own)
   if unread == 0 and marked == 1 then unread = 1 end
   r[UNREAD], r[MENTIONS], r[MARKED] = unread, mentions, marked
 end
