@@ -30,8 +30,11 @@ async function queue(page: Page, text: string): Promise<void> {
 
 /** The conversation's messages as the server stored them, read as `user` through `server`. */
 async function storedMessages(user: TestUser, server: string, conversationId: number): Promise<MessageDTO[]> {
+  // A read, so safe to retry: a keep-alive connection the server closes as it is reused answers ECONNRESET (seen
+  // once in a full run, after the context's last request had been idle for some 25 s).
   const res = await user.context.request.get(`${server}/api/conversations/${conversationId}/messages`, {
     headers: { authorization: `Bearer ${user.token}` },
+    maxRetries: 2,
   });
   expect(res.ok()).toBe(true);
   return ((await res.json()) as { messages: MessageDTO[] }).messages;

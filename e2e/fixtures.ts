@@ -184,7 +184,8 @@ async function signedIn(
       return page;
     },
     async snapshot(server = env.serverA) {
-      return json<Snapshot>(await request.get(`${server}/api/conversations`, { headers }));
+      // maxRetries: a read, retried on ECONNRESET (a keep-alive connection closed as it is reused).
+      return json<Snapshot>(await request.get(`${server}/api/conversations`, { headers, maxRetries: 2 }));
     },
     async createConversation(memberNames, title) {
       const body = await json<{ conversation: ConversationDTO }>(

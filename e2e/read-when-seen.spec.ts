@@ -288,6 +288,9 @@ test("a reply sent from the divider reads nothing it has not shown, and the curs
     .toBe(true);
   const left = await serverCount();
   expect(left).toBeGreaterThan(0);
+  // The README's picture of the divider: TALLY_SCREENSHOTS=<dir> writes it.
+  if (process.env.TALLY_SCREENSHOTS)
+    await front.screenshot({ path: `${process.env.TALLY_SCREENSHOTS}/unread-divider.png` });
 
   // Alice replies from where she is: the list does not jump past what she has not seen, and nothing more is read.
   await front.getByTestId("message-input").fill("replying to the first ones");
