@@ -17,43 +17,22 @@ export function createReadService(deps: { db: Db; unread: UnreadService; notifie
   /**
    * Moves the reader's cursor to max(cursor, seq) clamped to the conversation's lastSeq, and on over the reader's
    * own messages right above it (the cursor never stops right below one: docs/consistency.md, "Own messages"),
-   * durably, with an outbox entry for the counters, in one statement. When the new cursor reaches lastSeq and the
-   * read names a mark (`markVersion`), the same statement clears marks up to it, never above the stored one:
-   * markClearedVersion = GREATEST(markClearedVersion, LEAST(markVersion sent, markVersion stored)); a read sent
-   * before a newer mark cannot clear that mark (docs/consistency.md, "Why a read names the mark it clears").
-   * Returns the cursor, the conversation's lastSeq (both true observations), the cleared register and the id of
-   * its outbox entry.
+   * durably, with an outbox entry for the counters: `tally_read_cursor`
+   * (prisma/migrations/20261204010000_read_cursor_lock), one round trip. It locks the membership before it looks
+   * at the messages, so a send of the reader's committing meanwhile is seen (the send statement locks the same
+   * row). When the new cursor reaches lastSeq and the read names a mark (`markVersion`), the same call clears marks
+   * up to it, never above the stored one: markClearedVersion = GREATEST(markClearedVersion, LEAST(markVersion
+   * sent, markVersion stored)); a read sent before a newer mark cannot clear that mark (docs/consistency.md, "Why a
+   * read names the mark it clears"). Returns the cursor, the conversation's lastSeq (both true observations), the
+   * cleared register and the id of its outbox entry.
    */
   async function moveCursor(reader: UserDTO, conversationId: number, seq: number, markVersion: number | null) {
     const [row] = await db.$queryRaw<
       { lastReadSeq: number; lastSeq: number; markClearedVersion: number; outboxId: number }[]
     >`
-      WITH target AS (
-        SELECT m."userId", m."conversationId", c."lastSeq",
-          LEAST(c."lastSeq", COALESCE((
-            SELECT MIN(x."seq") - 1 FROM "Message" x
-            WHERE x."conversationId" = m."conversationId" AND x."senderId" <> m."userId"
-              AND x."seq" > GREATEST(m."lastReadSeq", LEAST(${seq}::int, c."lastSeq"))
-          ), c."lastSeq")) AS "cursor"
-        FROM "Membership" m JOIN "Conversation" c ON c."id" = m."conversationId"
-        WHERE m."userId" = ${reader.id} AND m."conversationId" = ${conversationId}
-      ), moved AS (
-        UPDATE "Membership" AS m SET
-          "lastReadSeq" = GREATEST(m."lastReadSeq", t."cursor"),
-          "markClearedVersion" = CASE
-            WHEN ${markVersion}::int IS NOT NULL AND GREATEST(m."lastReadSeq", t."cursor") >= t."lastSeq"
-            THEN GREATEST(m."markClearedVersion", LEAST(${markVersion}::int, m."markVersion"))
-            ELSE m."markClearedVersion" END
-        FROM target AS t
-        WHERE m."userId" = t."userId" AND m."conversationId" = t."conversationId"
-        RETURNING m."lastReadSeq", t."lastSeq", m."markClearedVersion"
-      ), outbox AS (
-        INSERT INTO "OutboxEvent" ("kind", "conversationId", "userId", "seq")
-        SELECT 'read'::"OutboxKind", ${conversationId}, ${reader.id}, "lastReadSeq" FROM moved
-        RETURNING "id"
-      )
-      SELECT moved."lastReadSeq", moved."lastSeq", moved."markClearedVersion", outbox."id" AS "outboxId"
-      FROM moved, outbox`;
+      SELECT r_last_read_seq AS "lastReadSeq", r_last_seq AS "lastSeq",
+        r_mark_cleared_version AS "markClearedVersion", r_outbox_id AS "outboxId"
+      FROM tally_read_cursor(${reader.id}::int, ${conversationId}::int, ${seq}::int, ${markVersion}::int)`;
     if (!row) throw new AppError("forbidden", "You are not a member of this conversation.");
     return row;
   }

@@ -269,7 +269,57 @@ describe("reconciliation", () => {
     expect(again).toMatchObject({ drifted: 0, repaired: 0 });
     expect(again.usersChecked).toBeGreaterThanOrEqual(4);
   });
-  it("takes a database cursor left right below an own message (a read that raced a send) as moved over it", async () => {
+  it("a read and a send of the same member see each other, whichever holds the membership's lock first", async () => {
+    const pool = poolOf(h.db);
+    const waiting = async () =>
+      Number(
+        (
+          await pool.query<{ n: string }>(
+            `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          )
+        ).rows[0]!.n,
+      );
+    for (const first of ["send", "read"] as const) {
+      const [ann, ben] = [await user("ann"), await user("ben")];
+      const c = await create(ann.token, [ben.user.name]);
+      const annSocket = await h.connect(ann.token, 0);
+      const benSocket = await h.connect(ben.token, 1);
+      await send(benSocket, c.id);
+      await send(benSocket, c.id); // ann: 1 and 2 unread, her cursor at 0
+      const holder = await pool.connect();
+      try {
+        await holder.query("BEGIN");
+        let other: Promise<unknown>;
+        if (first === "send") {
+          // Ann's message 3, stored and not yet committed: her cursor (0) is not right below it, so it stays.
+          await holder.query(
+            `SELECT * FROM tally_store_messages(ARRAY[$1]::int[], ARRAY[$2]::int[], ARRAY['held-send']::text[], ARRAY['mine']::text[], ARRAY[]::int[])`,
+            [c.id, ann.user.id],
+          );
+          // Her read of 2 waits for that commit, then sees message 3 and moves over it.
+          other = annSocket.emitWithAck("conversation:read", { conversationId: c.id, seq: 2 });
+        } else {
+          // Her read of 2, not yet committed; her send of 3 waits for it, then finds the cursor right below it.
+          await holder.query(`SELECT * FROM tally_read_cursor($1, $2, 2, NULL)`, [ann.user.id, c.id]);
+          other = send(annSocket, c.id);
+        }
+        await expect.poll(waiting, { message: `the ${first === "send" ? "read" : "send"} waits for the lock` }).toBe(1);
+        await holder.query("COMMIT");
+        await other;
+      } finally {
+        holder.release();
+      }
+      const where = { userId_conversationId: { userId: ann.user.id, conversationId: c.id } };
+      expect((await h.db.membership.findUniqueOrThrow({ where })).lastReadSeq, `${first} first`).toBe(3);
+    }
+    // What the held transaction stored reaches Redis through the outbox relay.
+    await expect.poll(() => h.db.outboxEvent.count(), { timeout: 30_000 }).toBe(0);
+    expect(await reconcile({ db: h.db, unread: createUnreadService({ redis: h.redis, db: h.db }) })).toMatchObject({
+      drifted: 0,
+    });
+  });
+
+  it("takes a database cursor left right below an own message as moved over it", async () => {
     const [ann, ben] = [await user("ann"), await user("ben")];
     const c = await create(ann.token, [ben.user.name]);
     const annSocket = await h.connect(ann.token, 0);
@@ -278,7 +328,8 @@ describe("reconciliation", () => {
     await send(benSocket, c.id); // 2: ben's, above ann's unread 1
     await send(annSocket, c.id); // 3: ann's, above ben's 2, which she has not read
     expect((await list(ann.token)).totalUnread).toBe(1);
-    // Ann reads 2: her cursor moves over her own 3. Write the raced outcome into the database: cursor 2.
+    // Ann reads 2: her cursor moves over her own 3. Write what a read racing her send left before the two took the
+    // membership's lock (20261204010000_read_cursor_lock), or a manual edit, into the database: cursor 2.
     expect(await annSocket.emitWithAck("conversation:read", { conversationId: c.id, seq: 2 })).toMatchObject({
       ok: true,
       unread: { unreadCount: 0 },
