@@ -30,10 +30,19 @@ async function connect(user: TestUser, server: string): Promise<ApiSocket> {
   return socket;
 }
 
-/** Sends `count` messages in order; a send refused by the rate limit (60 per 3 s) is tried again. */
-async function sendMany(socket: ApiSocket, conversationId: number, count: number, prefix: string): Promise<void> {
+/**
+ * Sends `count` messages in order, numbered after `prefix`, or after lines of `prefix` in turn; a send refused by the
+ * rate limit (60 per 3 s) is tried again.
+ */
+async function sendMany(
+  socket: ApiSocket,
+  conversationId: number,
+  count: number,
+  prefix: string | readonly string[],
+): Promise<void> {
   for (let i = 1; i <= count; i++) {
-    const input = { conversationId, clientMsgId: randomUUID(), content: `${prefix} ${i}` };
+    const content = typeof prefix === "string" ? `${prefix} ${i}` : `${prefix[(i - 1) % prefix.length]} (${i})`;
+    const input = { conversationId, clientMsgId: randomUUID(), content };
     for (;;) {
       const res = await socket.timeout(10_000).emitWithAck("message:send", input);
       if (res.ok) break;
@@ -272,7 +281,14 @@ test("a reply sent from the divider reads nothing it has not shown, and the curs
   try {
     await sendMany(bobSocket, conversation.id, 5, "read before");
     await markRead(alice, env.serverA, conversation.id, 5);
-    await sendMany(bobSocket, conversation.id, 60, "unread");
+    await sendMany(bobSocket, conversation.id, 60, [
+      "Morning! Did you see the numbers from yesterday?",
+      "The badge test passed on both instances",
+      "I'll push the fix after lunch.",
+      "Can you review the divider styling?",
+      "Looks good to me, ship it.",
+      "One more thing: the jump button should show the count.",
+    ]);
   } finally {
     bobSocket.disconnect();
   }

@@ -5,7 +5,13 @@ import type { ConversationKind, MessageDTO, UserDTO } from "@/server/contracts";
 import { mentionedUserIds } from "@/server/contracts/mentions";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { formatFullDate, formatMessageTime } from "@/components/lib/format";
-import { selectConversation, selectMessageList, selectPending, selectShownUnread } from "@/components/store/selectors";
+import {
+  selectConversation,
+  selectMessageList,
+  selectOthersUnseenBelow,
+  selectPending,
+  selectShownUnread,
+} from "@/components/store/selectors";
 import { latestSeq } from "@/components/store/runtime";
 import type { OnScreen } from "@/components/store";
 import { firstUnseenSeq } from "./first-unseen";
@@ -83,6 +89,7 @@ export function MessageList({ conversationId }: { conversationId: number }) {
   const refresh = useChatStore((s) => s.refreshMessages);
   const setOnScreen = useChatStore((s) => s.setOnScreen);
   const unseen = useChatStore(selectShownUnread(conversationId));
+  const unseenBelow = useChatStore(selectOthersUnseenBelow(conversationId));
   const countsKnown = useChatStore((s) => s.epoch !== null);
   const latest = useChatStore((s) => latestSeq(s, conversationId));
   const conversation = useChatStore(selectConversation(conversationId));
@@ -93,11 +100,14 @@ export function MessageList({ conversationId }: { conversationId: number }) {
    * The first message that was unread when the conversation was opened (null: none; undefined: the counts are
    * not known yet). Fixed then, so the divider stays where reading started until the conversation is left.
    */
+  // Fixed once the counts and the first page are in: the user's own messages among the unread do not count, so the
+  // divider is found by counting back over the loaded messages (first-unseen.ts).
   const [divider, setDivider] = useState<number | null | undefined>(() =>
-    countsKnown ? firstUnseenSeq(list.items, latest, unseen, userId) : undefined,
+    countsKnown && list.loaded ? firstUnseenSeq(list.items, latest, unseen, userId) : undefined,
   );
-  // Opened before the first snapshot (a reload): fixed as soon as the counts arrive.
-  if (divider === undefined && countsKnown) setDivider(firstUnseenSeq(list.items, latest, unseen, userId));
+  // Opened before the first snapshot (a reload) or before the first page: fixed as soon as both are in.
+  if (divider === undefined && countsKnown && list.loaded)
+    setDivider(firstUnseenSeq(list.items, latest, unseen, userId));
 
   const scroller = useRef<HTMLDivElement>(null);
   const nearBottom = useRef(true);
@@ -230,10 +240,10 @@ export function MessageList({ conversationId }: { conversationId: number }) {
     if (held && held.firstSeq !== firstSeq) {
       anchor.current = null;
       el.scrollTop = el.scrollHeight - held.height + held.top;
-    } else if (nearBottom.current || (sent && unseen === 0)) {
-      // A send scrolls to it only when nothing unseen lies below the view: a reply from the divider stays put, for
-      // the jump would show the latest message, and the read (up to the highest seq on screen) would take every
-      // message it skipped as seen.
+    } else if (nearBottom.current || (sent && !unseenBelow)) {
+      // A send scrolls to it only when no message of others' lies unseen below the view: a reply from the divider
+      // stays put, for the jump would show the latest message, and the read (up to the highest seq on screen) would
+      // take every message it skipped as seen.
       el.scrollTop = el.scrollHeight;
       nearBottom.current = true;
     }

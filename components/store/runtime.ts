@@ -119,15 +119,36 @@ export function isBeingRead(state: ChatState, conversationId: number): boolean {
 /**
  * The count a badge shows: the server's, less the messages this tab has seen whose read the server has not
  * applied yet (so a badge counts down as the person scrolls, and a message that arrives on screen never shows up
- * in it). Unread counts are seqs above the cursor (server/redis/lua/apply.lua), so the messages above the highest
- * seen seq bound it; the server's own count wins when it is lower (another tab read further, expiry).
+ * in it). Unread counts are others' messages above the cursor (server/redis/lua/apply.lua), so the messages above
+ * the highest seen seq, less the user's own loaded ones, bound it; the server's own count wins when it is lower (another tab read further, expiry).
  */
 export function shownUnread(state: ChatState, conversationId: number): number {
   const count = state.unreadCounts[conversationId] ?? 0;
   const seen = state.seenSeq[conversationId];
   // A mark counts no message, so nothing seen can explain it away: only the server clears it.
   if (seen === undefined || count === 0 || state.unreadDetails[conversationId]?.markedUnread) return count;
-  return Math.min(count, Math.max(0, latestSeq(state, conversationId) - seen));
+  return Math.min(count, Math.max(0, latestSeq(state, conversationId) - seen - ownAbove(state, conversationId, seen)));
+}
+
+/** The user's own messages loaded above `seq`: they never count (docs/consistency.md, "Own messages"). */
+function ownAbove(state: ChatState, conversationId: number, seq: number): number {
+  const me = state.user?.id;
+  let own = 0;
+  const items = state.messages[conversationId]?.items ?? [];
+  for (let i = items.length - 1; i >= 0 && items[i]!.seq > seq; i--) if (items[i]!.senderId === me) own++;
+  return own;
+}
+
+/**
+ * Messages of others loaded below what this tab has seen and read of the conversation: a send does not scroll past
+ * them (components/chat/MessageList.tsx).
+ */
+export function othersUnseenBelow(state: ChatState, conversationId: number): boolean {
+  const me = state.user?.id;
+  const upTo = Math.max(state.seenSeq[conversationId] ?? 0, state.readRequested[conversationId] ?? 0);
+  const items = state.messages[conversationId]?.items ?? [];
+  for (let i = items.length - 1; i >= 0 && items[i]!.seq > upTo; i--) if (items[i]!.senderId !== me) return true;
+  return false;
 }
 
 /**

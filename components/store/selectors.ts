@@ -1,5 +1,5 @@
 import { EMPTY_LIST } from "./messages";
-import { badgeShare, shownMentions, shownUnread } from "./runtime";
+import { badgeShare, othersUnseenBelow, shownMentions, shownUnread } from "./runtime";
 import type { ChatState, MessageList, PendingMessage } from "./types";
 
 // Selectors must return stable references: zustand re-renders (or loops) on a fresh [] every call.
@@ -46,6 +46,11 @@ export const selectSessionStatus = (s: ChatState) => s.sessionStatus;
 export const selectConnected = (s: ChatState): boolean => s.connected;
 
 export const selectConversation = (id: number) => (s: ChatState) => s.conversations[id];
+/** Others' messages loaded below what this tab has seen and read (runtime.ts `othersUnseenBelow`). */
+export const selectOthersUnseenBelow =
+  (id: number) =>
+  (s: ChatState): boolean =>
+    othersUnseenBelow(s, id);
 export const selectMessageList =
   (id: number) =>
   (s: ChatState): MessageList =>
