@@ -97,11 +97,10 @@ export function MessageList({ conversationId }: { conversationId: number }) {
   const kind = conversation?.kind ?? "direct";
 
   /**
-   * The first message that was unread when the conversation was opened (null: none; undefined: the counts are
-   * not known yet). Fixed then, so the divider stays where reading started until the conversation is left.
+   * The first message that was unread when the conversation was opened (null: none; undefined: the counts or the
+   * first page are not in yet), found by counting back over the loaded messages, the user's own left out
+   * (first-unseen.ts). Fixed then, so the divider stays where reading started until the conversation is left.
    */
-  // Fixed once the counts and the first page are in: the user's own messages among the unread do not count, so the
-  // divider is found by counting back over the loaded messages (first-unseen.ts).
   const [divider, setDivider] = useState<number | null | undefined>(() =>
     countsKnown && list.loaded ? firstUnseenSeq(list.items, latest, unseen, userId) : undefined,
   );

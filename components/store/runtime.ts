@@ -120,7 +120,8 @@ export function isBeingRead(state: ChatState, conversationId: number): boolean {
  * The count a badge shows: the server's, less the messages this tab has seen whose read the server has not
  * applied yet (so a badge counts down as the person scrolls, and a message that arrives on screen never shows up
  * in it). Unread counts are others' messages above the cursor (server/redis/lua/apply.lua), so the messages above
- * the highest seen seq, less the user's own loaded ones, bound it; the server's own count wins when it is lower (another tab read further, expiry).
+ * the highest seen seq, less the user's own loaded ones, bound it; the server's own count wins when it is lower
+ * (another tab read further, expiry).
  */
 export function shownUnread(state: ChatState, conversationId: number): number {
   const count = state.unreadCounts[conversationId] ?? 0;
