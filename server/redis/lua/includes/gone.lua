@@ -1,9 +1,9 @@
 --[[
   Forgetting a conversation the user is no longer in (`--- @include "gone"`, after "unread" and "ttl"): its record
-  goes with every register and value in it, its mentions, own messages and its expiry timestamps, and a "gone" mark (KEYS[3])
-  makes apply.lua ignore late events for it. Written by remove.lua when the user leaves or the conversation is
-  deleted, and by rebuild.lua for the departures the database lists, so the mark survives Redis losing the state
-  in between.
+  goes with every register and value in it, its mentions, its own messages and its expiry timestamps, and a "gone"
+  mark (KEYS[3]) makes apply.lua ignore late events for it. Written by remove.lua when the user leaves or the
+  conversation is deleted, and by rebuild.lua for the departures the database lists, so the mark survives Redis
+  losing the state in between.
 ]]
 
 -- Returns the view of conv before it went ({ unread, mentions, muted, marked, effective }).
