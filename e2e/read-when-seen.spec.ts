@@ -63,6 +63,26 @@ async function markRead(user: TestUser, server: string, conversationId: number, 
   }
 }
 
+/** A conversation bob starts with alice: five messages she has read, then `count` she has not (sendMany's `prefix`). */
+async function readThenUnread(
+  alice: TestUser,
+  bob: TestUser,
+  env: { serverA: string; serverB: string },
+  count: number,
+  prefix: string | readonly string[],
+) {
+  const conversation = await bob.createConversation([alice.name]);
+  const bobSocket = await connect(bob, env.serverB);
+  try {
+    await sendMany(bobSocket, conversation.id, 5, "read before");
+    await markRead(alice, env.serverA, conversation.id, 5);
+    await sendMany(bobSocket, conversation.id, count, prefix);
+  } finally {
+    bobSocket.disconnect();
+  }
+  return conversation;
+}
+
 const count = async (page: Page): Promise<number> => Number(await appBadge(page).getAttribute("data-count"));
 const rowCount = async (page: Page, id: number): Promise<number> =>
   Number(await conversationItem(page, id).getAttribute("data-unread"));
@@ -97,15 +117,7 @@ test("120 unread open at the first of them, and count down only as they scroll i
   env,
 }) => {
   test.setTimeout(180_000);
-  const conversation = await bob.createConversation([alice.name]);
-  const bobSocket = await connect(bob, env.serverB);
-  try {
-    await sendMany(bobSocket, conversation.id, 5, "read before");
-    await markRead(alice, env.serverA, conversation.id, 5);
-    await sendMany(bobSocket, conversation.id, 120, "unread");
-  } finally {
-    bobSocket.disconnect();
-  }
+  const conversation = await readThenUnread(alice, bob, env, 120, "unread");
   const serverCount = async () => (await alice.snapshot(env.serverB)).totalUnread;
   expect(await serverCount()).toBe(120);
 
@@ -276,22 +288,14 @@ test("a reply sent from the divider reads nothing it has not shown, and the curs
   env,
 }) => {
   test.setTimeout(120_000);
-  const conversation = await bob.createConversation([alice.name]);
-  const bobSocket = await connect(bob, env.serverB);
-  try {
-    await sendMany(bobSocket, conversation.id, 5, "read before");
-    await markRead(alice, env.serverA, conversation.id, 5);
-    await sendMany(bobSocket, conversation.id, 60, [
-      "Morning! Did you see the numbers from yesterday?",
-      "The badge test passed on both instances",
-      "I'll push the fix after lunch.",
-      "Can you review the divider styling?",
-      "Looks good to me, ship it.",
-      "One more thing: the jump button should show the count.",
-    ]);
-  } finally {
-    bobSocket.disconnect();
-  }
+  const conversation = await readThenUnread(alice, bob, env, 60, [
+    "Morning! Did you see the numbers from yesterday?",
+    "The badge test passed on both instances",
+    "I'll push the fix after lunch.",
+    "Can you review the divider styling?",
+    "Looks good to me, ship it.",
+    "One more thing: the jump button should show the count.",
+  ]);
   const serverCount = async () => (await alice.snapshot(env.serverB)).totalUnread;
   const front = await alice.openTab(env.serverA, { window: "looking" });
   await expect(appBadge(front)).toHaveAttribute("data-count", "60");
