@@ -256,7 +256,8 @@ declare module "ioredis" {
      * `tallyTicket` gave before the database read, then (conversation, lastSeq, lastReadSeq,
      * muteVersion, muted, markVersion, markAt, markCleared) tuples, then optionally "mentions", (conversation, seq)
      * pairs, then optionally "gone" and conversations, then optionally "ttl", ms, ["now", ms,] (conversation, seq,
-     * createdAt) triples.
+     * createdAt) triples. ioredis flattens an array argument (one level): a long list goes as one array, since a
+     * spread of more than some 100k elements overflows V8's stack.
      */
     tallyRebuild(
       ...args: [
@@ -264,7 +265,7 @@ declare module "ioredis" {
         ...LegacyKeys,
         epoch: string,
         mode: "merge" | "replace",
-        ...rest: (number | string)[],
+        ...rest: (number | string | readonly (number | string)[])[],
       ]
     ): Result<RebuildReply, Context>;
     /**

@@ -476,6 +476,38 @@ describe("a rebuild's read of the database", () => {
     expect(await reconcile({ db: h.db, unread }, { settleMs: 20 })).toMatchObject({ drifted: 0, repaired: 0 });
   });
 
+  it("rebuilds a user mentioned 100 000 times, and one who sent 100 000 messages, and finds no drift in them", async () => {
+    // Within reach of one abuser: the send limit lets 72 000 mentions of a victim through an hour (docs/security.md,
+    // "Mention floods"). As many (conversation, seq) pairs as that once overflowed the stack when spread into one
+    // call, and gathering them was quadratic.
+    const [ann, ben] = [await user("ann"), await user("ben")];
+    const group = await create(ann.token, [ben.user.name], "Flood");
+    const n = 100_000;
+    const own = 1_000; // ben's, after ann's: above his cursor, so listed and not counted
+    await h.db.$executeRawUnsafe(
+      `INSERT INTO "Message" ("conversationId", "seq", "senderId", "clientMsgId", "content")
+       SELECT $1, s, CASE WHEN s <= $3::int THEN $2::int ELSE $4::int END, 'flood-' || s, '@ben' FROM generate_series(1, $3::int + $5::int) s`,
+      group.id, ann.user.id, n, ben.user.id, own,
+    );
+    await h.db.$executeRawUnsafe(
+      `INSERT INTO "Mention" ("userId", "conversationId", "seq") SELECT $1, $2, s FROM generate_series(1, $3) s`,
+      ben.user.id, group.id, n,
+    );
+    await h.db.$executeRawUnsafe(`UPDATE "Conversation" SET "lastSeq" = $1 WHERE "id" = $2`, n + own, group.id);
+    await h.redis.del(...Object.values(userKeys(ben.user.id)));
+
+    const unread = createUnreadService({ redis: h.redis, db: h.db });
+    expect(await unread.rebuild(ben.user.id)).toMatchObject([expect.any(String), 1, n, "created", n]);
+    expect(await h.redis.zcard(userKeys(ben.user.id).ment)).toBe(n + own);
+    const snapshot = await list(ben.token);
+    expect(snapshot).toMatchObject({ totalUnread: n, totalMentions: n });
+    expect(snapshot.conversations.find((c) => c.id === group.id)).toMatchObject({ unreadCount: n, mentionCount: n });
+    // ann sent the 100 000 behind her state's back: merged in as own messages, her cursor moves over them all.
+    expect(await unread.rebuild(ann.user.id)).toMatchObject([expect.any(String), 1, own, "merged", 0]);
+    expect(await list(ann.token)).toMatchObject({ totalUnread: own, totalMentions: 0 });
+    expect(await reconcile({ db: h.db, unread }, { settleMs: 20 })).toMatchObject({ drifted: 0, repaired: 0 });
+  });
+
   it("sees a message and its mention together, also when they commit between its reads", async () => {
     const [ann, ben] = [await user("ann"), await user("ben")];
     const direct = await create(ann.token, [ben.user.name]);

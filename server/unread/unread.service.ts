@@ -223,9 +223,14 @@ export function createUnreadService({
       // burst of syncs) delays a rebuild rather than failing it and leaving its fan-out to the relay.
       { isolationLevel: "RepeatableRead", maxWait: 10_000 },
     );
+    // In place: a user can be mentioned tens of thousands of times (docs/security.md, "Mention floods").
     const bySeq = (rows: { conversationId: number; seq: number }[]) => {
       const out = new Map<number, number[]>();
-      for (const r of rows) out.set(r.conversationId, [...(out.get(r.conversationId) ?? []), r.seq]);
+      for (const r of rows) {
+        const seqs = out.get(r.conversationId);
+        if (seqs) seqs.push(r.seq);
+        else out.set(r.conversationId, [r.seq]);
+      }
       return out;
     };
     return {
@@ -368,17 +373,22 @@ export function createUnreadService({
         unread: ttlMs > 0 ? await unreadMessages(userId, read.rows) : [],
       };
     });
-    const args: (number | string)[] = rows.flatMap((t) => [
-      t.conversationId,
-      t.lastSeq,
-      t.lastReadSeq,
-      ...registerArgs(t),
-    ]);
-    const mentionArgs = [...mentions].flatMap(([conversationId, seqs]) => seqs.flatMap((seq) => [conversationId, seq]));
-    if (mentionArgs.length > 0) args.push("mentions", ...mentionArgs);
-    const ownArgs = [...own].flatMap(([conversationId, seqs]) => seqs.flatMap((seq) => [conversationId, seq]));
-    if (ownArgs.length > 0) args.push("own", ...ownArgs);
-    if (left.length > 0) args.push("gone", ...left);
+    // Built with loops and handed to ioredis as one array (it flattens its arguments): a spread of more than some
+    // 100k elements, into push() or into the call, overflows V8's stack, and a user mentioned tens of thousands of
+    // times has that many (docs/security.md, "Mention floods").
+    const args: (number | string)[] = [];
+    for (const t of rows) args.push(t.conversationId, t.lastSeq, t.lastReadSeq, ...registerArgs(t));
+    const pairs = (tag: string, byConversation: Map<number, number[]>) => {
+      if (byConversation.size === 0) return;
+      args.push(tag);
+      for (const [conversationId, seqs] of byConversation) for (const seq of seqs) args.push(conversationId, seq);
+    };
+    pairs("mentions", mentions);
+    pairs("own", own);
+    if (left.length > 0) {
+      args.push("gone");
+      for (const conversationId of left) args.push(conversationId);
+    }
     if (ttlMs > 0) {
       // Every unread message with its createdAt, except that of those already expired the highest seq per
       // conversation says as much as all of them (aged is a max-register): the rebuild stays bounded by the
@@ -391,13 +401,14 @@ export function createUnreadService({
         if (m.createdAtMs < cutoff) expired.set(m.conversationId, [m.seq, m.createdAtMs]);
         else live.push(m.conversationId, m.seq, m.createdAtMs);
       }
-      args.push("ttl", ttlMs, ...(clock ? ["now", nowMs] : []));
-      args.push(...[...expired].flatMap(([conversationId, [seq, at]]) => [conversationId, seq, at]));
-      args.push(...live);
+      args.push("ttl", ttlMs);
+      if (clock) args.push("now", nowMs);
+      for (const [conversationId, [seq, at]] of expired) args.push(conversationId, seq, at);
+      for (const n of live) args.push(n);
     }
     const fence = [...(term === undefined ? [] : ["term", term]), "ticket", ticket];
     beforeWrite?.();
-    return redis.tallyRebuild(...rebuildScriptKeys(userId, prefix), newEpoch(), mode, ...fence, ...args);
+    return redis.tallyRebuild(...rebuildScriptKeys(userId, prefix), newEpoch(), mode, ...fence, args);
   }
 
   function applyArgs(e: UnreadEvent): Parameters<Redis["tallyApply"]> {
