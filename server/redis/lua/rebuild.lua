@@ -214,6 +214,7 @@ end
 for j = tfirst, last, 8 do
   if not left[ARGV[j]] then merge_membership(j) end
 end
+X.batch()
 for j = mfirst, mlast, 2 do
   local r = records[ARGV[j]]
   if r then X.add_mention(ARGV[j], r, tonumber(ARGV[j + 1])) end
@@ -222,6 +223,7 @@ for j = ofirst, olast, 2 do
   local r = records[ARGV[j]]
   if r then X.add_own(ARGV[j], r, tonumber(ARGV[j + 1])) end
 end
+X.flush()
 -- The departures listed may still hold values (merge mode); a conversation marked gone before holds none: nothing
 -- writes to it after its mark.
 for j = gfirst, glast do drop_conversation(ARGV[j]) end

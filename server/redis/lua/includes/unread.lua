@@ -78,16 +78,35 @@ local function extras()
   local function own_member(conv, seq)
     return string.format('%010d:o%010d', tonumber(conv), seq)
   end
+  -- Between batch() and flush(), members added go in ZADDs of a thousand (a rebuild may add 100 000: one call each
+  -- held Redis over half a second, docs/benchmarks.md "Mention flood"); otherwise each goes at once.
+  local pending, n = nil, 0
+  local function flush()
+    if n > 0 then rcall('ZADD', KEYS[5], unpack(pending, 1, n)) end
+    n = 0
+  end
+  local function zadd(member)
+    if not pending then return rcall('ZADD', KEYS[5], 0, member) end
+    pending[n + 1], pending[n + 2] = 0, member
+    n = n + 2
+    if n >= 2000 then flush() end
+  end
   return {
     mention_member = mention_member,
     own_member = own_member,
+    batch = function() pending = {} end,
+    -- Writes what batch() held back, and ends the batch: the set is whole again for what reads it.
+    flush = function()
+      flush()
+      pending = nil
+    end,
     -- The user sent message seq of conv: a cursor right below it moves over it (nothing unseen lies between),
     -- else it joins the own set, to be counted out until the cursor passes it.
     add_own = function(conv, r, seq)
       if r[READ] >= seq - 1 then
         if seq > r[READ] then r[READ] = seq end
       else
-        rcall('ZADD', KEYS[5], 0, own_member(conv, seq))
+        zadd(own_member(conv, seq))
       end
     end,
     -- Moves the cursor over the own messages right above it, drops those at or below it, and counts the rest in
@@ -105,7 +124,7 @@ local function extras()
     end,
     -- Adds a mention of the user in message seq of conv, unless the cursor (or expiry) is already past it.
     add_mention = function(conv, r, seq)
-      if seq > math.max(r[READ], r[AGED]) then rcall('ZADD', KEYS[5], 0, mention_member(conv, seq)) end
+      if seq > math.max(r[READ], r[AGED]) then zadd(mention_member(conv, seq)) end
     end,
     -- The mentions of conv in (floor, seen]; those at or below the floor can never count again and leave the set.
     count_mentions = function(conv, seen, floor)
