@@ -277,3 +277,71 @@ async function timed(redis: RedisClient, n: number, call: () => Promise<void>): 
     roundTripP99Ms: round(percentile(roundTrips, 99), 3),
   };
 }
+
+export interface MentionFloodResult {
+  mentions: number;
+  /**
+   * The unread service's rebuild of the victim from PostgreSQL (its database read and rebuild.lua): round trip in
+   * ms, and Redis' own time in µs (ticket.lua and rebuild.lua).
+   */
+  rebuild: CallTimes;
+  /** Another mention on top, apply.lua one at a time. */
+  apply: CallTimes;
+  /** The victim's snapshot, as a sync takes it. */
+  snapshot: CallTimes;
+  /** The victim reads the whole conversation: one apply.lua, which drops every mention from their set. */
+  readAll: CallTimes;
+}
+
+/**
+ * A user @-mentioned `mentions` times in one group, all unread (the send limit lets one abuser do 72 000 an hour,
+ * docs/security.md, "Mention floods"), set up directly in the database: what their rebuild, their applies and
+ * snapshots, and the read that clears it all cost.
+ */
+export async function measureMentionFlood(opts: {
+  redis: RedisClient;
+  db: Db;
+  mentions: number;
+  applies: number;
+  snapshots: number;
+}): Promise<MentionFloodResult> {
+  const { redis, db, mentions: n } = opts;
+  const tag = Date.now().toString(36);
+  const victim = await db.user.create({ data: { name: `victim_${tag}` }, select: { id: true } });
+  const abuser = await db.user.create({ data: { name: `abuser_${tag}` }, select: { id: true } });
+  const { id } = await db.conversation.create({
+    data: { kind: "group", title: `flood ${tag}`, createdById: abuser.id, lastSeq: n },
+    select: { id: true },
+  });
+  await db.membership.createMany({ data: [victim, abuser].map((u) => ({ userId: u.id, conversationId: id })) });
+  await db.$executeRaw`
+    INSERT INTO "Message" ("conversationId", "seq", "senderId", "clientMsgId", "content")
+    SELECT ${id}::int, s, ${abuser.id}::int, 'flood:' || s, '@victim' FROM generate_series(1, ${n}::int) s`;
+  await db.$executeRaw`
+    INSERT INTO "Mention" ("userId", "conversationId", "seq")
+    SELECT ${victim.id}::int, ${id}::int, s FROM generate_series(1, ${n}::int) s`;
+
+  const unread = createUnreadService({ redis, db });
+  const keys = unreadScriptKeys(victim.id);
+  await redis.del(...keys);
+  await redis.script("LOAD", scripts.tallyApply.lua);
+  await redis.script("LOAD", scripts.tallySnapshotExpiring.lua);
+  const rebuild = await timed(redis, 1, async () => {
+    await unread.rebuild(victim.id);
+  });
+  let lastSeq = n;
+  const apply = await timed(redis, opts.applies, async () => {
+    lastSeq++;
+    await redis.tallyApply(...keys, id, lastSeq, 0, 0, 0, "", "mention");
+  });
+  const snapshot = await timed(redis, opts.snapshots, async () => {
+    await unread.snapshot(victim.id);
+  });
+  const readAll = await timed(redis, 1, async () => {
+    await redis.tallyApply(...keys, id, lastSeq, lastSeq, 0, 0);
+  });
+  const left = await redis.zcard(keys[4]);
+  if (left !== 0) throw new Error(`the read left ${left} entries in the victim's mention set`);
+  await redis.del(...keys);
+  return { mentions: n, rebuild, apply, snapshot, readAll };
+}
