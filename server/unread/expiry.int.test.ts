@@ -106,6 +106,48 @@ describe("unread expiry (UNREAD_TTL_DAYS)", () => {
     expect(await reconcileNow()).toMatchObject({ drifted: 0 });
   });
 
+  it("rebuilds a user with 100 000 unread messages, half of them expired, and expires the rest later", async () => {
+    // As many unread messages as one abuser sends in under an hour and a half (docs/security.md, "Mention floods"):
+    // the live ones' (conversation, seq, createdAt) triples once overflowed the stack when spread into one call.
+    const [ann, ben] = [await user("ann"), await user("ben")];
+    const conv = await create(ann.token, [ben.user.name]);
+    const n = 100_000;
+    // Expiry is judged at clockMs (which an earlier test may have moved a TTL ahead): the live half inside the TTL
+    // and not after the wall clock, so a later test's messages are newer.
+    const liveAt = Math.max(Date.now(), clockMs - TTL + 1);
+    const oldAt = clockMs - TTL - 60_000;
+    await h.db.$executeRawUnsafe(
+      `INSERT INTO "Message" ("conversationId", "seq", "senderId", "clientMsgId", "content", "createdAt")
+       SELECT $1::int, s, $2::int, 'flood-' || s, 'hi',
+         to_timestamp(CASE WHEN s <= $3::int / 2 THEN $4::float8 ELSE $5::float8 END / 1000)
+       FROM generate_series(1, $3::int) s`,
+      conv.id,
+      ann.user.id,
+      n,
+      oldAt,
+      liveAt,
+    );
+    await h.db.$transaction([
+      h.db.conversation.update({ where: { id: conv.id }, data: { lastSeq: n } }),
+      h.db.membership.update({
+        where: { userId_conversationId: { userId: ann.user.id, conversationId: conv.id } },
+        data: { lastReadSeq: n },
+      }),
+    ]);
+    const k = userKeys(ben.user.id);
+    await h.redis.del(...Object.values(k));
+    await h.redis.del(...Object.values(userKeys(ann.user.id)));
+
+    expect(await list(ben.token)).toMatchObject({ totalUnread: n / 2 });
+    expect(await h.redis.zcard(k.times)).toBe(n / 2); // the live ones, waiting to expire
+    expect(await reconcileNow()).toMatchObject({ drifted: 0 });
+
+    expireUpTo(liveAt);
+    expect(await list(ben.token)).toMatchObject({ totalUnread: 0 });
+    expect(await h.redis.zcard(k.times)).toBe(0);
+    expect(await reconcileNow()).toMatchObject({ drifted: 0 });
+  });
+
   it("rebuilds without messages that are already old in the database, and repairs state that missed an expiry", async () => {
     const [ann, ben] = [await user("ann"), await user("ben")];
     const conv = await create(ann.token, [ben.user.name]);

@@ -230,10 +230,12 @@ for j = gfirst, glast do drop_conversation(ARGV[j]) end
 local cutoff = 0
 if ttl > 0 then
   cutoff = E.now(now_in) - ttl
+  E.batch()
   for j = first, #ARGV, 3 do
     local r = records[ARGV[j]]
     if r then E.track_message(ARGV[j], r, tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), cutoff) end
   end
+  E.flush()
 end
 for _, conv in ipairs(order) do
   recompute(conv, records[conv])

@@ -26,10 +26,19 @@ local function expiry()
     return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
 
+  -- Between batch() and flush(), tracked messages go in ZADDs of a thousand (a rebuild may track 100 000, as
+  -- includes/unread.lua adds mentions); whatever reads or removes members flushes first.
+  local pending, n = nil, 0
+  local function flush()
+    if n > 0 then rcall('ZADD', KEYS[4], unpack(pending, 1, n)) end
+    n = 0
+  end
+
   -- Forgets the timestamps of conv's messages up to seq `to` (read, or covered by an expired later one); those at
   -- or below `from` (the old max(read, aged)) are gone already. The work is the smaller of the range and the set.
   local function forget_times(conv, from, to)
     if to <= from then return end
+    flush()
     local size = rcall('ZCARD', KEYS[4])
     if size == 0 then return end
     local doomed = {}
@@ -60,7 +69,11 @@ local function expiry()
     if created_ms < cutoff then
       raise_aged(conv, r, seq)
     else
-      rcall('ZADD', KEYS[4], created_ms, times_member(conv, seq))
+      local member = times_member(conv, seq)
+      if not pending then return rcall('ZADD', KEYS[4], created_ms, member) end
+      pending[n + 1], pending[n + 2] = created_ms, member
+      n = n + 2
+      if n >= 2000 then flush() end
     end
   end
 
@@ -68,6 +81,7 @@ local function expiry()
   -- conversations whose values changed, the change of the total (the sum of effective values) and of the mentions'
   -- sum.
   local function expire_before(cutoff)
+    flush()
     local upto = '(' .. string.format('%d', cutoff)
     local expired = rcall('ZRANGEBYSCORE', KEYS[4], '-inf', upto)
     if #expired == 0 then return {}, 0, 0 end
@@ -106,6 +120,11 @@ local function expiry()
     now = expiry_now,
     forget_times = forget_times,
     track_message = track_message,
+    batch = function() pending = {} end,
+    flush = function()
+      flush()
+      pending = nil
+    end,
     expire_before = expire_before,
     next_epoch = next_epoch,
   }
