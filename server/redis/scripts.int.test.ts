@@ -1242,6 +1242,38 @@ describe("unread expiry (UNREAD_TTL_DAYS)", () => {
     expect(await full(2)).toMatchObject({ unread: {}, times: [], aged: { "10": "4", "11": "1", "12": "1" } });
   });
 
+  it("rebuilds the same state whatever the order of its message triples, past a ZADD batch of them", async () => {
+    // 1600 fresh messages of conversation 10 and an expired one among them (1550): listed after the fresh ones, it
+    // finds 600 of them still held back for one ZADD (rebuild.lua adds them a thousand at a time), and those at or
+    // below it must go as the others do.
+    const old = T0 - 2 * HOUR;
+    const fresh = [
+      ...Array.from({ length: 1500 }, (_, i) => i + 1),
+      ...Array.from({ length: 100 }, (_, i) => 1601 + i),
+    ];
+    const triples = fresh.flatMap((seq) => [10, seq, T0]);
+    const rebuild = (user: number, ...messages: number[]) =>
+      redis.tallyRebuild(
+        ...rebuildKeysOf(user),
+        "e1",
+        "merge",
+        ...tuples([10, 1700, 0]),
+        "ttl",
+        HOUR,
+        "now",
+        T0,
+        messages,
+      );
+    await rebuild(1, ...triples, 10, 1550, old);
+    await rebuild(2, 10, 1550, old, ...triples);
+    const [first, second] = [await full(1), await full(2)];
+    expect(first).toEqual(second);
+    expect(first).toMatchObject({ unread: { "10": "150" }, aged: { "10": "1550" } });
+    expect(first.times.filter((_, i) => i % 2 === 0)).toEqual(
+      fresh.filter((seq) => seq > 1550).map((seq) => `0000000010:${String(seq).padStart(10, "0")}`),
+    );
+  });
+
   it("rejects malformed message triples and instants before writing", async () => {
     await expect(
       redis.tallyRebuild(...rebuildKeysOf(1), "e1", "merge", ...tuples([10, 2, 0]), "ttl", HOUR, 10, 1),

@@ -27,7 +27,8 @@ local function expiry()
   end
 
   -- Between batch() and flush(), tracked messages go in ZADDs of a thousand (a rebuild may track 100 000, as
-  -- includes/unread.lua adds mentions); whatever reads or removes members flushes first.
+  -- includes/unread.lua adds mentions). This instance's functions that read or remove members flush first; another
+  -- expiry() or extras() (gone.lua's, recompute's) sees only what was flushed: call those after flush().
   local pending, n = nil, 0
   local function flush()
     if n > 0 then rcall('ZADD', KEYS[4], unpack(pending, 1, n)) end

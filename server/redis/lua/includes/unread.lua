@@ -79,7 +79,9 @@ local function extras()
     return string.format('%010d:o%010d', tonumber(conv), seq)
   end
   -- Between batch() and flush(), members added go in ZADDs of a thousand (a rebuild may add 100 000: one call each
-  -- held Redis over half a second, docs/benchmarks.md "Mention flood"); otherwise each goes at once.
+  -- held Redis over half a second, docs/benchmarks.md "A mention flood"); otherwise each goes at once. Nothing in
+  -- between may read or remove members of the set (count_own, count_mentions, gone.lua and recompute do): the
+  -- held-back ones are not in it yet.
   local pending, n = nil, 0
   local function flush()
     if n > 0 then rcall('ZADD', KEYS[5], unpack(pending, 1, n)) end
