@@ -29,7 +29,7 @@ import { sessionRoom, userRoom } from "./redis/keys.ts";
 import { sessionActions } from "./sessions/sessions.handlers.ts";
 import { createSessionService } from "./sessions/sessions.service.ts";
 import { createReadService } from "./unread/read.service.ts";
-import { reconcile } from "./unread/reconcile.ts";
+import { periodicReconcile, reconcile } from "./unread/reconcile.ts";
 import { createSnapshotService } from "./unread/snapshot.service.ts";
 import { createStateService } from "./unread/state.service.ts";
 import { registerUnreadHandlers } from "./unread/unread.handlers.ts";
@@ -254,13 +254,17 @@ export function createApp({
 
   let reconcileTimer: NodeJS.Timeout | undefined;
   if (config.reconcileIntervalMs) {
+    const periodic = periodicReconcile({
+      redis,
+      intervalMs: config.reconcileIntervalMs,
+      pass: async () => {
+        const report = await reconcile({ db, unread, onRepaired: (userIds) => notifier.unreadStale(userIds) });
+        metrics.reconciled(report);
+        if (report.drifted > 0) log.warn({ report }, "reconciliation repaired drift");
+      },
+    });
     reconcileTimer = setInterval(() => {
-      reconcile({ db, unread, onRepaired: (userIds) => notifier.unreadStale(userIds) })
-        .then((report) => {
-          metrics.reconciled(report);
-          if (report.drifted > 0) log.warn({ report }, "reconciliation repaired drift");
-        })
-        .catch((err: unknown) => log.warn({ err }, "reconciliation pass failed"));
+      periodic.tick().catch((err: unknown) => log.warn({ err }, "reconciliation pass failed"));
     }, config.reconcileIntervalMs);
     reconcileTimer.unref();
   }

@@ -1,4 +1,6 @@
+import { randomBytes } from "node:crypto";
 import type { Db } from "../db/prisma.ts";
+import type { RedisClient } from "../redis/client.ts";
 import { DEPARTURE_MEMORY_MS, type MembershipTruth, type UnreadService } from "./unread.service.ts";
 
 export interface ReconcileReport {
@@ -69,10 +71,18 @@ function expectedOf(t: MembershipTruth) {
  * muted, marked) per conversation and both sums (total = Σ effective, mentions = Σ mention counts). `replace` is
  * set when Redis holds more than the database (a register above it, a mention the database does not explain, a
  * conversation the user is not in): only replacing fixes that.
- * Redis legitimately lags the database for a moment (commit, then apply), so callers look twice.
+ * Redis legitimately lags the database for a moment (commit, then apply), so callers look twice, the second time
+ * with the first look's truth as `earlier`: a conversation whose seen and read registers are behind the database's
+ * but at or past `earlier`'s has events on their way that committed since (a steady sender keeps one in flight at
+ * every look), and its values are judged at Redis' own registers. Registers still behind `earlier` are drift.
  * With unread expiry, inspecting expires first and the truth is computed for the instant Redis expired at.
  */
-async function diagnose(unreadService: UnreadService, userId: number, truth: (nowMs: number) => Promise<Truth>) {
+async function diagnose(
+  unreadService: UnreadService,
+  userId: number,
+  truth: (nowMs: number) => Promise<Truth>,
+  earlier?: Truth,
+) {
   const reply = await unreadService.inspect(userId);
   if (reply.length === 1) return { missing: true as const };
   const [metaFlat, unreadFlat, seenFlat, readFlat, goneFlat, agedFlat, nowMs, , mcountFlat, stateFlat] = reply;
@@ -129,7 +139,10 @@ async function diagnose(unreadService: UnreadService, userId: number, truth: (no
       );
       replace = true;
     }
-    const expected = expectedOf(truthOf);
+    const before = earlier?.get(conv);
+    const inFlight =
+      before !== undefined && (s < lastSeq || r < lastReadSeq) && s >= before.lastSeq && r >= before.lastReadSeq;
+    const expected = expectedOf(inFlight ? { ...truthOf, lastSeq: s, lastReadSeq: r } : truthOf);
     const actual = unread.get(String(conv)) ?? 0;
     if (actual !== expected.unread)
       problems.push(`conversation ${conv}: unread ${actual}, database says ${expected.unread}`);
@@ -150,7 +163,7 @@ async function diagnose(unreadService: UnreadService, userId: number, truth: (no
   const totalMentions = meta.get("mentions") ?? 0;
   if (total !== sum) problems.push(`total ${total} but conversations sum to ${sum}`);
   if (totalMentions !== sumMentions) problems.push(`mentions ${totalMentions} but conversations sum to ${sumMentions}`);
-  return { missing: false as const, problems, replace, scriptRepairs: meta.get("repairs") ?? 0 };
+  return { missing: false as const, problems, replace, scriptRepairs: meta.get("repairs") ?? 0, truth: t };
 }
 
 /**
@@ -159,10 +172,17 @@ async function diagnose(unreadService: UnreadService, userId: number, truth: (no
  */
 export async function reconcile(
   deps: { db: Db; unread: UnreadService; onRepaired?: (userIds: number[]) => void },
-  options: { batchSize?: number; settleMs?: number; maxExamples?: number } = {},
+  options: {
+    batchSize?: number;
+    settleMs?: number;
+    maxExamples?: number;
+    /** What runs between a user's two looks (tests); by default a wait of `settleMs`. */
+    settle?: () => Promise<void>;
+  } = {},
 ): Promise<ReconcileReport> {
   const { db, unread, onRepaired } = deps;
   const { batchSize = 200, settleMs = 250, maxExamples = 10 } = options;
+  const settle = options.settle ?? (() => new Promise<void>((r) => setTimeout(r, settleMs)));
   const report: ReconcileReport = {
     usersChecked: 0,
     usersWithoutState: 0,
@@ -206,8 +226,8 @@ export async function reconcile(
       report.scriptRepairs += d.scriptRepairs;
       if (d.problems.length === 0) continue;
       // An event between its commit and its apply looks like drift for a moment: look again before repairing.
-      await new Promise((r) => setTimeout(r, settleMs));
-      d = await diagnose(unread, userId, (now) => truthOf(userId, now));
+      await settle();
+      d = await diagnose(unread, userId, (now) => truthOf(userId, now), d.truth);
       if (d.missing || d.problems.length === 0) continue;
       report.drifted++;
       if (report.examples.length < maxExamples) report.examples.push({ userId, problems: d.problems });
@@ -225,4 +245,39 @@ export async function reconcile(
     if (repairedNow.length > 0) onRepaired?.(repairedNow);
   }
   return report;
+}
+
+/** The key whose holder runs this interval's periodic pass (any instance's; see periodicReconcile). */
+export const RECONCILE_TURN_KEY = "tally:reconcile:turn";
+
+/**
+ * Every instance's timer calls `tick` each interval; a tick runs `pass` only if this instance's previous pass has
+ * ended and no instance has taken this interval's turn: `SET key NX` with a lease of 90% of the interval. Passes
+ * over every user then come about once an interval whatever the number of instances, not once per instance, and a
+ * pass longer than the interval is not joined by another on the same instance. (A pass that outlives its lease
+ * may meet another instance's: two passes are safe, only costlier.)
+ */
+export function periodicReconcile(opts: {
+  redis: RedisClient;
+  intervalMs: number;
+  pass: () => Promise<void>;
+  key?: string;
+}): { tick(): Promise<"ran" | "running" | "taken"> } {
+  const { redis, intervalMs, pass, key = RECONCILE_TURN_KEY } = opts;
+  const token = randomBytes(9).toString("hex");
+  let running = false;
+  return {
+    async tick() {
+      if (running) return "running";
+      running = true;
+      try {
+        const lease = Math.max(1, Math.floor(intervalMs * 0.9));
+        if ((await redis.set(key, token, "PX", lease, "NX")) !== "OK") return "taken";
+        await pass();
+        return "ran";
+      } finally {
+        running = false;
+      }
+    },
+  };
 }

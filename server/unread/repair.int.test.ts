@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { poolOf } from "../db/prisma.ts";
 import { createRedis } from "../redis/client.ts";
 import { userKeys } from "../redis/keys.ts";
@@ -6,7 +6,7 @@ import { patchRecord, recordOf } from "../testing/redis.ts";
 import { nextEvent, startHarness, type Harness } from "../testing/harness.ts";
 import { testApi } from "../testing/api.ts";
 import { messageEvents } from "../messages/fanout.ts";
-import { reconcile } from "./reconcile.ts";
+import { periodicReconcile, reconcile } from "./reconcile.ts";
 import { createUnreadService, DEPARTURE_MEMORY_MS } from "./unread.service.ts";
 
 let h: Harness;
@@ -269,6 +269,79 @@ describe("reconciliation", () => {
     expect(again).toMatchObject({ drifted: 0, repaired: 0 });
     expect(again.usersChecked).toBeGreaterThanOrEqual(4);
   });
+  it("leaves a user alone whose Redis is one message behind at each look, and repairs one stuck behind", async () => {
+    const [ann, ben] = [await user("ann"), await user("ben")];
+    const direct = await create(ann.token, [ben.user.name]);
+    await send(await h.connect(ann.token, 0), direct.id);
+    expect((await list(ben.token)).totalUnread).toBe(1);
+    // A message committed whose apply has not run yet: Redis one behind the database.
+    const commitUnapplied = async (seq: number) => {
+      await h.db.$executeRawUnsafe(
+        `INSERT INTO "Message" ("conversationId", "seq", "senderId", "clientMsgId", "content") VALUES ($1, $2, $3, $4, 'hi')`,
+        direct.id,
+        seq,
+        ann.user.id,
+        `behind-${direct.id}-${seq}`,
+      );
+      await h.db.$executeRawUnsafe(`UPDATE "Conversation" SET "lastSeq" = $1 WHERE "id" = $2`, seq, direct.id);
+    };
+    const rebuilds = { read: 0, joined: 0 };
+    const unread = createUnreadService({ redis: h.redis, db: h.db, onRebuild: (how) => rebuilds[how]++ });
+
+    // A steady sender: between the two looks the message of the first is applied and the next one commits.
+    await commitUnapplied(2);
+    const steady = await reconcile(
+      { db: h.db, unread },
+      {
+        settle: async () => {
+          await unread.applyOne({ userId: ben.user.id, conversationId: direct.id, seenSeq: 2, readSeq: 0 });
+          await commitUnapplied(3);
+        },
+      },
+    );
+    expect(steady).toMatchObject({ drifted: 0, repaired: 0 });
+    expect(rebuilds.read).toBe(0);
+
+    // The apply of message 3 never comes: still behind where the first look read the database, so it is drift.
+    const stuck = await reconcile({ db: h.db, unread }, { settleMs: 20 });
+    expect(stuck).toMatchObject({ drifted: 1, repaired: 1 });
+    expect(stuck.examples).toEqual([
+      { userId: ben.user.id, problems: [`conversation ${direct.id}: unread 2, database says 3`] },
+    ]);
+    expect((await list(ben.token)).totalUnread).toBe(3);
+  });
+
+  it("runs one periodic pass an interval over all instances, and never two at once on one", async () => {
+    const key = `reconcile-turn-${Date.now()}`;
+    let release = () => {};
+    const passes: string[] = [];
+    const instance = (name: string) =>
+      periodicReconcile({
+        redis: h.redis,
+        intervalMs: 600_000,
+        key,
+        pass: () => {
+          passes.push(name);
+          return new Promise<void>((r) => (release = r));
+        },
+      });
+    const [a, b] = [instance("a"), instance("b")];
+    const first = a.tick();
+    await vi.waitFor(() => expect(passes).toEqual(["a"]));
+    expect(await a.tick()).toBe("running"); // a's pass outlived its interval
+    expect(await b.tick()).toBe("taken"); // a holds this interval's turn
+    release();
+    expect(await first).toBe("ran");
+    expect(await b.tick()).toBe("taken");
+    expect(await h.redis.pttl(key)).toBeGreaterThan(0);
+    await h.redis.del(key); // the lease ends: the next interval's turn goes to whoever ticks first
+    const second = b.tick();
+    await vi.waitFor(() => expect(passes).toEqual(["a", "b"]));
+    release();
+    expect(await second).toBe("ran");
+    await h.redis.del(key);
+  });
+
   it("a read and a send of the same member see each other, whichever holds the membership's lock first", async () => {
     const pool = poolOf(h.db);
     const waiting = async () =>
@@ -487,11 +560,17 @@ describe("a rebuild's read of the database", () => {
     await h.db.$executeRawUnsafe(
       `INSERT INTO "Message" ("conversationId", "seq", "senderId", "clientMsgId", "content")
        SELECT $1, s, CASE WHEN s <= $3::int THEN $2::int ELSE $4::int END, 'flood-' || s, '@ben' FROM generate_series(1, $3::int + $5::int) s`,
-      group.id, ann.user.id, n, ben.user.id, own,
+      group.id,
+      ann.user.id,
+      n,
+      ben.user.id,
+      own,
     );
     await h.db.$executeRawUnsafe(
       `INSERT INTO "Mention" ("userId", "conversationId", "seq") SELECT $1, $2, s FROM generate_series(1, $3) s`,
-      ben.user.id, group.id, n,
+      ben.user.id,
+      group.id,
+      n,
     );
     await h.db.$executeRawUnsafe(`UPDATE "Conversation" SET "lastSeq" = $1 WHERE "id" = $2`, n + own, group.id);
     await h.redis.del(...Object.values(userKeys(ben.user.id)));
