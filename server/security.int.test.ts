@@ -500,6 +500,7 @@ describe("limits per user and per address, across sockets and instances", () => 
         state: 1000,
         create: 3,
         groupAdd: 4,
+        remove: 1,
         lookup: 3,
         signUp: 13,
         signIn: 8,
@@ -558,7 +559,7 @@ describe("limits per user and per address, across sockets and instances", () => 
     }
   });
 
-  it("limits sync, reads and conversation creation per user, with a retry hint", async () => {
+  it("limits sync, reads, conversation creation and deletion per user, with a retry hint", async () => {
     const u = await h.signUp("lim_sync");
     const others = [await h.signUp("lim_o1"), await h.signUp("lim_o2"), await h.signUp("lim_o3")];
     const [s0, s1] = [await h.connect(u.token, 0), await h.connect(u.token, 1)];
@@ -585,6 +586,18 @@ describe("limits per user and per address, across sockets and instances", () => 
     const over = await create([others[1]!.user.name]);
     expect(over).toMatchObject({ status: 429, body: { error: { code: "rate_limited" } } });
     expect(await h.db.membership.count({ where: { userId: u.user.id } })).toBe(2);
+
+    // Deletions too: each leaves every member a departure and a "gone" mark.
+    const [first, second] = await h.db.membership.findMany({
+      where: { userId: u.user.id },
+      select: { conversationId: true },
+    });
+    const remove = (id: number) => h.http(`/api/conversations/${id}`, { method: "DELETE", token: u.token });
+    expect((await remove(first!.conversationId)).status).toBe(200);
+    const refused = await remove(second!.conversationId);
+    expect(refused).toMatchObject({ status: 429, body: { error: { code: "rate_limited" } } });
+    expect(Number(refused.body.error.retryAfterMs)).toBeGreaterThan(0);
+    expect(await h.db.membership.count({ where: { userId: u.user.id } })).toBe(1);
   });
 
   it("charges a sync by its size: a user put into 200 groups by others gets fewer syncs", async () => {

@@ -55,6 +55,7 @@ export function conversationActions(deps: ConversationDeps) {
     /** Deletes a conversation for every member. */
     async remove(user: UserDTO, idParam: unknown) {
       const conversationId = parse(conversationIdParam, idParam);
+      await deps.limits.consume("remove", { userId: user.id });
       await deps.removal.deliver(conversationId, await deps.conversations.remove(user, conversationId));
       return {};
     },

@@ -25,6 +25,11 @@ export const defaultLimits = {
   create: { points: 30, durationS: 60 },
   /** Other people one user adds to new groups (each member of a new group counts one). */
   groupAdd: { points: 200, durationS: 3600 },
+  /**
+   * Conversations deleted by one user. Each deletion leaves every member a departure and a "gone" mark; without
+   * it, creating and deleting a direct conversation with someone (bounded by `create` alone) left them 43 200 a day.
+   */
+  remove: { points: 30, durationS: 3600 },
   /** Name look-ups (`GET /api/users?prefix=`) by one user: one per keystroke or so in the "New" form. */
   lookup: { points: 60, durationS: 10 },
   /** Accounts created from one address. */
@@ -61,6 +66,7 @@ const WORDS: Record<LimitName, string> = {
   list: "Too many pages of conversations at once; try again shortly.",
   create: "Too many new conversations; try again later.",
   groupAdd: "You have added too many people to groups; try again later.",
+  remove: "Too many conversations deleted; try again later.",
   lookup: "Too many name look-ups; try again shortly.",
   signUp: "Too many new accounts from this address; try again later.",
   signIn: "Too many sign-in attempts from this address; try again shortly.",
