@@ -130,7 +130,12 @@ export function createApp({
   const reads = createReadService({ db, unread, notifier, outbox });
   const states = createStateService({ db, unread, notifier, outbox });
   const fanout = createMessageFanout({ db, unread, notifier, outbox, log, observe });
-  const messages = createMessageService({ db, outbox, onGroup: metrics.sendGroup });
+  const messages = createMessageService({
+    db,
+    outbox,
+    onGroup: metrics.sendGroup,
+    chargeMentions: (sender, mentioned) => limits.consume("mention", { userId: sender.id }, mentioned),
+  });
   const conversations = createConversationService({ db });
   const removal = createRemoval({ unread, notifier, outbox, log });
   const relay = createRelay({

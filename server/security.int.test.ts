@@ -494,6 +494,7 @@ describe("limits per user and per address, across sockets and instances", () => 
       maxSocketsPerUser: 10,
       limits: perTenMinutes({
         send: 60,
+        mention: 5,
         sync: 5,
         list: 3,
         read: 5,
@@ -502,7 +503,7 @@ describe("limits per user and per address, across sockets and instances", () => 
         groupAdd: 4,
         remove: 1,
         lookup: 3,
-        signUp: 13,
+        signUp: 17,
         signIn: 8,
         signInFailures: 3,
         lab: 1000,
@@ -557,6 +558,37 @@ describe("limits per user and per address, across sockets and instances", () => 
     for (const o of opened) {
       if (o.status === "rejected") expect(o.reason).toMatchObject({ data: { code: "rate_limited" } });
     }
+  });
+
+  it("limits the people a user's messages mention, @all counting every other member; a refused send stores nothing", async () => {
+    const u = await h.signUp("lim_ment");
+    const others = [await h.signUp("lim_m1"), await h.signUp("lim_m2"), await h.signUp("lim_m3")];
+    const conversationId = await createConversation(
+      h,
+      u.token,
+      others.map((o) => o.user.name),
+    );
+    const s = await h.connect(u.token);
+    let n = 0;
+    const send = (content: string) =>
+      s.emitWithAck("message:send", { conversationId, clientMsgId: `ment-${n++}`, content });
+    expect((await send("@all standup in 5")).ok).toBe(true); // 3 of 5
+    expect((await send(`@${others[0]!.user.name} you first`)).ok).toBe(true); // 4 of 5
+    const refused = await send("@all again");
+    expect(refused).toMatchObject({ ok: false, error: { code: "rate_limited", retryAfterMs: expect.any(Number) } });
+    expect((await send("no one mentioned")).ok).toBe(true);
+    expect((await send(`@${others[1]!.user.name} then you`)).ok).toBe(true); // 5 of 5: the refused 3 never counted
+    expect((await send(`@${others[2]!.user.name}`)).ok).toBe(false);
+    const stored = await h.db.message.findMany({ where: { conversationId }, orderBy: { seq: "asc" } });
+    expect(stored.map((m) => [m.seq, m.content])).toEqual([
+      [1, "@all standup in 5"],
+      [2, `@${others[0]!.user.name} you first`],
+      [3, "no one mentioned"],
+      [4, `@${others[1]!.user.name} then you`],
+    ]);
+    expect(await h.db.mention.count({ where: { conversationId } })).toBe(5);
+    const conversation = await h.db.conversation.findUniqueOrThrow({ where: { id: conversationId } });
+    expect(conversation.lastSeq).toBe(4);
   });
 
   it("limits sync, reads, conversation creation and deletion per user, with a retry hint", async () => {
@@ -723,15 +755,15 @@ describe("limits per user and per address, across sockets and instances", () => 
     // Every person's account in this harness's database was signed up from this address, by the tests above too.
     const before = await h.db.user.count({ where: { passwordHash: { not: null } } });
     const results: number[] = [];
-    for (let i = 0; i < 15 - before; i++) {
+    for (let i = 0; i < 19 - before; i++) {
       const res = await h.http("/api/users", {
         method: "POST",
         body: JSON.stringify({ name: `lim_flood_${i}`, password: "flood password" }),
       });
       results.push(res.status);
     }
-    expect(results).toEqual([...Array<number>(13 - before).fill(200), 429, 429]);
-    expect(await h.db.user.count({ where: { passwordHash: { not: null } } })).toBe(13);
+    expect(results).toEqual([...Array<number>(17 - before).fill(200), 429, 429]);
+    expect(await h.db.user.count({ where: { passwordHash: { not: null } } })).toBe(17);
   });
 });
 

@@ -373,7 +373,7 @@ async function main(): Promise<void> {
             ],
           ),
           "",
-          'One abuser within the send limit (60 sends per 3 s) gets there in under an hour and a half (docs/security.md, "Mention floods"). The rebuild and the clearing read hold Redis for the times above once; every other call stays as cheap as for anyone.',
+          'What abusers leave a victim who does not read (the mention limit: 1800 people mentioned an hour per sender; docs/security.md, "Mention floods"). The rebuild and the clearing read hold Redis for the times above once; every other call stays as cheap as for anyone.',
           "",
         );
       }

@@ -10,6 +10,12 @@ import { limitSubject } from "../redis/keys.ts";
 export const defaultLimits = {
   /** Messages sent by one user. */
   send: { points: 60, durationS: 3 },
+  /**
+   * People one user's messages mention (`@all` counts every other member of the group): each is a `Mention` row and,
+   * until read, an entry in the member's mention set in Redis. The send limit alone let `@all` in a group of 50
+   * put 3.6 million there an hour (docs/security.md, "Mention floods").
+   */
+  mention: { points: 300, durationS: 600 },
   /** `conversation:read` calls by one user. */
   read: { points: 120, durationS: 10 },
   /** `conversation:mute` and `conversation:markUnread` calls by one user. */
@@ -60,6 +66,7 @@ export type LimitSubject = Parameters<typeof limitSubject>[0];
 
 const WORDS: Record<LimitName, string> = {
   send: "Slow down: too many messages at once.",
+  mention: "You have mentioned too many people lately; send it without the @ or try again later.",
   read: "Too many read updates; try again shortly.",
   state: "Too many mute or mark changes; try again shortly.",
   sync: "Too many refreshes; try again shortly.",
@@ -208,12 +215,22 @@ export function createLimits({
 
   return {
     rules,
-    /** Counts `points` calls against the subject's limit; throws `rate_limited` with a retry hint when over. */
+    /**
+     * Counts `points` calls against the subject's limit; throws `rate_limited` with a retry hint when over. A call of
+     * more than one point that would go over is refused without counting (the library counts a refused call, and
+     * then blocks the subject in memory until the window ends): an `@all` to 50 refused does not also refuse a later
+     * mention of one. Two such calls at once may both pass that look; the count then refuses one, as it does any call.
+     */
     async consume(name: LimitName, subject: LimitSubject, points = 1): Promise<void> {
       const size = leased[name] ?? 1;
-      if (size > 1 && points === 1) return consumeLeased(name, limitSubject(subject), size);
+      const key = limitSubject(subject);
+      if (size > 1 && points === 1) return consumeLeased(name, key, size);
       try {
-        await limiter(name).consume(limitSubject(subject), points);
+        if (points > 1) {
+          const res = await limiter(name).get(key);
+          if (res && res.consumedPoints + points > rules[name].points) throw res;
+        }
+        await limiter(name).consume(key, points);
       } catch (err) {
         if (err instanceof RateLimiterRes) throw refuse(name, err);
         throw err;

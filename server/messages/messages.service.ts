@@ -41,8 +41,14 @@ export function createMessageService({
   outbox,
   maxQueuedSends = MAX_QUEUED_SENDS,
   onGroup,
+  chargeMentions,
 }: {
   db: Db;
+  /**
+   * Charges the sender for the people a message mentions (the `mention` limit), inside the transaction that stores
+   * it: a refusal (it throws) stores nothing, neither the message nor its mentions.
+   */
+  chargeMentions?: (sender: UserDTO, mentioned: number) => Promise<void>;
   outbox?: Pick<Outbox, "take" | "completeSoon">;
   /** Sends that may wait for a group (tests make it small). */
   maxQueuedSends?: number;
@@ -220,6 +226,7 @@ export function createMessageService({
             });
             const ids = mentionedUserIds(content, members, sender.id, row.kind);
             if (ids.length > 0) {
+              await chargeMentions?.(sender, ids.length);
               await tx.$executeRaw`
                 INSERT INTO "Mention" ("userId", "conversationId", "seq")
                 SELECT unnest(${ids}::int[]), ${conversationId}, ${row.seq}`;

@@ -107,7 +107,7 @@ describe("unread expiry (UNREAD_TTL_DAYS)", () => {
   });
 
   it("rebuilds a user with 100 000 unread messages, half of them expired, and expires the rest later", async () => {
-    // As many unread messages as one abuser sends in under an hour and a half (docs/security.md, "Mention floods"):
+    // As many unread messages as one sender within the send limit sends in an hour and a half (docs/security.md):
     // the live ones' (conversation, seq, createdAt) triples once overflowed the stack when spread into one call.
     const [ann, ben] = [await user("ann"), await user("ben")];
     const conv = await create(ann.token, [ben.user.name]);

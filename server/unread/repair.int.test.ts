@@ -550,9 +550,8 @@ describe("a rebuild's read of the database", () => {
   });
 
   it("rebuilds a user mentioned 100 000 times, and one who sent 100 000 messages, and finds no drift in them", async () => {
-    // Within reach of one abuser: the send limit lets 72 000 mentions of a victim through an hour (docs/security.md,
-    // "Mention floods"). As many (conversation, seq) pairs as that once overflowed the stack when spread into one
-    // call, and gathering them was quadratic.
+    // What abusers leave a victim who does not read (docs/security.md, "Mention floods"). As many (conversation, seq)
+    // pairs as that once overflowed the stack when spread into one call, and gathering them was quadratic.
     const [ann, ben] = [await user("ann"), await user("ben")];
     const group = await create(ann.token, [ben.user.name], "Flood");
     const n = 100_000;

@@ -294,7 +294,7 @@ export interface MentionFloodResult {
 }
 
 /**
- * A user @-mentioned `mentions` times in one group, all unread (the send limit lets one abuser do 72 000 an hour,
+ * A user @-mentioned `mentions` times in one group, all unread (what abusers leave a victim who does not read,
  * docs/security.md, "Mention floods"), set up directly in the database: what their rebuild, their applies and
  * snapshots, and the read that clears it all cost.
  */
