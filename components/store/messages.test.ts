@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ConversationDTO, MessageDTO } from "@/server/contracts";
 import { draftKey, memoryStorage } from "./drafts";
 import { BOB, conversation, flush, message, ME, setup, snapshot } from "./fake-transport";
-import { extendTail, mergeMessages, NO_ANSWER_MESSAGE, PAGE_SIZE } from "./messages";
+import { extendTail, MAX_SEND_RETRY_MS, mergeMessages, NO_ANSWER_MESSAGE, PAGE_SIZE } from "./messages";
 import { selectQueuedCount } from "./selectors";
 
 // Fake timers: a test moves time itself (flush() by a few ms), so no outcome depends on the machine's speed.
@@ -283,6 +283,18 @@ describe("sending", () => {
     expect(t.transport.sends).toHaveLength(1);
     await vi.advanceTimersByTimeAsync(500);
     expect(t.transport.sends[1]?.input.clientMsgId).toBe("client-1");
+  });
+
+  it("shows a rate limit of minutes on the message as a refusal and moves on to the next", async () => {
+    const t = await synced([conversation(1)]);
+    const first = t.store.getState().sendMessage(1, "@all lunch?");
+    const second = t.store.getState().sendMessage(1, "fine");
+    const words = "You have mentioned too many people lately; send it without the @ or try again later.";
+    t.transport.sends[0]?.resolve(refusal("rate_limited", words, MAX_SEND_RETRY_MS + 1));
+    expect(await first).toBe(false);
+    expect(pendingOf(t, 1)?.[0]).toEqual({ id: "client-1", status: "refused", error: words });
+    expect(t.transport.sends[1]?.input.clientMsgId).toBe("client-2");
+    void second;
   });
 
   it("shows a refusal on the message, moves on, and lets the person retry or discard", async () => {

@@ -258,7 +258,9 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
         ingest(res.message);
         dropPending(conversationId, clientMsgId);
         settle(clientMsgId, true);
-      } else if (res && !TRANSIENT.has(res.error.code)) {
+      } else if (res && (!TRANSIENT.has(res.error.code) || (res.error.retryAfterMs ?? 0) > MAX_SEND_RETRY_MS)) {
+        // A refusal that does not pass by itself soon (a rate limit of minutes: too many people mentioned) is the
+        // person's call, retry or discard, and must not hold up the rest of the queue meanwhile.
         leaveQueue(clientMsgId);
         const error = res.error.message;
         patchPending(conversationId, clientMsgId, () => ({ status: "refused", error }));
