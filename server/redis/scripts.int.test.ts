@@ -15,6 +15,9 @@ import {
   type SnapshotRead,
 } from "./scripts.ts";
 
+/** A "gone" mark's value: the instant (ms) it was set (includes/gone.lua). */
+const STAMPED = expect.stringMatching(/^[1-9]\d{12}$/);
+
 let redis: RedisClient;
 beforeAll(() => {
   redis = createRedis(inject("redisTarget"));
@@ -197,7 +200,32 @@ describe("apply.lua", () => {
     await create(1, "e1", 10, 3, 0);
     expect(await remove(1, 10)).toEqual([0, 0, 2, "e1", 1]);
     expect(await apply(1, 10, 9, 0)).toEqual([0, 0, 2, "e1", 0]);
-    expect(await state(1)).toMatchObject({ unread: {}, seen: {}, read: {}, gone: { "10": "1" } });
+    expect(await state(1)).toMatchObject({ unread: {}, seen: {}, read: {}, gone: { "10": STAMPED } });
+  });
+
+  it("keeps gone marks as long as a late event may come, pruning older ones now and then", async () => {
+    const T0 = Date.UTC(2030, 0, 1);
+    const DAY = 86_400_000;
+    const keys = keysOf(1);
+    await create(1, "e1", 10, 3, 0);
+    await redis.hset(userKeys(1, prefix).gone, "9999", "1"); // a mark of the earlier layout, with no time
+    // 255 marks at T0: below 256 nothing is pruned, and a remove without a memory never prunes.
+    for (let conv = 1000; conv < 1254; conv++) await redis.tallyRemove(...keys, conv, T0, DAY);
+    await redis.tallyRemove(...keys, 10, T0 + DAY + 1);
+    expect(await redis.hlen(userKeys(1, prefix).gone)).toBe(256);
+    // The next mark, more than a day later, makes 256: the marks older than a day go, the old layout's is stamped.
+    await redis.hdel(userKeys(1, prefix).gone, "1253");
+    await redis.tallyRemove(...keys, 2000, T0 + DAY + 1, DAY);
+    expect(await redis.hgetall(userKeys(1, prefix).gone)).toEqual({
+      "9999": String(T0 + DAY + 1),
+      "10": String(T0 + DAY + 1),
+      "2000": String(T0 + DAY + 1),
+    });
+    // Marks within the day still stop a late event; a pruned one no longer could, and none comes that late.
+    expect(await apply(1, 2000, 9, 0)).toEqual([0, 0, 2, "e1", 0]);
+    expect(await apply(1, 10, 9, 0)).toEqual([0, 0, 2, "e1", 0]);
+    await expect(redis.tallyRemove(...keys, 11, "soon" as never)).rejects.toThrow(/tally remove: bad instant/);
+    await expect(redis.tallyRemove(...keys, 11, "", -1)).rejects.toThrow(/tally remove: bad memory/);
   });
 
   it("rejects bad arguments before writing anything", async () => {
@@ -226,7 +254,7 @@ describe("the layout", () => {
     expect(await create(1, "e1", 10, 3, 0)).toEqual(["e1", 1, 3, "created"]);
     expect(await redis.exists(...legacy)).toBe(0);
     expect(await redis.hgetall(userKeys(1, prefix).convs)).toEqual({ "10": "3:0:3" });
-    expect(await state(1)).toMatchObject({ meta: { total: "3", epoch: "e1" }, gone: { "11": "1" } });
+    expect(await state(1)).toMatchObject({ meta: { total: "3", epoch: "e1" }, gone: { "11": STAMPED } });
     // Written again by an instance of the earlier version: the next rebuild deletes it, the state stays.
     await redis.hset(metaKey!, "total", 9, "epoch", "old");
     expect(await create(1, "e2", 10, 3, 0)).toEqual(["e1", 1, 3, "unchanged"]);
@@ -377,11 +405,11 @@ describe("rebuild.lua", () => {
       "replaced",
       0,
     ]);
-    expect(await state(1)).toMatchObject({ unread: { "11": "1" }, gone: { "10": "1" } });
+    expect(await state(1)).toMatchObject({ unread: { "11": "1" }, gone: { "10": STAMPED } });
     // remove.lua on missing state still leaves the mark, and a fresh rebuild keeps it.
     expect(await remove(2, 20)).toEqual([-1]);
     expect(await create(2, "e1", 20, 3, 0, 21, 2, 0)).toEqual(["e1", 1, 2, "created"]);
-    expect(await state(2)).toMatchObject({ unread: { "21": "2" }, gone: { "20": "1" } });
+    expect(await state(2)).toMatchObject({ unread: { "21": "2" }, gone: { "20": STAMPED } });
     expect(await apply(2, 20, 4, 0)).toEqual([0, 2, 1, "e1", 0]);
   });
 
@@ -391,16 +419,16 @@ describe("rebuild.lua", () => {
     // Missing state (a FLUSHALL took remove.lua's mark): created with the mark.
     expect((await gone(1, "e1", [10, 5, 2], 11)).slice(0, 4)).toEqual(["e1", 1, 3, "created"]);
     expect(await apply(1, 11, 4, 0)).toEqual([0, 3, 1, "e1", 0]);
-    expect(await state(1)).toMatchObject({ unread: { "10": "3" }, seen: { "10": "5" }, gone: { "11": "1" } });
+    expect(await state(1)).toMatchObject({ unread: { "10": "3" }, seen: { "10": "5" }, gone: { "11": STAMPED } });
     // Existing state that still counts a left conversation (its removal not applied yet): it leaves the total.
     await create(2, "e1", 10, 5, 2, 11, 4, 0);
     await redis.tallyApply(...keysOf(2), 11, 4, 0, 0, 0, "", "mention");
     expect(await gone(2, "e2", [10, 5, 2], 11)).toEqual(["e2", 1, 3, "merged", 0]);
-    expect(await state(2)).toMatchObject({ unread: { "10": "3" }, seen: { "10": "5" }, gone: { "11": "1" } });
+    expect(await state(2)).toMatchObject({ unread: { "10": "3" }, seen: { "10": "5" }, gone: { "11": STAMPED } });
     expect(await redis.exists(userKeys(2, prefix).ment)).toBe(0);
     // A departure wins over a membership listed with it (read just before the departure committed).
     expect((await gone(3, "e1", [11, 4, 0, 12, 1, 0], 11)).slice(0, 4)).toEqual(["e1", 1, 1, "created"]);
-    expect(await state(3)).toMatchObject({ unread: { "12": "1" }, gone: { "11": "1" } });
+    expect(await state(3)).toMatchObject({ unread: { "12": "1" }, gone: { "11": STAMPED } });
     // With mentions before and expiry after it, the section still parses.
     await expect(
       redis.tallyRebuild(
@@ -756,7 +784,7 @@ describe("replication fencing (includes/fence.lua)", () => {
     // remove.lua only leaves its gone mark, as on missing state.
     expect(await remove(1, 11)).toEqual([-1]);
     expect(await redis.hgetall(userKeys(1, prefix).convs)).toEqual(before);
-    expect(await redis.hgetall(userKeys(1, prefix).gone)).toEqual({ "11": "1", "12": "1" });
+    expect(await redis.hgetall(userKeys(1, prefix).gone)).toEqual({ "11": STAMPED, "12": STAMPED });
     // A rebuild whose database read may predate the promotion writes nothing and names the term.
     const term = onCluster() ? await termOf(1) : "-";
     const tuples13 = tuples([10, 9, 9, 11, 3, 0, 13, 1, 0]);
@@ -777,7 +805,7 @@ describe("replication fencing (includes/fence.lua)", () => {
       meta: { epoch: "e2", version: "1", total: "1" },
       unread: { "13": "1" },
       seen: { "10": "9", "13": "1" },
-      gone: { "11": "1", "12": "1" },
+      gone: { "11": STAMPED, "12": STAMPED },
     });
     expect(await redis.hget(userKeys(1, prefix).meta, "term")).toBe(onCluster() ? term : "-");
     expect(await apply(1, 13, 2, 0)).toEqual([2, 2, 2, "e2", 1]);

@@ -273,7 +273,13 @@ declare module "ioredis" {
      * of another term (ticket.lua).
      */
     tallyTicket(meta: string, candidate: string): Result<string, Context>;
-    tallyRemove(...args: [...UnreadScriptKeys, conversationId: number]): Result<ApplyReply, Context>;
+    /**
+     * `nowMs`: the instant the "gone" mark is stamped with ("": the server's TIME); `memoryMs`: how long marks are kept
+     * (older ones are pruned now and then; without it, none).
+     */
+    tallyRemove(
+      ...args: [...UnreadScriptKeys, conversationId: number, nowMs?: number | "", memoryMs?: number]
+    ): Result<ApplyReply, Context>;
     tallyInspect(...args: [...UnreadScriptKeys, ttlMs?: number, nowMs?: number]): Result<InspectReply, Context>;
   }
 }

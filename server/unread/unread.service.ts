@@ -558,7 +558,12 @@ export function createUnreadService({
   async function remove(userId: number, conversationId: number): Promise<AppliedEvent | null> {
     const result = updateOf(
       conversationId,
-      await redis.tallyRemove(...unreadScriptKeys(userId, prefix), conversationId),
+      await redis.tallyRemove(
+        ...unreadScriptKeys(userId, prefix),
+        conversationId,
+        clock ? clock() : "",
+        DEPARTURE_MEMORY_MS,
+      ),
     );
     // Missing state needs nothing: the next rebuild reads memberships, which no longer list the conversation, and
     // departures, which mark it "gone".

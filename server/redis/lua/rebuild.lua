@@ -226,7 +226,8 @@ end
 X.flush()
 -- The departures listed may still hold values (merge mode); a conversation marked gone before holds none: nothing
 -- writes to it after its mark.
-for j = gfirst, glast do drop_conversation(ARGV[j]) end
+local gone_at = E.now(now_in)
+for j = gfirst, glast do drop_conversation(ARGV[j], gone_at) end
 local cutoff = 0
 if ttl > 0 then
   cutoff = E.now(now_in) - ttl
