@@ -50,6 +50,9 @@ export const defaultLimits = {
 
 export type LimitName = keyof typeof defaultLimits;
 
+/** Limits whose calls may cost several points (a group's members, the people mentioned, a page's rows). */
+const MULTI_POINT: ReadonlySet<LimitName> = new Set<LimitName>(["groupAdd", "mention", "list"]);
+
 /** See `defaultLimits.sync`. */
 export const SYNC_POINTS_PER = 100;
 
@@ -127,8 +130,9 @@ export function createLimits({
       points: rule.points,
       duration: rule.durationS,
       // Once a subject is over, this instance refuses it from memory until the window ends: a client that keeps
-      // calling costs no Redis round trip per refusal.
-      inMemoryBlockOnConsumed: rule.points + 1,
+      // calling costs no Redis round trip per refusal. Not for limits charged several points a call: a refused
+      // call gives its points back (consume), and the block would still refuse a smaller call that fits.
+      inMemoryBlockOnConsumed: MULTI_POINT.has(name) ? 0 : rule.points + 1,
     };
     limiters.set(
       name,
@@ -216,24 +220,20 @@ export function createLimits({
   return {
     rules,
     /**
-     * Counts `points` calls against the subject's limit; throws `rate_limited` with a retry hint when over. A call of
-     * more than one point that would go over is refused without counting (the library counts a refused call, and
-     * then blocks the subject in memory until the window ends): an `@all` to 50 refused does not also refuse a later
-     * mention of one. Two such calls at once may both pass that look; the count then refuses one, as it does any call.
+     * Counts `points` calls against the subject's limit; throws `rate_limited` with a retry hint when over. A refused
+     * call of more than one point gives them back (the library counts a refused call too): an `@all` to 50 refused
+     * does not also refuse a later mention of one (such limits keep no in-memory block, MULTI_POINT).
      */
     async consume(name: LimitName, subject: LimitSubject, points = 1): Promise<void> {
       const size = leased[name] ?? 1;
       const key = limitSubject(subject);
       if (size > 1 && points === 1) return consumeLeased(name, key, size);
       try {
-        if (points > 1) {
-          const res = await limiter(name).get(key);
-          if (res && res.consumedPoints + points > rules[name].points) throw res;
-        }
         await limiter(name).consume(key, points);
       } catch (err) {
-        if (err instanceof RateLimiterRes) throw refuse(name, err);
-        throw err;
+        if (!(err instanceof RateLimiterRes)) throw err;
+        if (points > 1) await limiter(name).reward(key, points);
+        throw refuse(name, err);
       }
     },
     /**

@@ -45,8 +45,8 @@ export function createMessageService({
 }: {
   db: Db;
   /**
-   * Charges the sender for the people a message mentions (the `mention` limit), inside the transaction that stores
-   * it: a refusal (it throws) stores nothing, neither the message nor its mentions.
+   * Charges the sender for the people a message mentions (the `mention` limit), before it is stored: a refusal (it
+   * throws) stores nothing, neither the message nor its mentions.
    */
   chargeMentions?: (sender: UserDTO, mentioned: number) => Promise<void>;
   outbox?: Pick<Outbox, "take" | "completeSoon">;
@@ -204,6 +204,24 @@ export function createMessageService({
   );
 
   /**
+   * Charges the sender for the people the content mentions among the conversation's members as read now (the
+   * `mention` limit), before the transaction that stores it: a refusal stores nothing, and no row lock of that
+   * transaction waits on Redis. A non-member is not charged (the store refuses them); a retry of a message already
+   * stored is charged again (the limit's window forgives it).
+   */
+  async function chargeMentionsOf(sender: UserDTO, conversationId: number, content: string): Promise<void> {
+    if (!chargeMentions) return;
+    const conversation = await db.conversation.findUnique({
+      where: { id: conversationId },
+      select: { kind: true, memberships: { select: { user: { select: { id: true, name: true } } } } },
+    });
+    const members = conversation?.memberships.map((m) => m.user) ?? [];
+    if (!conversation || !members.some((m) => m.id === sender.id)) return;
+    const mentioned = mentionedUserIds(content, members, sender.id, conversation.kind).length;
+    if (mentioned > 0) await chargeMentions(sender, mentioned);
+  }
+
+  /**
    * Stores a message durably with its mentions. Content without an `@` token (most messages) is stored in a group
    * with the sends around it (one statement and one implicit transaction for the group). Content with one is stored
    * alone, with the Mention rows (resolved against the members it read, by the shared rule in contracts/mentions.ts)
@@ -215,6 +233,7 @@ export function createMessageService({
     const { conversationId, clientMsgId, content } = input;
     const tokens = parseMentions(content);
     const mayMention = tokens.all || tokens.names.length > 0;
+    if (mayMention) await chargeMentionsOf(sender, conversationId, content);
     try {
       const { row, mentionedIds } = await (mayMention
         ? db.$transaction(async (tx) => {
@@ -226,7 +245,6 @@ export function createMessageService({
             });
             const ids = mentionedUserIds(content, members, sender.id, row.kind);
             if (ids.length > 0) {
-              await chargeMentions?.(sender, ids.length);
               await tx.$executeRaw`
                 INSERT INTO "Mention" ("userId", "conversationId", "seq")
                 SELECT unnest(${ids}::int[]), ${conversationId}, ${row.seq}`;

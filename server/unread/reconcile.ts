@@ -72,9 +72,10 @@ function expectedOf(t: MembershipTruth) {
  * set when Redis holds more than the database (a register above it, a mention the database does not explain, a
  * conversation the user is not in): only replacing fixes that.
  * Redis legitimately lags the database for a moment (commit, then apply), so callers look twice, the second time
- * with the first look's truth as `earlier`: a conversation whose seen and read registers are behind the database's
- * but at or past `earlier`'s has events on their way that committed since (a steady sender keeps one in flight at
- * every look), and its values are judged at Redis' own registers. Registers still behind `earlier` are drift.
+ * with the first look's truth as `earlier`: a conversation whose seen register is behind the database's lastSeq but
+ * at or past `earlier`'s (its read register equal to the database's cursor) has messages on their way that
+ * committed since (a steady sender keeps one in flight at every look), and its values are judged at Redis' seen
+ * register. A register still behind `earlier` is drift.
  * With unread expiry, inspecting expires first and the truth is computed for the instant Redis expired at.
  */
 async function diagnose(
@@ -140,9 +141,10 @@ async function diagnose(
       replace = true;
     }
     const before = earlier?.get(conv);
-    const inFlight =
-      before !== undefined && (s < lastSeq || r < lastReadSeq) && s >= before.lastSeq && r >= before.lastReadSeq;
-    const expected = expectedOf(inFlight ? { ...truthOf, lastSeq: s, lastReadSeq: r } : truthOf);
+    // Only a seen register behind: the lists of mentions and own messages are the database's above its cursor, so
+    // judging at a read register behind it would expect too little (a read in flight is the user's own, and rare).
+    const inFlight = before !== undefined && s < lastSeq && s >= before.lastSeq && r === lastReadSeq;
+    const expected = expectedOf(inFlight ? { ...truthOf, lastSeq: s } : truthOf);
     const actual = unread.get(String(conv)) ?? 0;
     if (actual !== expected.unread)
       problems.push(`conversation ${conv}: unread ${actual}, database says ${expected.unread}`);
@@ -236,7 +238,8 @@ export async function reconcile(
       // would be undone; that event committed before it was applied, so a merge from a read made now puts it back
       // (a merge never lowers a register, so it cannot bring back what the replace took out).
       if (d.replace) await unread.rebuild(userId, "merge");
-      const after = await diagnose(unread, userId, (now) => truthOf(userId, now));
+      // Judged as the second look was: a steady sender's next message may be in flight again.
+      const after = await diagnose(unread, userId, (now) => truthOf(userId, now), d.truth);
       if (!after.missing && after.problems.length === 0) {
         report.repaired++;
         repairedNow.push(userId);
@@ -247,15 +250,18 @@ export async function reconcile(
   return report;
 }
 
+/** Compare-and-extend: the turn's lease is renewed only by its holder. */
+const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`;
+
 /** The key whose holder runs this interval's periodic pass (any instance's; see periodicReconcile). */
 export const RECONCILE_TURN_KEY = "tally:reconcile:turn";
 
 /**
  * Every instance's timer calls `tick` each interval; a tick runs `pass` only if this instance's previous pass has
- * ended and no instance has taken this interval's turn: `SET key NX` with a lease of 90% of the interval. Passes
- * over every user then come about once an interval whatever the number of instances, not once per instance, and a
- * pass longer than the interval is not joined by another on the same instance. (A pass that outlives its lease
- * may meet another instance's: two passes are safe, only costlier.)
+ * ended and no instance has taken this interval's turn: `SET key NX` with a lease of 90% of the interval, renewed
+ * while the pass runs. Passes over every user then come about once an interval whatever the number of instances,
+ * not once per instance, and a long pass is joined by no other. (An instance that stalls past its lease may meet
+ * another instance's pass: two passes are safe, only costlier.)
  */
 export function periodicReconcile(opts: {
   redis: RedisClient;
@@ -270,12 +276,17 @@ export function periodicReconcile(opts: {
     async tick() {
       if (running) return "running";
       running = true;
+      let renewal: NodeJS.Timeout | undefined;
       try {
         const lease = Math.max(1, Math.floor(intervalMs * 0.9));
         if ((await redis.set(key, token, "PX", lease, "NX")) !== "OK") return "taken";
+        // A pass longer than its lease keeps the turn: renewed (while still ours) every third of the lease.
+        renewal = setInterval(() => void redis.eval(RENEW, 1, key, token, lease).catch(() => {}), lease / 3);
+        renewal.unref();
         await pass();
         return "ran";
       } finally {
+        clearInterval(renewal);
         running = false;
       }
     },

@@ -2,7 +2,7 @@
   Apply one event about one conversation to one user's unread state.
   KEYS[1] {u:<id>}:v2:meta   hash: total, mentions, version, epoch, term (includes/unread.lua)
   KEYS[2] {u:<id>}:v2:convs  hash: conversation id -> its record (registers and derived values, includes/unread.lua)
-  KEYS[3] {u:<id>}:v2:gone   hash: conversation id -> 1 once the user left it or it was deleted
+  KEYS[3] {u:<id>}:v2:gone   hash: conversation id -> when (ms) the user left it or it was deleted (includes/gone.lua)
   KEYS[4] {u:<id>}:v2:times  zset: unread messages that may still expire -> createdAt ms (see includes/ttl.lua)
   KEYS[5] {u:<id>}:v2:ment   zset: '<conv>:<seq>' of messages that mention the user (score 0, lex order)
   ARGV[1] conversation id
