@@ -5,12 +5,12 @@
   conversation is deleted, and by rebuild.lua for the departures the database lists, so the mark survives Redis
   losing the state in between.
   A mark's value is when it was set (ms; 1 in marks of the earlier layout, which carry no time). A late event comes
-  within DEPARTURE_MEMORY_MS (unread.service.ts), so older marks are pruned (prune_gone): a user whose
+  within DEPARTURE_MEMORY_MS (unread.service.ts), so older marks are pruned (mark_gone): a user whose
   conversations are created and deleted over and over (each deletion leaves a mark) holds a day's worth, not all.
 ]]
 
 -- Marks conv gone at `at` (ms), and every so often prunes marks older than `memory` ms before it (none without
--- `memory`): when the hash has grown to a multiple of 64 fields past 256, so a prune's walk of the hash is paid
+-- `memory`): when the hash has grown to a multiple of 64 fields from 256 on, so a prune's walk of the hash is paid
 -- for by the 64 marks before it. A mark of the earlier layout (1) is stamped `at` instead: it goes a day later.
 local function mark_gone(conv, at, memory)
   rcall('HSET', KEYS[3], conv, at)
