@@ -342,6 +342,45 @@ describe("reconciliation", () => {
     await h.redis.del(key);
   });
 
+  it("renews a long pass's lease while the turn is still its own, and never one another instance took", async () => {
+    // Only the renewal's interval is faked; ioredis sends commands of one connection in order, so a command sent
+    // after the timer fired is answered after the renewal it sent.
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    try {
+      const key = `reconcile-renew-${Date.now()}`;
+      const lease = 540_000; // 90% of the interval; renewed every third of it
+      let release = () => {};
+      const running = periodicReconcile({
+        redis: h.redis,
+        intervalMs: 600_000,
+        key,
+        pass: () => new Promise<void>((r) => (release = r)),
+      });
+      const ran = running.tick();
+      await vi.waitFor(async () => expect(await h.redis.exists(key)).toBe(1));
+      const token = await h.redis.get(key);
+
+      await h.redis.pexpire(key, 1000); // the lease nearly run out, the pass still going
+      vi.advanceTimersByTime(lease / 3);
+      expect(await h.redis.pttl(key)).toBeGreaterThan(lease - 60_000);
+      expect(await h.redis.get(key)).toBe(token);
+
+      await h.redis.set(key, "another-instance", "PX", 5000); // its lease ran out and another instance took the turn
+      vi.advanceTimersByTime(lease / 3);
+      expect(await h.redis.get(key)).toBe("another-instance");
+      expect(await h.redis.pttl(key)).toBeLessThanOrEqual(5000);
+
+      release();
+      expect(await ran).toBe("ran");
+      await h.redis.set(key, token!, "PX", 1000); // were the renewal still running, it would extend this
+      vi.advanceTimersByTime(lease);
+      expect(await h.redis.pttl(key)).toBeLessThanOrEqual(1000);
+      await h.redis.del(key);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("a read and a send of the same member see each other, whichever holds the membership's lock first", async () => {
     const pool = poolOf(h.db);
     const waiting = async () =>
