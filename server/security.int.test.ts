@@ -560,7 +560,7 @@ describe("limits per user and per address, across sockets and instances", () => 
     }
   });
 
-  it("limits the people a user's messages mention, @all counting every other member; a refused send stores nothing", async () => {
+  it("limits the people a user's messages mention, @all counting every other member, a retry nothing; a refused send stores nothing", async () => {
     const u = await h.signUp("lim_ment");
     const others = [await h.signUp("lim_m1"), await h.signUp("lim_m2"), await h.signUp("lim_m3")];
     const conversationId = await createConversation(
@@ -573,6 +573,12 @@ describe("limits per user and per address, across sockets and instances", () => 
     const send = (content: string) =>
       s.emitWithAck("message:send", { conversationId, clientMsgId: `ment-${n++}`, content });
     expect((await send("@all standup in 5")).ok).toBe(true); // 3 of 5
+    const retried = await s.emitWithAck("message:send", {
+      conversationId,
+      clientMsgId: "ment-0",
+      content: "@all standup in 5",
+    });
+    expect(retried).toMatchObject({ ok: true, message: { seq: 1 } }); // the stored message again, not charged
     expect((await send(`@${others[0]!.user.name} you first`)).ok).toBe(true); // 4 of 5
     const refused = await send("@all again");
     expect(refused).toMatchObject({ ok: false, error: { code: "rate_limited", retryAfterMs: expect.any(Number) } });

@@ -206,17 +206,25 @@ export function createMessageService({
   /**
    * Charges the sender for the people the content mentions among the conversation's members as read now (the
    * `mention` limit), before the transaction that stores it: a refusal stores nothing, and no row lock of that
-   * transaction waits on Redis. A non-member is not charged (the store refuses them); a retry of a message already
-   * stored is charged again (the limit's window forgives it).
+   * transaction waits on Redis. A non-member is not charged (the store refuses them), nor a retry of a message
+   * already stored (it mentions nobody anew). Two attempts of one message racing may both be charged: the limit's
+   * window forgives it.
    */
-  async function chargeMentionsOf(sender: UserDTO, conversationId: number, content: string): Promise<void> {
+  async function chargeMentionsOf(sender: UserDTO, input: SendInput): Promise<void> {
     if (!chargeMentions) return;
-    const conversation = await db.conversation.findUnique({
-      where: { id: conversationId },
-      select: { kind: true, memberships: { select: { user: { select: { id: true, name: true } } } } },
-    });
+    const { conversationId, clientMsgId, content } = input;
+    const [conversation, stored] = await Promise.all([
+      db.conversation.findUnique({
+        where: { id: conversationId },
+        select: { kind: true, memberships: { select: { user: { select: { id: true, name: true } } } } },
+      }),
+      db.message.findUnique({
+        where: { senderId_clientMsgId: { senderId: sender.id, clientMsgId } },
+        select: { id: true },
+      }),
+    ]);
     const members = conversation?.memberships.map((m) => m.user) ?? [];
-    if (!conversation || !members.some((m) => m.id === sender.id)) return;
+    if (stored || !conversation || !members.some((m) => m.id === sender.id)) return;
     const mentioned = mentionedUserIds(content, members, sender.id, conversation.kind).length;
     if (mentioned > 0) await chargeMentions(sender, mentioned);
   }
@@ -233,7 +241,7 @@ export function createMessageService({
     const { conversationId, clientMsgId, content } = input;
     const tokens = parseMentions(content);
     const mayMention = tokens.all || tokens.names.length > 0;
-    if (mayMention) await chargeMentionsOf(sender, conversationId, content);
+    if (mayMention) await chargeMentionsOf(sender, input);
     try {
       const { row, mentionedIds } = await (mayMention
         ? db.$transaction(async (tx) => {
