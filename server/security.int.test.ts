@@ -3,10 +3,11 @@
  * Real servers, real sockets, a real database and Redis; two instances wherever "every instance" matters.
  */
 import { request as httpRequest } from "node:http";
-import { io as connect, type Socket } from "socket.io-client";
+import { io as connect, Manager, type Socket } from "socket.io-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClientToServerEvents, ServerToClientEvents } from "./contracts/index.ts";
 import type { LimitName, LimitRules } from "./limits/limits.ts";
+import { CONNECTS_PER_CONNECTION } from "./sessions/socket-gate.ts";
 import { connectSocket, startHarness, TEST_PASSWORD, type ClientSocket, type Harness } from "./testing/harness.ts";
 
 type Client = Socket<ServerToClientEvents, ClientToServerEvents>;
@@ -503,7 +504,7 @@ describe("limits per user and per address, across sockets and instances", () => 
         groupAdd: 4,
         remove: 1,
         lookup: 3,
-        signUp: 17,
+        signUp: 18,
         signIn: 8,
         signInFailures: 3,
         lab: 1000,
@@ -558,6 +559,32 @@ describe("limits per user and per address, across sockets and instances", () => 
     for (const o of opened) {
       if (o.status === "rejected") expect(o.reason).toMatchObject({ data: { code: "rate_limited" } });
     }
+  });
+
+  it("closes a connection that asks for a namespace over and over, before it looks up any more sessions", async () => {
+    const { token } = await h.signUp("lim_connects");
+    // A connection whose handshakes are refused stays open for more (Socket.IO closes one that asks again for a
+    // namespace it holds): each was a session look-up, and a flood of them held memory and stalled everyone. The
+    // lab namespace's socket keeps this connection open; "/" is asked for with a token that names no session.
+    const manager = new Manager(h.instances[0]!.url, {
+      transports: ["websocket"],
+      forceNew: true,
+      reconnection: false,
+    });
+    const lab = manager.socket("/lab", { auth: { token } });
+    await new Promise<void>((resolve) => lab.once("connect", resolve));
+    const engine = manager.engine;
+    const answers: string[] = [];
+    engine.on("message", (data) => answers.push(String(data)));
+    const closed = new Promise<string>((resolve) => engine.once("close", (reason) => resolve(reason)));
+    for (let i = 0; i < 200; i++) engine.write(`0${JSON.stringify({ token: "Z".repeat(43) })}`);
+    expect(await closed).toBe("transport close");
+    // The lab's handshake was on this connection too: only the rest of the allowance was answered.
+    expect(answers.filter((a) => a.startsWith("44/,") || a.startsWith("44{")).length).toBeLessThan(
+      CONNECTS_PER_CONNECTION,
+    );
+    // The user is not locked out: a new connection is admitted.
+    expect((await h.connect(token, 0)).connected).toBe(true);
   });
 
   it("limits the people a user's messages mention, @all counting every other member, a retry nothing; a refused send stores nothing", async () => {
@@ -761,15 +788,15 @@ describe("limits per user and per address, across sockets and instances", () => 
     // Every person's account in this harness's database was signed up from this address, by the tests above too.
     const before = await h.db.user.count({ where: { passwordHash: { not: null } } });
     const results: number[] = [];
-    for (let i = 0; i < 19 - before; i++) {
+    for (let i = 0; i < 20 - before; i++) {
       const res = await h.http("/api/users", {
         method: "POST",
         body: JSON.stringify({ name: `lim_flood_${i}`, password: "flood password" }),
       });
       results.push(res.status);
     }
-    expect(results).toEqual([...Array<number>(17 - before).fill(200), 429, 429]);
-    expect(await h.db.user.count({ where: { passwordHash: { not: null } } })).toBe(17);
+    expect(results).toEqual([...Array<number>(18 - before).fill(200), 429, 429]);
+    expect(await h.db.user.count({ where: { passwordHash: { not: null } } })).toBe(18);
   });
 });
 

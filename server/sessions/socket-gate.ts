@@ -14,6 +14,13 @@ function refusal(code: "unauthorized" | "rate_limited" | "unavailable", message:
 /** How long a handshake waits for the count of the user's sockets on every instance (then it is refused). */
 const COUNT_MS = 5_000;
 
+/**
+ * How many times one connection (one Engine.IO session) may ask to join a namespace. Socket.IO takes a CONNECT
+ * packet as often as a client sends it, each a session look-up in the database; a client needs one per namespace and
+ * one per reconnection of a namespace over a live connection. Past this the connection is closed before any look-up.
+ */
+export const CONNECTS_PER_CONNECTION = 8;
+
 export interface SessionGate {
   /** How many sockets the user already holds on every instance (for the per-user cap). */
   countSockets?: (userId: number) => Promise<number>;
@@ -34,8 +41,18 @@ export function requireSession(sessions: SessionService, log: Logger, gate: Sess
    * still can, by one per further instance.
    */
   const inTurn = oneAtATime<number>();
+  /** CONNECT packets seen per connection, and handshakes waiting for their turn per user (both bounded). */
+  const connects = new WeakMap<object, number>();
+  const waiting = new Map<number, number>();
 
   return (socket: Socket, next: Next): void => {
+    const seen = (connects.get(socket.conn) ?? 0) + 1;
+    connects.set(socket.conn, seen);
+    if (seen > CONNECTS_PER_CONNECTION) {
+      next(refusal("rate_limited", "Too many handshakes on one connection.", RETRY_WHEN_FREED_MS));
+      socket.conn.close();
+      return;
+    }
     const auth = socket.handshake.auth as { token?: unknown } | undefined;
     sessions
       .authenticate({
@@ -54,6 +71,25 @@ export function requireSession(sessions: SessionService, log: Logger, gate: Sess
         };
         const { countSockets, maxSockets } = gate;
         if (!countSockets || maxSockets === undefined) return admit();
+        // More handshakes of one user waiting here than the cap admits would all be refused: refused now, so a
+        // flood of them holds no memory while it waits.
+        const ahead = waiting.get(session.user.id) ?? 0;
+        if (ahead >= maxSockets) {
+          next(
+            refusal(
+              "rate_limited",
+              `At most ${maxSockets} connections per user; close a tab or device.`,
+              RETRY_WHEN_FREED_MS,
+            ),
+          );
+          return;
+        }
+        waiting.set(session.user.id, ahead + 1);
+        const done = () => {
+          const left = (waiting.get(session.user.id) ?? 1) - 1;
+          if (left > 0) waiting.set(session.user.id, left);
+          else waiting.delete(session.user.id);
+        };
         await inTurn(session.user.id, async () => {
           // A client that gave up while it waited is not counted (Socket.IO ignores a `next` for it).
           if (socket.conn.readyState !== "open") return next(refusal("unavailable", "The connection closed."));
@@ -73,7 +109,7 @@ export function requireSession(sessions: SessionService, log: Logger, gate: Sess
           // when this gate is the namespace's last middleware, as it is on both: the turn ends after that, so the
           // next connection counts this one. (A middleware added after it would have to keep that true.)
           await new Promise<void>((resolve) => process.nextTick(resolve));
-        });
+        }).finally(done);
       })
       .catch((err: unknown) => {
         log.error({ err, nsp: socket.nsp.name }, "socket authentication failed");
