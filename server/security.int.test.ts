@@ -446,6 +446,29 @@ describe("accounts, sessions and the front door", () => {
     expect(socket.connected).toBe(true);
   });
 
+  it("takes the real session cookie after a planted one (a path of /api goes first), over HTTP and sockets", async () => {
+    const { token } = await h.signUp("sec_cookie_planted");
+    for (const planted of ["%E0%A4%A", "bad!", "Q".repeat(43)]) {
+      const cookie = `tally_session=${planted}; tally_session=${token}`;
+      expect(await h.http("/api/session", { headers: { cookie } })).toMatchObject({
+        status: 200,
+        body: { user: { name: "sec_cookie_planted" } },
+      });
+      const socket = await new Promise<Client>((resolve, reject) => {
+        const s: Client = connect(h.instances[1]!.url, {
+          transports: ["websocket"],
+          extraHeaders: { cookie },
+          forceNew: true,
+          reconnection: false,
+        });
+        clients.push(s);
+        s.once("connect", () => resolve(s));
+        s.once("connect_error", reject);
+      });
+      expect(socket.connected).toBe(true);
+    }
+  });
+
   it("answers NUL and lone surrogates with `invalid` naming the field, and stores exactly what it acknowledges", async () => {
     const alice = await h.signUp("sec_text_a");
     const bob = await h.signUp("sec_text_b");

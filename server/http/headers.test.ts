@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { sessionCookie, readSessionCookie } from "../sessions/cookies.ts";
+import { MAX_SESSION_COOKIES, sessionCookie, readSessionCookies } from "../sessions/cookies.ts";
 import { createSecurityHeaders } from "./headers.ts";
 
 let server: Server | undefined;
@@ -50,13 +50,18 @@ describe("the session cookie", () => {
     );
   });
 
-  it("is read by a real parser; anything malformed is no cookie", () => {
+  it("is read by a real parser; anything malformed is no cookie; every one of the name is a candidate", () => {
     const token = "A".repeat(43);
-    expect(readSessionCookie(`a=1; tally_session=${token}; b=2`)).toBe(token);
-    expect(readSessionCookie("tally_sessionx=1")).toBeUndefined();
-    expect(readSessionCookie(undefined)).toBeUndefined();
+    expect(readSessionCookies(`a=1; tally_session=${token}; b=2`)).toEqual([token]);
+    expect(readSessionCookies("tally_sessionx=1")).toEqual([]);
+    expect(readSessionCookies(undefined)).toEqual([]);
     for (const bad of ["%E0%A4%A", "%", "a b", '"x"', "x".repeat(200)]) {
-      expect(readSessionCookie(`tally_session=${bad}`)).toBeUndefined();
+      expect(readSessionCookies(`tally_session=${bad}`)).toEqual([]);
+      expect(readSessionCookies(`tally_session=${bad}; tally_session=${token}`)).toEqual([token]);
     }
+    const planted = "B".repeat(43);
+    expect(readSessionCookies(`tally_session=${planted}; x=1; tally_session=${token}`)).toEqual([planted, token]);
+    const many = Array.from({ length: 10 }, (_, i) => `tally_session=${String(i).repeat(43)}`).join("; ");
+    expect(readSessionCookies(many)).toHaveLength(MAX_SESSION_COOKIES);
   });
 });

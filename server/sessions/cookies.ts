@@ -8,18 +8,28 @@ export interface CookiePolicy {
   sameSite: "lax" | "strict";
 }
 
+/** How many session cookies of one request are looked up (the first ones the browser sends). */
+export const MAX_SESSION_COOKIES = 3;
+
 /**
- * The session token from a Cookie header, parsed by the `cookie` package. A malformed header or value (say
- * `%E0%A4%A`, planted by a same-site page) is no cookie: never an error, so a valid bearer token still works.
+ * The session tokens in a Cookie header, in the order sent, each pair parsed by the `cookie` package. A browser
+ * sends every cookie of that name whose path matches, longest path first, so a same-site page can plant one with
+ * `Path=/api` before the real one: each is a candidate, and a malformed one (say `%E0%A4%A`) is none, never an
+ * error, so neither hides a valid token.
  */
-export function readSessionCookie(header: string | undefined): string | undefined {
-  if (!header) return undefined;
-  try {
-    const value = parseCookie(header)[SESSION_COOKIE];
-    return value && /^[A-Za-z0-9_-]{1,128}$/.test(value) ? value : undefined;
-  } catch {
-    return undefined;
+export function readSessionCookies(header: string | undefined): string[] {
+  if (!header) return [];
+  const tokens: string[] = [];
+  for (const pair of header.split(";")) {
+    if (tokens.length === MAX_SESSION_COOKIES) break;
+    try {
+      const value = parseCookie(pair)[SESSION_COOKIE];
+      if (value && /^[A-Za-z0-9_-]{1,128}$/.test(value)) tokens.push(value);
+    } catch {
+      // malformed: no cookie
+    }
   }
+  return tokens;
 }
 
 /** The Set-Cookie value that stores (or, with `maxAgeS` 0, clears) the session token. */

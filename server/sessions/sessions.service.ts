@@ -3,7 +3,7 @@ import type { UserDTO } from "../contracts/index.ts";
 import type { Db } from "../db/prisma.ts";
 import { isUniqueViolation } from "../db/unique.ts";
 import { AppError } from "../errors.ts";
-import { readSessionCookie } from "./cookies.ts";
+import { readSessionCookies } from "./cookies.ts";
 import { burnVerification, hashPassword, verifyPassword } from "./password.ts";
 
 export const SESSION_TTL_MS = 30 * 24 * 60 * 60 * 1000;
@@ -94,7 +94,7 @@ export function createSessionService({ db, now = () => Date.now() }: { db: Db; n
     const candidates = [
       typeof input.token === "string" ? input.token : undefined,
       bearer,
-      readSessionCookie(input.cookie),
+      ...readSessionCookies(input.cookie),
     ];
     for (const token of candidates) {
       if (!token || !/^[A-Za-z0-9_-]{43}$/.test(token)) continue;
