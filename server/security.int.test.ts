@@ -516,6 +516,7 @@ describe("limits per user and per address, across sockets and instances", () => 
   beforeAll(async () => {
     h = await startHarness(2, {
       maxSocketsPerUser: 10,
+      trustProxy: true,
       limits: perTenMinutes({
         send: 60,
         mention: 5,
@@ -784,10 +785,10 @@ describe("limits per user and per address, across sockets and instances", () => 
 
   it("stops a sign-in flood per name and per address, with Retry-After", async () => {
     await h.signUp("lim_victim");
-    const attempt = (name: string, password: string) =>
+    const attempt = (name: string, password: string, from?: string) =>
       fetch(`${h.instances[0]!.url}/api/session`, {
         method: "POST",
-        headers: { "content-type": "application/json" },
+        headers: { "content-type": "application/json", ...(from ? { "x-forwarded-for": from } : {}) },
         body: JSON.stringify({ name, password }),
       });
     // Five guesses sent at once: each counts from before its password is checked, so only the first three are.
@@ -797,6 +798,14 @@ describe("limits per user and per address, across sockets and instances", () => 
     const locked = await attempt("LIM_VICTIM", TEST_PASSWORD);
     expect(locked.status).toBe(429);
     expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(0);
+    // Not for the person themselves, from their own address: guesses cannot lock anyone out.
+    expect((await attempt("lim_victim", TEST_PASSWORD, "203.0.113.7")).status).toBe(200);
+    // Guesses from a second address are limited there too, whatever the password.
+    const second = await Promise.all(
+      Array.from({ length: 4 }, (_, i) => attempt("lim_victim", `another guess ${i}`, "203.0.113.8")),
+    );
+    expect(second.map((g) => g.status).sort()).toEqual([401, 401, 401, 429]);
+    expect((await attempt("lim_victim", TEST_PASSWORD, "203.0.113.8")).status).toBe(429);
     // The address has used 6 of its 8 attempts.
     for (let i = 0; i < 2; i++) expect((await attempt(`lim_guess_${i}`, "some password")).status).toBe(401);
     const flood = await attempt("lim_guess_x", "some password");

@@ -42,7 +42,7 @@ export const defaultLimits = {
   signUp: { points: 20, durationS: 3600 },
   /** Sign-in attempts from one address. */
   signIn: { points: 30, durationS: 60 },
-  /** Failed sign-ins for one name, from anywhere; a successful sign-in clears it. */
+  /** Failed sign-ins for one name from one address; a successful sign-in from there clears it. */
   signInFailures: { points: 10, durationS: 900 },
   /** Lab commands that start work by one user: `lab:replay` (its own Redis a replay) and `bots:start`. */
   lab: { points: 30, durationS: 60 },
@@ -80,7 +80,7 @@ const WORDS: Record<LimitName, string> = {
   lookup: "Too many name look-ups; try again shortly.",
   signUp: "Too many new accounts from this address; try again later.",
   signIn: "Too many sign-in attempts from this address; try again shortly.",
-  signInFailures: "Too many failed sign-ins for this name; try again later.",
+  signInFailures: "Too many failed sign-ins for this name from this address; try again later.",
   lab: "Too many lab replays or bot starts; try again shortly.",
 };
 

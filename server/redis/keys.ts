@@ -95,8 +95,11 @@ export function sessionRoom(sessionId: string): string {
  * Rate-limit keys: per user in the user's hash slot, per address and per name in a slot of their own. The
  * limiter library adds its own key prefix (`rl:<limit>:`) in front.
  */
-export function limitSubject(subject: { userId: number } | { address: string } | { name: string }): string {
+export function limitSubject(
+  subject: { userId: number } | { address: string } | { name: string; address?: string },
+): string {
   if ("userId" in subject) return `{u:${subject.userId}}`;
-  if ("address" in subject) return `{a:${subject.address}}`;
-  return `{n:${subject.name.toLowerCase()}}`;
+  if (!("name" in subject)) return `{a:${subject.address}}`;
+  const name = `{n:${subject.name.toLowerCase()}}`;
+  return subject.address === undefined ? name : `${name}a:${subject.address}`;
 }

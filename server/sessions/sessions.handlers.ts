@@ -16,23 +16,25 @@ export function sessionActions(deps: { sessions: SessionService; limits: Limits;
     },
 
     /**
-     * Unknown name and wrong password fail alike; failures per name are limited wherever they come from. An attempt
-     * counts as a failure from before its password is checked until it succeeds: guesses sent all at once are
-     * counted as they arrive, not only once each has failed (checked first and counted after, 29 of them passed
+     * Unknown name and wrong password fail alike; failures are limited per name and address (the pattern
+     * rate-limiter-flexible documents for a login route), and all attempts per address. Per name alone, anyone
+     * could lock a person out with ten wrong passwords a quarter of an hour, from any address (a probe did). An
+     * attempt counts as a failure from before its password is checked until it succeeds: guesses sent all at once
+     * are counted as they arrive, not only once each has failed (checked first and counted after, 29 of them passed
      * a limit of 10 from one address). A success clears the count; an attempt that ends in another error (the
      * database unreachable) gives its point back.
      */
     async signIn(body: unknown, address: string) {
       const { name, password } = parse(credentialsInput, body);
       await deps.limits.consume("signIn", { address });
-      await deps.limits.consume("signInFailures", { name });
+      await deps.limits.consume("signInFailures", { name, address });
       try {
         const session = await deps.sessions.signIn(name, password);
-        await deps.limits.reset("signInFailures", { name });
+        await deps.limits.reset("signInFailures", { name, address });
         return session;
       } catch (err) {
         if (!(err instanceof AppError && err.code === "unauthorized"))
-          await deps.limits.refund("signInFailures", { name }).catch(() => {});
+          await deps.limits.refund("signInFailures", { name, address }).catch(() => {});
         throw err;
       }
     },

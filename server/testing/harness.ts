@@ -49,6 +49,8 @@ export interface HarnessOptions {
   limits?: Partial<LimitRules>;
   maxSocketsPerUser?: number;
   allowedOrigins?: string[];
+  /** Take the client's address from X-Forwarded-For (TRUST_PROXY=1). */
+  trustProxy?: boolean;
   lab?: boolean;
   metricsToken?: string;
 }
@@ -91,7 +93,7 @@ export async function startHarness(count = 2, options: HarnessOptions = {}): Pro
       modules: options.lab === false ? [] : [labModule],
       config: {
         cookies: { secure: false, sameSite: "lax" },
-        trustProxy: false,
+        trustProxy: options.trustProxy ?? false,
         limits: { ...GENEROUS_LIMITS, ...options.limits },
         maxSocketsPerUser: options.maxSocketsPerUser ?? 1000,
         lab: options.lab !== false,
