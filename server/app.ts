@@ -151,7 +151,7 @@ export function createApp({
     users: userActions({ users: createUserDirectory({ db }), limits }),
     lab: config.lab,
     unread: { snapshots, limits },
-    messages: { messages },
+    messages: { messages, limits },
     log,
     cookies: config.cookies,
     trustProxy: config.trustProxy,

@@ -522,6 +522,7 @@ describe("limits per user and per address, across sockets and instances", () => 
         mention: 5,
         sync: 5,
         list: 3,
+        history: 100,
         read: 5,
         state: 1000,
         create: 3,
@@ -648,7 +649,7 @@ describe("limits per user and per address, across sockets and instances", () => 
     expect(conversation.lastSeq).toBe(4);
   });
 
-  it("limits sync, reads, conversation creation and deletion per user, with a retry hint", async () => {
+  it("limits sync, reads, history pages, conversation creation and deletion per user, with a retry hint", async () => {
     const u = await h.signUp("lim_sync");
     const others = [await h.signUp("lim_o1"), await h.signUp("lim_o2"), await h.signUp("lim_o3")];
     const [s0, s1] = [await h.connect(u.token, 0), await h.connect(u.token, 1)];
@@ -687,6 +688,15 @@ describe("limits per user and per address, across sockets and instances", () => 
     expect(refused).toMatchObject({ status: 429, body: { error: { code: "rate_limited" } } });
     expect(Number(refused.body.error.retryAfterMs)).toBeGreaterThan(0);
     expect(await h.db.membership.count({ where: { userId: u.user.id } })).toBe(1);
+
+    // Pages of history, each charged the rows it asks for: 60 and 40 of 100; a page of 50 between them is refused
+    // and gives its points back.
+    const page = (limit: number) =>
+      h.http(`/api/conversations/${second!.conversationId}/messages?limit=${limit}`, { token: u.token });
+    expect((await page(60)).status).toBe(200);
+    expect(await page(50)).toMatchObject({ status: 429, body: { error: { code: "rate_limited" } } });
+    expect((await page(40)).status).toBe(200);
+    expect((await page(1)).status).toBe(429);
   });
 
   it("charges a sync by its size: a user put into 200 groups by others gets fewer syncs", async () => {

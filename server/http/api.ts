@@ -55,7 +55,7 @@ export interface ApiDeps {
   conversations: ConversationActions;
   users: UserActions;
   unread: Pick<UnreadDeps, "snapshots" | "limits">;
-  messages: Pick<MessageDeps, "messages">;
+  messages: Pick<MessageDeps, "messages" | "limits">;
   health: () => Promise<boolean>;
   log: Logger;
   cookies: CookiePolicy;

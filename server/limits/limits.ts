@@ -27,6 +27,11 @@ export const defaultLimits = {
   sync: { points: 20, durationS: 10 },
   /** `conversation:list` calls (the list's next pages, as a tab scrolls down) by one user. */
   list: { points: 60, durationS: 10 },
+  /**
+   * Rows of history pages (`GET /api/conversations/:id/messages`) by one user, a page charged its `limit`: 20 pages of
+   * 50 in 10 s. Unlimited, one user drew 980 pages of 4.8 MB in 25 s and others' sends waited 350 ms (a probe).
+   */
+  history: { points: 1000, durationS: 10 },
   /** Conversations created by one user. */
   create: { points: 30, durationS: 60 },
   /** Other people one user adds to new groups (each member of a new group counts one). */
@@ -51,7 +56,7 @@ export const defaultLimits = {
 export type LimitName = keyof typeof defaultLimits;
 
 /** Limits whose calls may cost several points (a group's members, the people mentioned, a page's rows). */
-const MULTI_POINT: ReadonlySet<LimitName> = new Set<LimitName>(["groupAdd", "mention", "list"]);
+const MULTI_POINT: ReadonlySet<LimitName> = new Set<LimitName>(["groupAdd", "mention", "list", "history"]);
 
 /** See `defaultLimits.sync`. */
 export const SYNC_POINTS_PER = 100;
@@ -74,6 +79,7 @@ const WORDS: Record<LimitName, string> = {
   state: "Too many mute or mark changes; try again shortly.",
   sync: "Too many refreshes; try again shortly.",
   list: "Too many pages of conversations at once; try again shortly.",
+  history: "Too many pages of messages at once; try again shortly.",
   create: "Too many new conversations; try again later.",
   groupAdd: "You have added too many people to groups; try again later.",
   remove: "Too many conversations deleted; try again later.",

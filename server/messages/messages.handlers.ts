@@ -42,11 +42,13 @@ export function registerMessageHandlers(socket: TallySocket, deps: MessageDeps):
 
 /** `GET /api/conversations/:id/messages`: a page of history, members only. */
 export async function historyPage(
-  deps: Pick<MessageDeps, "messages">,
+  deps: Pick<MessageDeps, "messages" | "limits">,
   user: UserDTO,
   idParam: unknown,
   query: unknown,
 ): Promise<MessagesResponse> {
   const conversationId = parse(conversationIdParam, idParam);
-  return { messages: await deps.messages.history(user, conversationId, parse(historyQuery, query)) };
+  const page = parse(historyQuery, query);
+  await deps.limits.consume("history", { userId: user.id }, page.limit);
+  return { messages: await deps.messages.history(user, conversationId, page) };
 }
