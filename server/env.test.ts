@@ -20,6 +20,19 @@ describe("UNREAD_TTL_DAYS", () => {
   });
 });
 
+describe("numbers", () => {
+  it("refuses an empty or blank number, naming the variable, instead of reading it as 0", () => {
+    for (const name of ["PORT", "MAX_SOCKETS_PER_USER", "OUTBOX_RELAY_MS", "RECONCILE_INTERVAL_S", "UNREAD_TTL_DAYS"]) {
+      for (const value of ["", " ", "0x10", "1e3"]) {
+        expect(() => readEnv({ [name]: value }), `${name}=${JSON.stringify(value)}`).toThrow(new RegExp(name));
+      }
+    }
+    expect(readEnv({ PORT: "0" }).PORT).toBe(0);
+    expect(readEnv({ PORT: "3100", RECONCILE_INTERVAL_S: "0" })).toMatchObject({ PORT: 3100, RECONCILE_INTERVAL_S: 0 });
+    expect(readEnv({}).PORT).toBe(3000);
+  });
+});
+
 describe("security settings", () => {
   it("reads origins, cookie flags and limit overrides", () => {
     const env = readEnv({

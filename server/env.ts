@@ -50,11 +50,18 @@ export const limitOverrides = commaList
   .transform((entries) => Object.fromEntries(entries) as Partial<LimitRules>);
 
 const flag = (fallback: "0" | "1") => z.enum(["0", "1"]).default(fallback);
+/** A number written in digits; coercion alone reads "" and " " as 0 (`PORT=` gave a random port). */
+const number = (rule: z.ZodNumber) =>
+  z
+    .string()
+    .regex(/^\d+(\.\d+)?$/, "must be a number, in digits")
+    .transform(Number)
+    .pipe(rule);
 const origin = z.url({ protocol: /^https?$/ }).transform((u) => new URL(u).origin);
 
 const schema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("production"),
-  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  PORT: number(z.number().int().min(0).max(65535)).default(3000),
   HOST: z.string().min(1).default("0.0.0.0"),
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
   REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
@@ -86,11 +93,11 @@ const schema = z.object({
   /** Overrides of the rate limits, e.g. `signUp=200/1h,send=60/3s` (see docs/protocol.md#limits). */
   RATE_LIMITS: limitOverrides.optional(),
   /** Connected sockets one user may hold across all instances. */
-  MAX_SOCKETS_PER_USER: z.coerce.number().int().min(1).default(20),
-  OUTBOX_RELAY_MS: z.coerce.number().int().min(100).default(2000),
-  RECONCILE_INTERVAL_S: z.coerce.number().int().min(0).default(600),
+  MAX_SOCKETS_PER_USER: number(z.number().int().min(1)).default(20),
+  OUTBOX_RELAY_MS: number(z.number().int().min(100)).default(2000),
+  RECONCILE_INTERVAL_S: number(z.number().int().min(0)).default(600),
   /** Unread messages older than this many days stop counting (0: never; fractions allowed). */
-  UNREAD_TTL_DAYS: z.coerce.number().min(0).max(36_500).default(0),
+  UNREAD_TTL_DAYS: number(z.number().min(0).max(36_500)).default(0),
   /** Test-only fault injection; never set in a deployment. */
   TALLY_FAULT: z.enum(["crash-after-commit"]).optional(),
 });
