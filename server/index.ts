@@ -12,7 +12,11 @@ import { appSecurityConfig, loadEnv, unreadTtlMs } from "./env.ts";
 import { createDb } from "./db/prisma.ts";
 import { startServices } from "./embedded/services.ts";
 import { logger } from "./log.ts";
+import { withTimeout } from "./limits/deadline.ts";
 import { createAdapterClients, createRedis } from "./redis/client.ts";
+
+/** How long each step of a shutdown may wait (closing the app; Redis' and the database's connections). */
+const STOP_STEP_MS = 10_000;
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -93,12 +97,25 @@ async function main(): Promise<void> {
 
   let stopping = false;
   const stop = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      logger.warn({ signal }, "stopping now, without waiting for the rest");
+      process.exit(1);
+    }
     stopping = true;
     logger.info({ signal }, "shutting down");
-    await app.close();
+    // Nothing here may wait for Redis or the database for good: ioredis queues QUIT (and the adapter's UNSUBSCRIBE)
+    // until it reconnects, so with Redis away the process stayed up after SIGTERM (an operator's walkthrough).
+    await withTimeout(app.close(), STOP_STEP_MS).catch((err: unknown) =>
+      logger.warn({ err }, "closing the app timed out"),
+    );
     httpServer.closeAllConnections();
-    await Promise.allSettled([redis.quit(), adapterClients.pub.quit(), adapterClients.sub.quit(), db.$disconnect()]);
+    const quit = (client: typeof redis) => withTimeout(client.quit(), STOP_STEP_MS).catch(() => client.disconnect());
+    await Promise.allSettled([
+      quit(redis),
+      quit(adapterClients.pub),
+      quit(adapterClients.sub),
+      withTimeout(db.$disconnect(), STOP_STEP_MS),
+    ]);
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
     process.exit(0);
   };

@@ -4,6 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, expect, inject, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../testing/db.ts";
 import { freePort } from "./ports.ts";
+import { startRedisServer } from "./redis.ts";
 import { TallyProcess } from "./tally-process.ts";
 
 let database: TestDatabase;
@@ -51,3 +52,18 @@ it("fails a start that cannot become healthy, quoting what the process printed",
   expect((error as Error).message).toMatch(/Tally bad on http:\/\/127\.0\.0\.1:\d+: exited with 1 before it was ready/);
   expect((error as Error).message).toContain("LOG_LEVEL");
 });
+
+it("stops on SIGTERM while its Redis is away (QUIT would wait for a reconnection for good)", async () => {
+  const redis = await startRedisServer({ dir: dataRoot });
+  const instance = await TallyProcess.start({ ...(await options("redis-away")), redis: redis.url });
+  try {
+    await redis.stop();
+    await expect.poll(async () => (await fetch(`${instance.url}/api/health`)).status).toBe(503);
+    // Resolves once the process has exited; before the shutdown's steps had deadlines it never did.
+    await instance.kill("SIGTERM");
+    expect(instance.alive).toBe(false);
+  } finally {
+    await instance.stop();
+    await redis.stop();
+  }
+}, 60_000);
