@@ -138,7 +138,12 @@ describe("the /lab namespace", () => {
     // Nor start one beside it: one run at a time per server, and a hint of when to look again.
     expect(await stranger.emitWithAck("lab:start", { strategies: ["lua"], workload: {} })).toMatchObject({
       ok: false,
-      error: { code: "rate_limited", retryAfterMs: 5000 },
+      error: { code: "rate_limited", retryAfterMs: 5000, message: expect.stringMatching(/^Someone else's lab run/) },
+    });
+    // The owner is told it is their own run (the stranger, who cannot stop it, is not told to).
+    expect(await lab.emitWithAck("lab:start", { strategies: ["lua"], workload: {} })).toMatchObject({
+      ok: false,
+      error: { code: "rate_limited", message: expect.stringMatching(/^Your lab run/) },
     });
     expect(await lab.emitWithAck("lab:stop", { runId: started.run.runId })).toEqual({ ok: true });
     const result = await finished;

@@ -52,7 +52,9 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
     if (current)
       throw new AppError(
         "rate_limited",
-        "A lab run is in progress on this server; wait for it or stop it.",
+        current.ownerId === ownerId
+          ? "Your lab run is still going; stop it or wait for it to end."
+          : "Someone else's lab run is going on this server (one at a time); try again when it ends.",
         RETRY_WHEN_FREED_MS,
       );
     const abort = new AbortController();
