@@ -31,7 +31,7 @@ const databaseUrl = env.DATABASE_URL ?? recorded.databaseUrl;
 const redisTarget = redisTargetOf(env) ?? recorded.redis;
 if (!databaseUrl || !redisTarget) {
   console.error(
-    "Set DATABASE_URL and REDIS_URL, or start Tally with `npm start` first (it records its embedded services).",
+    "Set DATABASE_URL and REDIS_URL (or REDIS_CLUSTER_NODES), or start Tally with `npm start` first (it records its services in DATA_DIR).",
   );
   process.exit(2);
 }
