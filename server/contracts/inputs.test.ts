@@ -52,6 +52,12 @@ describe("payload validation", () => {
     const group = (title: string) => () => parse(createConversationInput, { memberNames: ["bob"], title });
     expect(group("x\u0000")).toThrow(/^The title cannot contain a NUL/);
     expect(group("\ud83d")).toThrow(/^The title contains a broken character/);
+    // Invisible only (zero-width spaces, bidi controls, a Hangul filler) as a message is: refused; blank is no title.
+    for (const invisible of ["\u200b\u200b", "\u202e\u2066", "\u3164"]) {
+      expect(group(invisible), JSON.stringify(invisible)).toThrow(/^A title needs something to see/);
+    }
+    expect(parse(createConversationInput, { memberNames: ["bob"], title: "   " }).title).toBe("");
+    expect(parse(createConversationInput, { memberNames: ["bob"], title: "\u202eplans" }).title).toBe("\u202eplans");
   });
 
   it("reads history paging from query strings with defaults and bounds", () => {

@@ -115,7 +115,14 @@ export const createConversationInput = z.strictObject({
     .array(memberName)
     .min(1, "Name a person to start a conversation with.")
     .max(50, "A conversation can have at most 50 other people."),
-  title: storableText("The title").trim().max(64, "A title can be at most 64 characters.").optional(),
+  title: storableText("The title")
+    .trim()
+    .max(64, "A title can be at most 64 characters.")
+    .refine(
+      (title) => title === "" || hasVisibleText(title),
+      "A title needs something to see; leave it empty to name the group after its members.",
+    )
+    .optional(),
 });
 export type CreateConversationInput = z.input<typeof createConversationInput>;
 
