@@ -1,5 +1,5 @@
 import type { LabFaults, LabStrategyName, LabStrategyResult } from "@/server/contracts";
-import { DEFAULT_WORKLOAD, MAX_ATTEMPTS } from "@/server/contracts/lab-defaults";
+import { DEFAULT_WORKLOAD, MAX_ATTEMPTS, STORY_LOCK_TTL_MS } from "@/server/contracts/lab-defaults";
 
 /** One word of the lab's jargon and what it means, in a sentence a presenter can read out. */
 export interface GlossaryEntry {
@@ -27,8 +27,9 @@ export const GLOSSARY: readonly GlossaryEntry[] = [
   {
     term: "lock (SET NX PX)",
     meaning:
-      "The same two writes while holding a per-user lock: SET key NX (only if it does Not eXist) PX 250 " +
-      "(expires after 250 ms, so a dead holder frees it). Others wait their turn.",
+      `The same two writes while holding a per-user lock: SET key NX (only if it does Not eXist) PX ${DEFAULT_WORKLOAD.lock.ttlMs} ` +
+      `(expires after ${DEFAULT_WORKLOAD.lock.ttlMs} ms in a run, ${STORY_LOCK_TTL_MS} ms in the stories, so a dead holder frees it). ` +
+      "Others wait their turn.",
   },
   {
     term: "WATCH / MULTI",

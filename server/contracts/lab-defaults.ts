@@ -20,3 +20,6 @@ export const DEFAULT_WORKLOAD: LabWorkload = {
   lock: { ttlMs: 250, watchdog: true, maxAttempts: 200 },
   watch: { maxRetries: 50 },
 };
+
+/** The lock's lease in the lab's stories (a run's is DEFAULT_WORKLOAD.lock.ttlMs). */
+export const STORY_LOCK_TTL_MS = 300;

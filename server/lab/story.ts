@@ -1,5 +1,6 @@
 import type { RedisClient } from "../redis/client.ts";
 import type { LabStory, LabStoryScenario, LabStoryStep, LabStrategyName } from "../contracts/lab.ts";
+import { STORY_LOCK_TTL_MS } from "../contracts/lab-defaults.ts";
 import { labPrefix } from "../redis/keys.ts";
 import type { LabRedis } from "./lab-redis.ts";
 import { newRunId } from "./lab.ts";
@@ -10,7 +11,6 @@ import { Truth, type LabOp } from "./workload.ts";
 
 const USER = 1;
 const CONVERSATION = 7;
-const STORY_LOCK_TTL_MS = 300;
 
 const SUMMARIES: Record<LabStoryScenario, Record<LabStrategyName, string>> = {
   race: {
