@@ -421,6 +421,21 @@ describe("accounts, sessions and the front door", () => {
     }
   });
 
+  /** A socket to the second instance that sends `cookie` (and `token` in `auth` when given). */
+  const socketWithCookie = (cookie: string, token?: string) =>
+    new Promise<Client>((resolve, reject) => {
+      const s: Client = connect(h.instances[1]!.url, {
+        ...(token ? { auth: { token } } : {}),
+        transports: ["websocket"],
+        extraHeaders: { cookie },
+        forceNew: true,
+        reconnection: false,
+      });
+      clients.push(s);
+      s.once("connect", () => resolve(s));
+      s.once("connect_error", reject);
+    });
+
   it("ignores a malformed session cookie: a valid bearer still works, without one it is 401, never 503", async () => {
     const { token } = await h.signUp("sec_cookie");
     for (const bad of ["%E0%A4%A", "%", '"unterminated', "x".repeat(5000)]) {
@@ -431,19 +446,7 @@ describe("accounts, sessions and the front door", () => {
         body: { error: { code: "unauthorized" } },
       });
     }
-    const socket = await new Promise<Client>((resolve, reject) => {
-      const s: Client = connect(h.instances[1]!.url, {
-        auth: { token },
-        transports: ["websocket"],
-        extraHeaders: { cookie: "tally_session=%E0%A4%A" },
-        forceNew: true,
-        reconnection: false,
-      });
-      clients.push(s);
-      s.once("connect", () => resolve(s));
-      s.once("connect_error", reject);
-    });
-    expect(socket.connected).toBe(true);
+    expect((await socketWithCookie("tally_session=%E0%A4%A", token)).connected).toBe(true);
   });
 
   it("takes the real session cookie after a planted one (a path of /api goes first), over HTTP and sockets", async () => {
@@ -454,18 +457,7 @@ describe("accounts, sessions and the front door", () => {
         status: 200,
         body: { user: { name: "sec_cookie_planted" } },
       });
-      const socket = await new Promise<Client>((resolve, reject) => {
-        const s: Client = connect(h.instances[1]!.url, {
-          transports: ["websocket"],
-          extraHeaders: { cookie },
-          forceNew: true,
-          reconnection: false,
-        });
-        clients.push(s);
-        s.once("connect", () => resolve(s));
-        s.once("connect_error", reject);
-      });
-      expect(socket.connected).toBe(true);
+      expect((await socketWithCookie(cookie)).connected).toBe(true);
     }
   });
 

@@ -11,6 +11,9 @@ function refusal(code: "unauthorized" | "rate_limited" | "unavailable", message:
   return Object.assign(new Error(code), { data: { code, message, ...(retryAfterMs ? { retryAfterMs } : {}) } });
 }
 
+const overCap = (maxSockets: number) =>
+  refusal("rate_limited", `At most ${maxSockets} connections per user; close a tab or device.`, RETRY_WHEN_FREED_MS);
+
 /** How long a handshake waits for the count of the user's sockets on every instance (then it is refused). */
 const COUNT_MS = 5_000;
 
@@ -75,14 +78,7 @@ export function requireSession(sessions: SessionService, log: Logger, gate: Sess
         // flood of them holds no memory while it waits.
         const ahead = waiting.get(session.user.id) ?? 0;
         if (ahead >= maxSockets) {
-          next(
-            refusal(
-              "rate_limited",
-              `At most ${maxSockets} connections per user; close a tab or device.`,
-              RETRY_WHEN_FREED_MS,
-            ),
-          );
-          return;
+          return next(overCap(maxSockets));
         }
         waiting.set(session.user.id, ahead + 1);
         const done = () => {
@@ -95,13 +91,7 @@ export function requireSession(sessions: SessionService, log: Logger, gate: Sess
           if (socket.conn.readyState !== "open") return next(refusal("unavailable", "The connection closed."));
           // The adapter's own timeout starts only once Redis has said how many instances there are.
           if ((await withTimeout(countSockets(session.user.id), COUNT_MS)) >= maxSockets) {
-            next(
-              refusal(
-                "rate_limited",
-                `At most ${maxSockets} connections per user; close a tab or device.`,
-                RETRY_WHEN_FREED_MS,
-              ),
-            );
+            next(overCap(maxSockets));
             return;
           }
           admit();
