@@ -394,7 +394,8 @@ describe("accounts, sessions and the front door", () => {
       expect(JSON.parse(answer.body), target).toMatchObject({ ok: false, error: { code: "invalid" } });
     }
     // An absolute target (as a forward proxy sends it) is read for its path, whatever host it names.
-    expect(await raw("http://elsewhere.example/api/health?x=1")).toEqual({ status: 200, body: '{"ok":true}' });
+    expect(await raw("http://elsewhere.example/api/health")).toEqual({ status: 200, body: '{"ok":true}' });
+    expect(await raw("http://elsewhere.example/api/health?x=1")).toMatchObject({ status: 400 });
     expect(await raw("http://elsewhere.example/some/page")).toEqual({ status: 404, body: "Not found" });
     // A path that starts with "//" is a path, not a host ("//[" made the API answer 500 with no body): not the API's.
     for (const target of ["//[", "//api/health", "//[::1]/api/health"]) {
@@ -419,6 +420,47 @@ describe("accounts, sessions and the front door", () => {
     ]) {
       expect(await get(path), path).toMatchObject({ status: 400, body: { ok: false, error: { code: "invalid" } } });
     }
+  });
+
+  it("refuses a query or a body on a route that takes none, and the refused request changes nothing", async () => {
+    const alice = await h.signUp("sec_none_a");
+    const bob = await h.signUp("sec_none_b");
+    const carol = await h.signUp("sec_none_c");
+    const group = await createConversation(h, alice.token, [bob.user.name, carol.user.name], "none");
+    const direct = await createConversation(h, alice.token, [bob.user.name]);
+    const refused = { status: 400, body: { ok: false, error: { code: "invalid" } } };
+    const json = (body: string) => ({ body, headers: { "content-type": "application/json" } });
+    for (const path of ["/api/demo?x=1", "/api/demo?x=1&x=2", "/api/start?x", "/api/session?x=1", "/api/health?x=1"]) {
+      expect(await h.http(path, { token: alice.token }), path).toMatchObject(refused);
+    }
+    // A route that takes a body takes no query.
+    const signInBody = JSON.stringify({ name: "sec_none_a", password: TEST_PASSWORD });
+    expect(await h.http("/api/session?x=1", { method: "POST", body: signInBody })).toMatchObject(refused);
+    // Each refused: bob is still in the group and the direct conversation still there, the session still valid.
+    for (const [method, path, init] of [
+      ["POST", `/api/conversations/${group}/leave?x=1`, {}],
+      ["POST", `/api/conversations/${group}/leave`, json('{"x":1}')],
+      ["POST", `/api/conversations/${group}/leave`, json("[]")],
+      ["DELETE", `/api/conversations/${direct}`, json('"x"')],
+      ["DELETE", `/api/conversations/${direct}?x=1`, {}],
+      ["DELETE", "/api/session", json('{"everywhere":true}')],
+      ["DELETE", "/api/sessions?x=1", {}],
+    ] as const) {
+      expect(await h.http(path, { method, token: bob.token, ...init }), `${method} ${path}`).toMatchObject(refused);
+    }
+    const list = await h.http("/api/conversations", { token: bob.token });
+    expect(list.status).toBe(200);
+    const ids = (list.body as { conversations: { id: number }[] }).conversations.map((c) => c.id);
+    expect(ids).toEqual(expect.arrayContaining([group, direct]));
+    // Nothing, `null` and `{}` count as none.
+    expect(await h.http("/api/demo?", {})).toMatchObject({ status: 200 });
+    expect(
+      await h.http(`/api/conversations/${group}/leave`, { method: "POST", token: bob.token, ...json("{}") }),
+    ).toMatchObject({ status: 200 });
+    expect(
+      await h.http(`/api/conversations/${direct}`, { method: "DELETE", token: bob.token, ...json("null") }),
+    ).toMatchObject({ status: 200 });
+    expect(await h.http("/api/session", { method: "DELETE", token: carol.token })).toMatchObject({ status: 200 });
   });
 
   /** A socket to the second instance that sends `cookie` (and `token` in `auth` when given). */

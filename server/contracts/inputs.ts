@@ -16,6 +16,15 @@ const storableText = (field: string) =>
     .refine((s) => !s.includes("\u0000"), `${field} cannot contain a NUL character.`)
     .refine((s) => s.isWellFormed(), `${field} contains a broken character (a lone UTF-16 surrogate).`);
 
+/**
+ * No input, for commands and routes that take none (`lab:status`, `bots:stop`, `DELETE /api/session`): nothing,
+ * `null` or `{}`.
+ */
+export const noInputSchema = z.custom<null | undefined | Record<string, never>>(
+  (input) => input == null || (typeof input === "object" && !Array.isArray(input) && Object.keys(input).length === 0),
+  "This command takes no input.",
+);
+
 /** An account name: 1–32 of [A-Za-z0-9_-], unique case-insensitively (the database enforces that part). */
 export const USER_NAME = /^[A-Za-z0-9_-]{1,32}$/;
 export const userName = z.string().trim().regex(USER_NAME, "A name is 1–32 letters, digits, _ or -.");

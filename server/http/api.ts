@@ -9,7 +9,7 @@ import type { SessionActions } from "../sessions/sessions.handlers.ts";
 import type { UserActions } from "../users/users.handlers.ts";
 import { SESSION_TTL_MS, type Authenticated, type SessionService } from "../sessions/sessions.service.ts";
 import { limitedPage, limitedSnapshot, type UnreadDeps } from "../unread/unread.handlers.ts";
-import { listQuery, snapshotQuery } from "../contracts/inputs.ts";
+import { listQuery, noInputSchema, snapshotQuery } from "../contracts/inputs.ts";
 import { clientAddress, originAllowed } from "./origin.ts";
 
 const MAX_BODY_BYTES = 64 * 1024;
@@ -80,6 +80,8 @@ type Route = {
   method: string;
   path: RegExp;
   auth: boolean | "optional";
+  /** What the route reads besides its path: a query, a JSON body, or nothing (then either answers `invalid`). */
+  takes: "query" | "body" | "nothing";
   run: (ctx: Ctx) => Promise<object>;
 };
 
@@ -138,6 +140,7 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       method: "GET",
       path: /^\/api\/health$/,
       auth: false,
+      takes: "nothing",
       run: async () => {
         if (!(await deps.health())) throw new AppError("unavailable", "Redis or the database does not answer.");
         return {};
@@ -147,31 +150,42 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       method: "POST",
       path: /^\/api\/users$/,
       auth: false,
+      takes: "body",
       run: opensSession((body, address) => deps.accounts.signUp(body, address)),
     },
     {
       method: "POST",
       path: /^\/api\/session$/,
       auth: false,
+      takes: "body",
       run: opensSession((body, address) => deps.accounts.signIn(body, address)),
     },
     {
       method: "GET",
       path: /^\/api\/users$/,
       auth: true,
+      takes: "query",
       run: ({ url, session }) => deps.users.lookup(session!.user, query(url)),
     },
-    { method: "GET", path: /^\/api\/session$/, auth: true, run: async ({ session }) => ({ user: session!.user }) },
+    {
+      method: "GET",
+      path: /^\/api\/session$/,
+      auth: true,
+      takes: "nothing",
+      run: async ({ session }) => ({ user: session!.user }),
+    },
     {
       method: "GET",
       path: /^\/api\/start$/,
       auth: "optional",
+      takes: "nothing",
       run: async ({ session }): Promise<StartResponse> => ({ user: session?.user ?? null, lab: deps.lab }),
     },
     {
       method: "DELETE",
       path: /^\/api\/session$/,
       auth: "optional",
+      takes: "nothing",
       run: async ({ res, session }) => {
         await deps.accounts.signOut(session);
         signedOut(res);
@@ -182,6 +196,7 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       method: "DELETE",
       path: /^\/api\/sessions$/,
       auth: true,
+      takes: "nothing",
       run: async ({ res, session }) => {
         const result = await deps.accounts.signOutEverywhere(session!);
         signedOut(res);
@@ -192,42 +207,49 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       method: "GET",
       path: /^\/api\/demo$/,
       auth: false,
+      takes: "nothing",
       run: async (): Promise<DemoAccounts> => deps.demo ?? { accounts: [], password: null },
     },
     {
       method: "GET",
       path: /^\/api\/conversations$/,
       auth: true,
+      takes: "query",
       run: ({ url, session }) => limitedSnapshot(deps.unread, session!.user, parse(snapshotQuery, query(url)).limit),
     },
     {
       method: "GET",
       path: /^\/api\/conversations\/list$/,
       auth: true,
+      takes: "query",
       run: ({ url, session }) => limitedPage(deps.unread, session!.user, parse(listQuery, query(url))),
     },
     {
       method: "POST",
       path: /^\/api\/conversations$/,
       auth: true,
+      takes: "body",
       run: async ({ req, session }) => deps.conversations.create(session!.user, await readJson(req)),
     },
     {
       method: "POST",
       path: /^\/api\/conversations\/([^/]+)\/leave$/,
       auth: true,
+      takes: "nothing",
       run: ({ params, session }) => deps.conversations.leave(session!.user, params[0]),
     },
     {
       method: "DELETE",
       path: /^\/api\/conversations\/([^/]+)$/,
       auth: true,
+      takes: "nothing",
       run: ({ params, session }) => deps.conversations.remove(session!.user, params[0]),
     },
     {
       method: "GET",
       path: /^\/api\/conversations\/([^/]+)\/messages$/,
       auth: true,
+      takes: "query",
       run: ({ url, params, session }) => historyPage(deps.messages, session!.user, params[0], query(url)),
     },
   ];
@@ -273,6 +295,9 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       }
     }
     try {
+      if (route.takes !== "query" && url.search !== "") {
+        throw new AppError("invalid", "This endpoint takes no query parameters.");
+      }
       let session: Authenticated | null = null;
       if (route.auth) {
         session = await deps.sessions.authenticate({
@@ -280,6 +305,13 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
           cookie: req.headers.cookie,
         });
         if (!session && route.auth === true) throw new AppError("unauthorized", "Sign in first.");
+      }
+      if (
+        route.takes === "nothing" &&
+        !SAFE_METHODS.has(route.method) &&
+        !noInputSchema.safeParse(await readJson(req)).success
+      ) {
+        throw new AppError("invalid", "This endpoint takes no body.");
       }
       const params = route.path.exec(url.pathname)?.slice(1) ?? [];
       const address = clientAddress(req, deps.trustProxy);

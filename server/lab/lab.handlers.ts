@@ -18,7 +18,8 @@ import { answerUnknownCommands, command } from "../realtime/command.ts";
 import { sessionRoom, userRoom } from "../redis/keys.ts";
 import { IDLE_BOTS } from "./bots.ts";
 import { createLabService } from "./lab.service.ts";
-import { botsInputSchema, noInputSchema, runInputSchema, stopInputSchema, storyInputSchema } from "./params.ts";
+import { noInputSchema } from "../contracts/inputs.ts";
+import { botsInputSchema, runInputSchema, stopInputSchema, storyInputSchema } from "./params.ts";
 
 export type LabNamespace = Namespace<
   LabClientToServerEvents,

@@ -45,11 +45,6 @@ export const runInputSchema = z.strictObject({
   workload: workloadSchema.prefault({}),
 });
 
-/** Commands that take nothing (`lab:status`, `bots:stop`): no payload, null or `{}`. */
-export const noInputSchema = z.custom<null | undefined | Record<string, never>>(
-  (input) => input == null || (typeof input === "object" && !Array.isArray(input) && Object.keys(input).length === 0),
-  "This command takes no input.",
-);
 export const storyInputSchema = z.strictObject({ scenario: z.enum(["race", "crash", "mute"]) });
 export const stopInputSchema = z.strictObject({
   runId: z.string().regex(/^[a-z0-9]{1,32}$/, "That is not a run's id."),
