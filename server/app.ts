@@ -7,7 +7,7 @@ import type { Db } from "./db/prisma.ts";
 import type { AppConfig } from "./env.ts";
 import { createApiHandler } from "./http/api.ts";
 import { createSecurityHeaders } from "./http/headers.ts";
-import { originAllowed } from "./http/origin.ts";
+import { clientAddress, originAllowed } from "./http/origin.ts";
 import { createLimits } from "./limits/limits.ts";
 import { logger as defaultLogger, type Logger } from "./log.ts";
 import { createMetrics, metricsRoute, type Metrics } from "./metrics/metrics.ts";
@@ -193,6 +193,7 @@ export function createApp({
       maxSockets: config.maxSocketsPerUser,
       // Every instance answers through the adapter; an instance that does not answer in time counts as none.
       countSockets: async (userId) => (await nsp.in(userRoom(userId)).fetchSockets()).length,
+      failures: { limits, addressOf: (socket) => clientAddress(socket.request, config.trustProxy) },
     });
   io.use(gate(io));
 

@@ -563,9 +563,10 @@ describe("limits per user and per address, across sockets and instances", () => 
         groupAdd: 4,
         remove: 1,
         lookup: 3,
-        signUp: 18,
+        signUp: 19,
         signIn: 8,
         signInFailures: 3,
+        handshakeFailures: 12,
         lab: 1000,
       }),
     });
@@ -644,6 +645,41 @@ describe("limits per user and per address, across sockets and instances", () => 
     );
     // The user is not locked out: a new connection is admitted.
     expect((await h.connect(token, 0)).connected).toBe(true);
+  });
+
+  it("refuses an address's handshakes before any look-up once too many came without a valid session", async () => {
+    const { token } = await h.signUp("lim_handshake");
+    const opened: Client[] = [];
+    /** A handshake from `address` (the harness trusts X-Forwarded-For) to `instance`: its refusal, or undefined. */
+    const from = (address: string, instance: number, auth: string) =>
+      new Promise<Error | undefined>((resolve) => {
+        const s: Client = connect(h.instances[instance]!.url, {
+          auth: { token: auth },
+          transports: ["websocket"],
+          extraHeaders: { "x-forwarded-for": address },
+          forceNew: true,
+          reconnection: false,
+        });
+        opened.push(s);
+        s.once("connect", () => resolve(undefined));
+        s.once("connect_error", (err) => resolve(err));
+      });
+    const madeUp = "Z".repeat(43);
+    const attacker = "203.0.113.20";
+    // Twelve made-up tokens are looked up and refused as such, and the thirteenth, which goes over, too.
+    for (let i = 0; i < 13; i++)
+      expect(await from(attacker, 0, madeUp), `try ${i}`).toMatchObject({ message: "unauthorized" });
+    // From then on the address is refused before any look-up, a valid session as well, with a retry hint.
+    expect(await from(attacker, 0, token)).toMatchObject({
+      message: "rate_limited",
+      data: { code: "rate_limited", retryAfterMs: expect.any(Number) },
+    });
+    // Others are not: the same session from another address is admitted.
+    expect(await from("203.0.113.21", 0, token)).toBeUndefined();
+    // The count is in Redis: the other instance refuses the address after one failed look-up of its own.
+    expect(await from(attacker, 1, madeUp)).toMatchObject({ message: "unauthorized" });
+    expect(await from(attacker, 1, token)).toMatchObject({ message: "rate_limited" });
+    for (const s of opened) s.disconnect();
   });
 
   it("limits the people a user's messages mention, @all counting every other member, a retry nothing; a refused send stores nothing", async () => {
@@ -864,15 +900,15 @@ describe("limits per user and per address, across sockets and instances", () => 
     // Every person's account in this harness's database was signed up from this address, by the tests above too.
     const before = await h.db.user.count({ where: { passwordHash: { not: null } } });
     const results: number[] = [];
-    for (let i = 0; i < 20 - before; i++) {
+    for (let i = 0; i < 21 - before; i++) {
       const res = await h.http("/api/users", {
         method: "POST",
         body: JSON.stringify({ name: `lim_flood_${i}`, password: "flood password" }),
       });
       results.push(res.status);
     }
-    expect(results).toEqual([...Array<number>(18 - before).fill(200), 429, 429]);
-    expect(await h.db.user.count({ where: { passwordHash: { not: null } } })).toBe(18);
+    expect(results).toEqual([...Array<number>(19 - before).fill(200), 429, 429]);
+    expect(await h.db.user.count({ where: { passwordHash: { not: null } } })).toBe(19);
   });
 });
 

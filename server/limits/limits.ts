@@ -49,6 +49,11 @@ export const defaultLimits = {
   signIn: { points: 30, durationS: 60 },
   /** Failed sign-ins for one name from one address; a successful sign-in from there clears it. */
   signInFailures: { points: 10, durationS: 900 },
+  /**
+   * Socket handshakes from one address refused for want of a valid session (a made-up or ended token): each cost a
+   * session look-up. Past this the address's handshakes are refused before any look-up until the window ends.
+   */
+  handshakeFailures: { points: 60, durationS: 60 },
   /** Lab commands that start work by one user: `lab:replay` (its own Redis a replay) and `bots:start`. */
   lab: { points: 30, durationS: 60 },
 } satisfies Record<string, LimitRule>;
@@ -87,6 +92,7 @@ const WORDS: Record<LimitName, string> = {
   signUp: "Too many new accounts from this address; try again later.",
   signIn: "Too many sign-in attempts from this address; try again shortly.",
   signInFailures: "Too many failed sign-ins for this name from this address; try again later.",
+  handshakeFailures: "Too many connections without a valid session from this address; try again shortly.",
   lab: "Too many lab replays or bot starts; try again shortly.",
 };
 
@@ -258,6 +264,15 @@ export function createLimits({
       const key = limitSubject(subject);
       const res = await limiter(name).get(key);
       if (res && res.consumedPoints > 0) await limiter(name).reward(key, 1);
+    },
+    /**
+     * Refuses the call, without a Redis round trip, when this instance has already seen the subject over its limit
+     * in the current window (the library's in-memory block): for a check before work only failures are charged for.
+     */
+    refuseIfBlocked(name: LimitName, subject: LimitSubject): void {
+      const l = limiter(name) as RateLimiterRedis & { getInMemoryBlockMsBeforeExpire(rlKey: string): number };
+      const ms = l.getInMemoryBlockMsBeforeExpire(l.getKey(limitSubject(subject)));
+      if (ms > 0) throw new AppError("rate_limited", WORDS[name], ms);
     },
     /** Forgets the subject's count (a successful sign-in clears its failures). */
     async reset(name: LimitName, subject: LimitSubject): Promise<void> {

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { pino } from "pino";
 import type { Socket } from "socket.io";
+import { AppError } from "../errors.ts";
 import { endAtExpiry, requireSession } from "./socket-gate.ts";
 import type { Authenticated, SessionService } from "./sessions.service.ts";
 
@@ -100,6 +101,44 @@ describe("the socket gate's per-user cap", () => {
         expect.objectContaining({ data: expect.objectContaining({ code: "rate_limited" }) }),
       ),
     );
+  });
+});
+
+describe("the socket gate's limit on handshakes without a valid session", () => {
+  it("looks up no session from an address over the limit, and charges only the handshakes that fail", async () => {
+    let valid = false;
+    const authenticate = vi.fn(async () => (valid ? session : null));
+    // The limit as Limits keeps it: two failures per address, then the address is refused from memory.
+    const failed = new Map<string, number>();
+    const limits = {
+      consume: vi.fn(async (_name: string, { address }: { address: string }) => {
+        failed.set(address, (failed.get(address) ?? 0) + 1);
+        if (failed.get(address)! > 2) throw new AppError("rate_limited", "Too many.", 1_000);
+      }),
+      refuseIfBlocked: (_name: string, { address }: { address: string }) => {
+        if ((failed.get(address) ?? 0) > 2) throw new AppError("rate_limited", "Too many.", 900);
+      },
+    };
+    const gate = requireSession({ authenticate } as unknown as SessionService, log, {
+      failures: { limits, addressOf: (socket) => socket.handshake.address },
+    });
+    const from = (address: string) => {
+      const socket = handshake();
+      (socket.handshake as { address: string }).address = address;
+      return admitted(gate, socket);
+    };
+
+    for (let i = 0; i < 3; i++) expect(await from("198.51.100.1")).toMatchObject({ data: { code: "unauthorized" } });
+    expect(authenticate).toHaveBeenCalledTimes(3);
+    valid = true;
+    expect(await from("198.51.100.1")).toMatchObject({
+      message: "rate_limited",
+      data: { code: "rate_limited", retryAfterMs: 900 },
+    });
+    expect(authenticate).toHaveBeenCalledTimes(3);
+    // Another address is looked up and admitted, and an admitted handshake is not charged.
+    expect(await from("198.51.100.2")).toBeUndefined();
+    expect(limits.consume).toHaveBeenCalledTimes(3);
   });
 });
 

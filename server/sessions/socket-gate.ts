@@ -1,8 +1,9 @@
 import type { Socket } from "socket.io";
-import { RETRY_WHEN_FREED_MS } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { withTimeout } from "../limits/deadline.ts";
 import { oneAtATime } from "../limits/turns.ts";
+import type { Limits } from "../limits/limits.ts";
+import { AppError, RETRY_WHEN_FREED_MS } from "../errors.ts";
 import type { SessionService } from "./sessions.service.ts";
 
 type Next = (err?: Error) => void;
@@ -28,6 +29,11 @@ export interface SessionGate {
   /** How many sockets the user already holds on every instance (for the per-user cap). */
   countSockets?: (userId: number) => Promise<number>;
   maxSockets?: number;
+  /**
+   * Handshakes refused for want of a valid session, per address (`handshakeFailures`): once an address is over,
+   * its handshakes are refused before the session look-up until the window ends.
+   */
+  failures?: { limits: Pick<Limits, "consume" | "refuseIfBlocked">; addressOf: (socket: Socket) => string };
 }
 
 /**
@@ -56,6 +62,16 @@ export function requireSession(sessions: SessionService, log: Logger, gate: Sess
       socket.conn.close();
       return;
     }
+    const { failures } = gate;
+    const address = failures?.addressOf(socket);
+    if (failures && address !== undefined) {
+      try {
+        failures.limits.refuseIfBlocked("handshakeFailures", { address });
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        return next(refusal("rate_limited", err.message, err.retryAfterMs));
+      }
+    }
     const auth = socket.handshake.auth as { token?: unknown } | undefined;
     sessions
       .authenticate({
@@ -64,7 +80,16 @@ export function requireSession(sessions: SessionService, log: Logger, gate: Sess
         cookie: socket.handshake.headers.cookie,
       })
       .then(async (session) => {
-        if (!session) return next(refusal("unauthorized", "Sign in first."));
+        if (!session) {
+          // Counted, and past the limit the address's next handshakes are refused before their look-up; this one
+          // was looked up, so it still answers what it found.
+          if (failures && address !== undefined) {
+            await failures.limits.consume("handshakeFailures", { address }).catch((err: unknown) => {
+              if (!(err instanceof AppError)) throw err;
+            });
+          }
+          return next(refusal("unauthorized", "Sign in first."));
+        }
         const admit = () => {
           const data = socket.data as { user?: unknown; sessionId?: unknown; expiresAt?: unknown };
           data.user = session.user;
