@@ -159,11 +159,32 @@ export function registerLab({
       "lab:start",
       command(log, "lab:start", async (payload) => {
         const input = parse(runInputSchema, payload);
-        const run = await lab.start(user.id, input.strategies, input.workload, {
-          sampled: (sample) => nsp.to(room).emit("lab:sampled", sample),
-          finished: (result) => nsp.to(room).emit("lab:finished", result),
-          failed: (runId, message) => nsp.to(room).emit("lab:failed", { runId, message }),
-        });
+        const subject = { userId: user.id };
+        await limits.consume("lab", subject);
+        // The server has one run slot: each user's runs may hold it for so many seconds an hour (`labRun`). A start
+        // costs a second; the rest of the time it held the slot is charged when it ends.
+        await limits.consume("labRun", subject);
+        const startedAt = Date.now();
+        const charge = () => {
+          const seconds = Math.floor((Date.now() - startedAt) / 1000) - 1;
+          limits.charge("labRun", subject, seconds).catch((err: unknown) => log.warn({ err }, "lab: charging a run"));
+        };
+        const run = await lab
+          .start(user.id, input.strategies, input.workload, {
+            sampled: (sample) => nsp.to(room).emit("lab:sampled", sample),
+            finished: (result) => {
+              charge();
+              nsp.to(room).emit("lab:finished", result);
+            },
+            failed: (runId, message) => {
+              charge();
+              nsp.to(room).emit("lab:failed", { runId, message });
+            },
+          })
+          .catch(async (err: unknown) => {
+            await limits.refund("labRun", subject).catch(() => undefined);
+            throw err;
+          });
         return { run };
       }),
     );

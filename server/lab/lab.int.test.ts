@@ -1,7 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Socket } from "socket.io-client";
 import type { Snapshot } from "../contracts/index.ts";
-import type { LabClientToServerEvents, LabServerToClientEvents, LabRunResult, LabSample } from "../contracts/lab.ts";
+import type {
+  LabClientToServerEvents,
+  LabServerToClientEvents,
+  LabRunInput,
+  LabRunResult,
+  LabSample,
+} from "../contracts/lab.ts";
 import { connectSocket, nextEvent, startHarness, type Harness } from "../testing/harness.ts";
 
 type LabSocket = Socket<LabServerToClientEvents, LabClientToServerEvents>;
@@ -304,5 +310,48 @@ describe("the bots, from two instances", () => {
     });
     expect(await botSessions()).toBe(0);
     expect(await there.emitWithAck("lab:status")).toMatchObject({ ok: true, bots: { running: false } });
+  });
+});
+
+describe("the run slot's share per user", () => {
+  let hb: Harness;
+  beforeAll(async () => {
+    hb = await startHarness(1, { limits: { labRun: { points: 3, durationS: 600 } } });
+  });
+  afterAll(async () => {
+    await hb.close();
+  });
+
+  it("charges a run the seconds it held the slot and refuses a start past the user's share, not others'", async () => {
+    const lab = await connectSocket<LabSocket>(
+      `${hb.instances[0]!.url}/lab`,
+      (await hb.signUp("lab_hog")).token,
+      sockets,
+    );
+    const long: LabRunInput = {
+      strategies: ["lock"],
+      workload: { operations: 1_000_000, faults: { stepDelayMs: 5, stepDelayRate: 1 } },
+    };
+    const started = await lab.emitWithAck("lab:start", long);
+    if (!started.ok) throw new Error(started.error.message);
+    // Held for at least 4 s (of a share of 3), whatever the machine's speed: the server counts from before its answer.
+    await new Promise((resolve) => setTimeout(resolve, 4_000));
+    const finished = once(lab, "lab:finished");
+    expect(await lab.emitWithAck("lab:stop", { runId: started.run.runId })).toEqual({ ok: true });
+    await finished;
+    // The charge is made as the run ends, before its report goes out: the next start is refused at once.
+    expect(await lab.emitWithAck("lab:start", { strategies: ["lua"], workload: {} })).toMatchObject({
+      ok: false,
+      error: { code: "rate_limited", retryAfterMs: expect.any(Number), message: expect.stringMatching(/share/) },
+    });
+    // Someone else's share is theirs: their start goes ahead on the freed slot.
+    const other = await connectSocket<LabSocket>(
+      `${hb.instances[0]!.url}/lab`,
+      (await hb.signUp("lab_next")).token,
+      sockets,
+    );
+    const next = await other.emitWithAck("lab:start", { strategies: ["lua"], workload: { operations: 50 } });
+    expect(next).toMatchObject({ ok: true });
+    await once(other, "lab:finished");
   });
 });

@@ -54,8 +54,13 @@ export const defaultLimits = {
    * session look-up. Past this the address's handshakes are refused before any look-up until the window ends.
    */
   handshakeFailures: { points: 60, durationS: 60 },
-  /** Lab commands that start work by one user: `lab:replay` (its own Redis a replay) and `bots:start`. */
+  /** Lab commands that start work by one user: `lab:start`, `lab:replay` (its own Redis a replay) and `bots:start`. */
   lab: { points: 30, durationS: 60 },
+  /**
+   * Seconds one user's lab runs hold the server's one run slot (a run may last 10 minutes): a start costs one, the
+   * rest of a run's time is charged when it ends, and a start past it is refused, so nobody keeps others out.
+   */
+  labRun: { points: 1200, durationS: 3600 },
 } satisfies Record<string, LimitRule>;
 
 export type LimitName = keyof typeof defaultLimits;
@@ -93,7 +98,8 @@ const WORDS: Record<LimitName, string> = {
   signIn: "Too many sign-in attempts from this address; try again shortly.",
   signInFailures: "Too many failed sign-ins for this name from this address; try again later.",
   handshakeFailures: "Too many connections without a valid session from this address; try again shortly.",
-  lab: "Too many lab replays or bot starts; try again shortly.",
+  lab: "Too many lab runs, replays or bot starts; try again shortly.",
+  labRun: "Your lab runs have held the server's run slot for their share of the hour; let others run, try later.",
 };
 
 export type Limits = ReturnType<typeof createLimits>;
