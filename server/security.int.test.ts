@@ -110,6 +110,30 @@ describe("accounts, sessions and the front door", () => {
     expect(await h.db.user.count({ where: { name: { equals: "sec_new", mode: "insensitive" } } })).toBe(1);
   });
 
+  it("refuses a name that looks like a taken one (I, 1 or l; 0 or O; rn or m; vv or w), also when both come at once", async () => {
+    await h.signUp("sec_Alice_rn_vv_O");
+    for (const name of ["sec_AIice_rn_vv_O", "sec_A1ice_rn_vv_O", "sec_Alice_m_vv_0", "sec_Alice_rn_w_O"]) {
+      const res = await h.http("/api/users", {
+        method: "POST",
+        body: JSON.stringify({ name, password: TEST_PASSWORD }),
+      });
+      expect(res, name).toMatchObject({
+        status: 409,
+        body: { ok: false, error: { code: "conflict", message: `The name ${name} looks like a taken one.` } },
+      });
+    }
+    // Letters that do not look alike stay apart.
+    await h.signUp("sec_Aiice_rn_vv_o");
+    // Two look-alikes signed up at once: one account, the other refused.
+    const both = await Promise.all(
+      ["sec_bilI", "sec_bi1l"].map((name) =>
+        h.http("/api/users", { method: "POST", body: JSON.stringify({ name, password: TEST_PASSWORD }) }),
+      ),
+    );
+    expect(both.map((r) => r.status).sort()).toEqual([200, 409]);
+    expect(await h.db.user.count({ where: { name: { in: ["sec_bilI", "sec_bi1l"] } } })).toBe(1);
+  });
+
   it("answers an unknown name and a wrong password alike", async () => {
     await h.signUp("sec_known");
     const wrong = await h.http("/api/session", {

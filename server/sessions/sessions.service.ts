@@ -53,14 +53,30 @@ export function createSessionService({ db, now = () => Date.now() }: { db: Db; n
     return { token, sessionId, expiresAt };
   }
 
-  /** Creates an account and signs it in; a name taken in any letter case is `conflict`. */
+  /**
+   * Creates an account and signs it in; a name taken in any letter case is `conflict`, and so is one that looks
+   * like a taken name (the same skeleton: "aIice" for "alice", see the migration name_lookalikes). Sign-ups of
+   * look-alikes wait for each other on a lock of their skeleton, so two sent at once cannot both pass the check.
+   */
   async function signUp(name: string, password: string): Promise<{ user: UserDTO; token: string }> {
     if (BOT_NAME.test(name)) throw new AppError("invalid", "Names starting with 'bot-' are kept for the lab's bots.");
     if (await findByName(name)) throw new AppError("conflict", `The name ${name} is taken.`);
     const passwordHash = await hashPassword(password);
     let user: UserDTO;
     try {
-      user = await db.user.create({ data: { name, passwordHash }, select: { id: true, name: true } });
+      user = await db.$transaction(async (tx) => {
+        await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(tally_name_skeleton(${name})))`;
+        const alike = await tx.$queryRaw<{ name: string }[]>`
+          SELECT "name" FROM "User" WHERE tally_name_skeleton("name") = tally_name_skeleton(${name}) LIMIT 1`;
+        if (alike.length > 0) {
+          const same = alike[0]!.name.toLowerCase() === name.toLowerCase();
+          throw new AppError(
+            "conflict",
+            same ? `The name ${name} is taken.` : `The name ${name} looks like a taken one.`,
+          );
+        }
+        return tx.user.create({ data: { name, passwordHash }, select: { id: true, name: true } });
+      });
     } catch (err) {
       if (isUniqueViolation(err)) throw new AppError("conflict", `The name ${name} is taken.`);
       throw err;
