@@ -96,7 +96,7 @@ export function createApp({
     // Leave other upgrade requests (Next.js dev reloads) to their own listener.
     destroyUpgrade: !fallback,
     // The handshake (polling or WebSocket) from a page of another origin is refused before any session check.
-    allowRequest: (req, callback) => callback(null, originAllowed(req, config.allowedOrigins)),
+    allowRequest: (req, callback) => callback(null, originAllowed(req, config.allowedOrigins, config.trustProxy)),
     // JSON packets only, in frames of at most 64 kB: what a client sends is small (server/realtime/parser.ts).
     parser: textOnlyParser,
     maxHttpBufferSize: MAX_FRAME_BYTES,

@@ -587,7 +587,7 @@ describe("limits per user and per address, across sockets and instances", () => 
         groupAdd: 4,
         remove: 1,
         lookup: 3,
-        signUp: 19,
+        signUp: 20,
         signIn: 8,
         signInFailures: 3,
         handshakeFailures: 12,
@@ -705,6 +705,32 @@ describe("limits per user and per address, across sockets and instances", () => 
     expect(await from(attacker, 1, madeUp)).toMatchObject({ message: "unauthorized" });
     expect(await from(attacker, 1, token)).toMatchObject({ message: "rate_limited" });
     for (const s of opened) s.disconnect();
+  });
+
+  it("behind a trusted proxy that names the scheme, refuses a page of the other scheme on the same host", async () => {
+    const url = h.instances[0]!.url;
+    const signOut = (origin: string) =>
+      h.http("/api/session", { method: "DELETE", headers: { origin, "x-forwarded-proto": "https" } });
+    expect(await signOut(url)).toMatchObject({ status: 403, body: { error: { code: "forbidden" } } });
+    expect(await signOut(url.replace("http:", "https:"))).toMatchObject({ status: 200 });
+    const { token } = await h.signUp("lim_scheme");
+    const socketFrom = (origin: string) =>
+      new Promise<Client>((resolve, reject) => {
+        const s: Client = connect(url, {
+          auth: { token },
+          transports: ["websocket"],
+          extraHeaders: { origin, "x-forwarded-proto": "https" },
+          forceNew: true,
+          reconnection: false,
+        });
+        s.once("connect", () => resolve(s));
+        s.once("connect_error", (err) => {
+          s.disconnect();
+          reject(err);
+        });
+      });
+    await expect(socketFrom(url)).rejects.toThrow();
+    (await socketFrom(url.replace("http:", "https:"))).disconnect();
   });
 
   it("limits the people a user's messages mention, @all counting every other member, a retry nothing; a refused send stores nothing", async () => {
@@ -925,15 +951,15 @@ describe("limits per user and per address, across sockets and instances", () => 
     // Every person's account in this harness's database was signed up from this address, by the tests above too.
     const before = await h.db.user.count({ where: { passwordHash: { not: null } } });
     const results: number[] = [];
-    for (let i = 0; i < 21 - before; i++) {
+    for (let i = 0; i < 22 - before; i++) {
       const res = await h.http("/api/users", {
         method: "POST",
         body: JSON.stringify({ name: `lim_flood_${i}`, password: "flood password" }),
       });
       results.push(res.status);
     }
-    expect(results).toEqual([...Array<number>(19 - before).fill(200), 429, 429]);
-    expect(await h.db.user.count({ where: { passwordHash: { not: null } } })).toBe(19);
+    expect(results).toEqual([...Array<number>(20 - before).fill(200), 429, 429]);
+    expect(await h.db.user.count({ where: { passwordHash: { not: null } } })).toBe(20);
   });
 });
 

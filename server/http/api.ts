@@ -285,7 +285,7 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
     }
     if (!SAFE_METHODS.has(route.method)) {
       // CSRF: a state change is only taken from an allowed origin, and only as JSON (no form can send that).
-      if (!originAllowed(req, deps.allowedOrigins)) {
+      if (!originAllowed(req, deps.allowedOrigins, deps.trustProxy)) {
         fail({ code: "forbidden", message: "Requests from this origin are not allowed." });
         return true;
       }
