@@ -8,7 +8,7 @@ import { createDb } from "./db/prisma.ts";
 import { startBalancer } from "./embedded/haproxy.ts";
 import { startServices } from "./embedded/services.ts";
 import { TallyProcess } from "./embedded/tally-process.ts";
-import { logger } from "./log.ts";
+import { logger, logStartFailure } from "./log.ts";
 import { describeRedisTarget } from "./redis/client.ts";
 
 const USAGE = "usage: npm run start:cluster -- [--instances N] [--no-balancer] [--redis-cluster]";
@@ -112,6 +112,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  logger.fatal({ err }, err instanceof Error ? err.message : "failed to start the cluster");
+  logStartFailure(err, "failed to start the cluster");
   process.exit(1);
 });

@@ -3,7 +3,8 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { loadEnv, readEnv as read, unreadTtlMs } from "./env.ts";
-import { logger, setLogFormat } from "./log.ts";
+import { ConfigError } from "./errors.ts";
+import { logger, logStartFailure, setLogFormat } from "./log.ts";
 
 const readEnv = (vars: Record<string, string>) => read({ NODE_ENV: "test", ...vars });
 
@@ -103,6 +104,41 @@ describe("loadEnv", () => {
     }
     expect(printed[0]).toMatch(/^\[\d\d:\d\d:\d\d\] INFO: Tally is running \{"port":3000\}\n$/);
     expect(JSON.parse(printed[1]!)).toMatchObject({ level: 30, msg: "Tally is running", port: 3000 });
+  });
+
+  it("reports a bad configuration in the format asked for: readable lines with LOG_FORMAT=pretty, no stack", () => {
+    const printed: string[] = [];
+    const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
+      printed.push(String(chunk));
+      return true;
+    });
+    const dir = withDotEnv("LOG_FORMAT=pretty\nPORT=abc\nRECONCILE_INTERVAL_S=\n");
+    try {
+      delete process.env.LOG_FORMAT;
+      let failure: unknown;
+      try {
+        loadEnv(dir);
+      } catch (err) {
+        failure = err;
+      }
+      expect(failure).toBeInstanceOf(ConfigError);
+      logStartFailure(failure, "failed to start");
+    } finally {
+      spy.mockRestore();
+      delete process.env.LOG_FORMAT;
+      delete process.env.PORT;
+      delete process.env.RECONCILE_INTERVAL_S;
+      setLogFormat("auto");
+      rmSync(dir, { recursive: true });
+    }
+    expect(printed).toHaveLength(1);
+    expect(printed[0]!.split("\n")).toEqual([
+      expect.stringMatching(/^\[\d\d:\d\d:\d\d\] FATAL: Invalid configuration:$/),
+      "  PORT: must be a number, in digits",
+      "  RECONCILE_INTERVAL_S: must be a number, in digits",
+      "See README.md#configuration and .env.example.",
+      "",
+    ]);
   });
 
   it("names a bad LOG_FORMAT", () => {

@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { defaultLimits, type LimitName, type LimitRules } from "./limits/limits.ts";
 import { logger, setLogFormat } from "./log.ts";
+import { ConfigError } from "./errors.ts";
 import type { CookiePolicy } from "./sessions/cookies.ts";
 
 /*
@@ -139,7 +140,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): Env {
     .safeParse(env);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
-    throw new Error(`Invalid configuration:\n${lines.join("\n")}\nSee README.md#configuration and .env.example.`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}\nSee README.md#configuration and .env.example.`);
   }
   return parsed.data;
 }
@@ -181,6 +182,9 @@ export function loadDotEnv(root: string = projectRoot): void {
 /** What every entry point calls first: .env, then validation (throws naming each bad variable), then the log's level and format. */
 export function loadEnv(root: string = projectRoot): Env {
   loadDotEnv(root);
+  // The format first, as asked if it is one, so that a bad value elsewhere is reported readably on a terminal.
+  const format = process.env.LOG_FORMAT;
+  setLogFormat(format === "json" || format === "pretty" ? format : "auto");
   const env = readEnv();
   logger.level = env.LOG_LEVEL;
   setLogFormat(env.LOG_FORMAT);

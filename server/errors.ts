@@ -1,6 +1,14 @@
 import type { z } from "zod";
 import type { ApiError, ErrorCode } from "./contracts/index.ts";
 
+/**
+ * A start refused for its configuration (a bad or missing variable): its message says what to fix, and is all an
+ * operator needs to see (no stack trace).
+ */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
 /** An error the caller may see: its code is part of the public contract, its message is safe to show. */
 export class AppError extends Error {
   constructor(

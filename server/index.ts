@@ -11,7 +11,7 @@ import type { AppModule } from "./modules.ts";
 import { appSecurityConfig, loadEnv, unreadTtlMs } from "./env.ts";
 import { createDb } from "./db/prisma.ts";
 import { startServices } from "./embedded/services.ts";
-import { logger } from "./log.ts";
+import { logger, logStartFailure } from "./log.ts";
 import { withTimeout } from "./limits/deadline.ts";
 import { createAdapterClients, createRedis } from "./redis/client.ts";
 
@@ -124,7 +124,7 @@ async function main(): Promise<void> {
 }
 
 main().catch(async (err: unknown) => {
-  logger.fatal({ err }, err instanceof Error ? err.message : "failed to start");
+  logStartFailure(err, "failed to start");
   for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
   process.exit(1);
 });

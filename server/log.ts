@@ -1,5 +1,6 @@
 import { pino } from "pino";
 import { prettyFactory } from "pino-pretty";
+import { ConfigError } from "./errors.ts";
 
 /** Where log lines go: JSON lines on stdout for machines, or one readable line per event for a person. */
 export type LogFormat = "json" | "pretty";
@@ -29,4 +30,10 @@ export function setLogFormat(format: LogFormat | "auto"): void {
     singleLine: true,
   });
   write = (line) => void process.stdout.write(prettify(line));
+}
+
+/** Logs why a process could not start: a configuration error as its message alone, anything else with its stack. */
+export function logStartFailure(err: unknown, otherwise: string): void {
+  if (err instanceof ConfigError) logger.fatal(err.message);
+  else logger.fatal({ err }, err instanceof Error ? err.message : otherwise);
 }
