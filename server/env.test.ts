@@ -4,6 +4,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { loadEnv, readEnv as read, unreadTtlMs } from "./env.ts";
 import { ConfigError } from "./errors.ts";
+import { redisTargetOf } from "./redis/client.ts";
 import { logger, logStartFailure, setLogFormat } from "./log.ts";
 
 const readEnv = (vars: Record<string, string>) => read({ NODE_ENV: "test", ...vars });
@@ -50,6 +51,21 @@ describe("security settings", () => {
     expect(() => readEnv({ ALLOWED_ORIGINS: "chat.example.com" })).toThrow(/ALLOWED_ORIGINS/);
     expect(() => readEnv({ RATE_LIMITS: "sendz=1/1s" })).toThrow(/RATE_LIMITS.*unknown limit sendz/s);
     expect(() => readEnv({ RATE_LIMITS: "send=ten" })).toThrow(/RATE_LIMITS/);
+  });
+});
+
+describe("a Redis Cluster's AUTH", () => {
+  it("goes to every node of REDIS_CLUSTER_NODES, and is refused without them or without a password", () => {
+    const nodes = { REDIS_CLUSTER_NODES: "10.0.0.5:7000,10.0.0.6:7000" };
+    expect(redisTargetOf(readEnv({ ...nodes, REDIS_CLUSTER_PASSWORD: "s3cret" }))).toEqual({
+      clusterNodes: ["10.0.0.5:7000", "10.0.0.6:7000"],
+      auth: { password: "s3cret" },
+    });
+    const acl = readEnv({ ...nodes, REDIS_CLUSTER_USERNAME: "tally", REDIS_CLUSTER_PASSWORD: "s3cret" });
+    expect(redisTargetOf(acl)).toMatchObject({ auth: { username: "tally", password: "s3cret" } });
+    expect(redisTargetOf(readEnv(nodes))).toEqual({ clusterNodes: ["10.0.0.5:7000", "10.0.0.6:7000"] });
+    expect(() => readEnv({ REDIS_CLUSTER_PASSWORD: "s3cret" })).toThrow(/REDIS_CLUSTER_PASSWORD: is for/);
+    expect(() => readEnv({ ...nodes, REDIS_CLUSTER_USERNAME: "tally" })).toThrow(/REDIS_CLUSTER_USERNAME: needs/);
   });
 });
 

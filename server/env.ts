@@ -70,6 +70,9 @@ const schema = z.object({
   REDIS_CLUSTER_NODES: commaList
     .pipe(z.array(z.string().regex(/^[^\s:]+:\d{1,5}$/, "each node is host:port, e.g. 10.0.0.5:7000")).min(1))
     .optional(),
+  /** The cluster's password (`requirepass`, or an ACL user's with REDIS_CLUSTER_USERNAME), sent to every node. */
+  REDIS_CLUSTER_PASSWORD: z.string().min(1).optional(),
+  REDIS_CLUSTER_USERNAME: z.string().min(1).optional(),
   DATA_DIR: z.string().min(1).default(".data"),
   /** As root only: let the embedded PostgreSQL's user be granted search permission on DATA_DIR's parents. */
   EMBEDDED_PG_GRANT_ACCESS: flag("0"),
@@ -137,6 +140,15 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): Env {
       path: ["REDIS_CLUSTER_NODES"],
       message: "set REDIS_URL (one Redis) or REDIS_CLUSTER_NODES (a Redis Cluster), not both",
     })
+    .refine((e) => e.REDIS_CLUSTER_NODES || !(e.REDIS_CLUSTER_PASSWORD || e.REDIS_CLUSTER_USERNAME), {
+      path: ["REDIS_CLUSTER_PASSWORD"],
+      message: "is for REDIS_CLUSTER_NODES (a single Redis takes its password in REDIS_URL)",
+    })
+    .refine((e) => !(e.REDIS_CLUSTER_USERNAME && !e.REDIS_CLUSTER_PASSWORD), {
+      path: ["REDIS_CLUSTER_USERNAME"],
+      message: "needs REDIS_CLUSTER_PASSWORD",
+    })
+
     .safeParse(env);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);

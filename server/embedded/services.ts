@@ -26,6 +26,8 @@ export async function startServices(
     DATABASE_URL?: string | undefined;
     REDIS_URL?: string | undefined;
     REDIS_CLUSTER_NODES?: string[] | undefined;
+    REDIS_CLUSTER_PASSWORD?: string | undefined;
+    REDIS_CLUSTER_USERNAME?: string | undefined;
     EMBEDDED_PG_GRANT_ACCESS: "0" | "1";
   },
   options: {

@@ -2,9 +2,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, inject, it } from "vitest";
+import { Redis } from "ioredis";
 import { createTestDatabase, type TestDatabase } from "../testing/db.ts";
+import { connectSocket, nextEvent, type ClientSocket } from "../testing/harness.ts";
 import { freePort } from "./ports.ts";
 import { startRedisServer } from "./redis.ts";
+import { startRedisCluster } from "./redis-cluster.ts";
 import { TallyProcess } from "./tally-process.ts";
 
 let database: TestDatabase;
@@ -67,3 +70,64 @@ it("stops on SIGTERM while its Redis is away (QUIT would wait for a reconnection
     await redis.stop();
   }
 }, 60_000);
+
+it("runs on a Redis Cluster that asks for a password (REDIS_CLUSTER_PASSWORD), and cannot become healthy without it", async () => {
+  const cluster = await startRedisCluster({
+    dir: path.join(dataRoot, "auth-cluster"),
+    masters: 3,
+    replicasPerMaster: 0,
+  });
+  const password = "a cluster's secret";
+  const sockets: { disconnect(): void }[] = [];
+  try {
+    for (const port of cluster.ports) {
+      const node = new Redis({ port, host: "127.0.0.1" });
+      await node.config("SET", "requirepass", password);
+      node.disconnect();
+    }
+    const target = { clusterNodes: cluster.nodes, auth: { password } };
+    const instance = await TallyProcess.start({ ...(await options("cluster-auth")), redis: target });
+    try {
+      expect((await fetch(`${instance.url}/api/health`)).status).toBe(200);
+      // A message goes through the counters and the adapter's sharded pub/sub, both on the cluster.
+      const signUp = async (name: string) => {
+        const res = await fetch(`${instance.url}/api/users`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ name, password: "a good password" }),
+        });
+        return (await res.json()) as { token: string };
+      };
+      const alice = await signUp("auth_alice");
+      const bob = await signUp("auth_bob");
+      const created = await fetch(`${instance.url}/api/conversations`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${alice.token}` },
+        body: JSON.stringify({ memberNames: ["auth_bob"] }),
+      });
+      const { conversation } = (await created.json()) as { conversation: { id: number } };
+      const bobSocket = await connectSocket<ClientSocket>(instance.url, bob.token, sockets);
+      const aliceSocket = await connectSocket<ClientSocket>(instance.url, alice.token, sockets);
+      const changed = nextEvent(bobSocket, "unread:changed");
+      const sent = await aliceSocket.emitWithAck("message:send", {
+        conversationId: conversation.id,
+        clientMsgId: "auth-1",
+        content: "over a cluster with a password",
+      });
+      expect(sent).toMatchObject({ ok: true });
+      expect(await changed).toMatchObject({ conversationId: conversation.id, unreadCount: 1, totalUnread: 1 });
+    } finally {
+      for (const s of sockets) s.disconnect();
+      await instance.stop();
+    }
+    // Without the password every node answers NOAUTH: the instance never reports healthy.
+    const error: unknown = await TallyProcess.start({
+      ...(await options("cluster-noauth")),
+      redis: { clusterNodes: cluster.nodes },
+      readyTimeoutMs: 5_000,
+    }).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(Error);
+  } finally {
+    await cluster.stop();
+  }
+}, 120_000);

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Cluster, Redis, type ClusterOptions, type RedisOptions, type Result } from "ioredis";
-import { isClusterTarget, seedNodes, type RedisClient, type RedisTarget } from "../redis/client.ts";
+import { clusterNodeOptions, isClusterTarget, seedNodes, type RedisClient, type RedisTarget } from "../redis/client.ts";
 import { defineScripts } from "../redis/scripts.ts";
 
 function lua(name: string): string {
@@ -86,7 +86,12 @@ export function createLabConnection(url: string): Promise<Redis>;
 export function createLabConnection(target: string | RedisTarget): Promise<RedisClient>;
 export function createLabConnection(target: string | RedisTarget): Promise<RedisClient> {
   if (typeof target !== "string" && isClusterTarget(target)) {
-    return readyLabConnection(new Cluster(seedNodes(target.clusterNodes), LAB_CLUSTER_OPTIONS));
+    return readyLabConnection(
+      new Cluster(seedNodes(target.clusterNodes), {
+        ...LAB_CLUSTER_OPTIONS,
+        redisOptions: { ...LAB_CLUSTER_OPTIONS.redisOptions, ...clusterNodeOptions(target) },
+      }),
+    );
   }
   return readyLabConnection(new Redis(typeof target === "string" ? target : target.url, LAB_REDIS_OPTIONS));
 }

@@ -6,9 +6,15 @@ import { defineScripts } from "./scripts.ts";
 
 /**
  * Where Tally's Redis is: one server (REDIS_URL) or a Redis Cluster given by some of its nodes
- * (REDIS_CLUSTER_NODES, `host:port` each; the client discovers the rest). A bare string is a URL.
+ * (REDIS_CLUSTER_NODES, `host:port` each; the client discovers the rest) with the AUTH every node asks for
+ * (REDIS_CLUSTER_PASSWORD, REDIS_CLUSTER_USERNAME). A bare string is a URL.
  */
-export type RedisTarget = { url: string } | { clusterNodes: string[] };
+export type RedisTarget = { url: string } | ClusterTarget;
+export interface ClusterTarget {
+  clusterNodes: string[];
+  /** AUTH for every node: `requirepass`'s password, or an ACL user's. */
+  auth?: { username?: string; password: string };
+}
 
 /** A command connection: one server's, or a cluster's (which routes each command to the node of its slot). */
 export type RedisClient = Redis | Cluster;
@@ -21,13 +27,26 @@ export function redisTarget(target: RedisTarget | string): RedisTarget {
 export function redisTargetOf(env: {
   REDIS_URL?: string | undefined;
   REDIS_CLUSTER_NODES?: string[] | undefined;
+  REDIS_CLUSTER_PASSWORD?: string | undefined;
+  REDIS_CLUSTER_USERNAME?: string | undefined;
 }): RedisTarget | undefined {
-  if (env.REDIS_CLUSTER_NODES) return { clusterNodes: env.REDIS_CLUSTER_NODES };
+  if (env.REDIS_CLUSTER_NODES) {
+    const { REDIS_CLUSTER_PASSWORD: password, REDIS_CLUSTER_USERNAME: username } = env;
+    return {
+      clusterNodes: env.REDIS_CLUSTER_NODES,
+      ...(password ? { auth: username ? { username, password } : { password } } : {}),
+    };
+  }
   return env.REDIS_URL ? { url: env.REDIS_URL } : undefined;
 }
 
-export function isClusterTarget(target: RedisTarget | string): target is { clusterNodes: string[] } {
+export function isClusterTarget(target: RedisTarget | string): target is ClusterTarget {
   return typeof target !== "string" && "clusterNodes" in target;
+}
+
+/** The options every node connection of a cluster takes: its AUTH. */
+export function clusterNodeOptions(target: ClusterTarget): RedisOptions {
+  return { ...target.auth };
 }
 
 export function isCluster(redis: RedisClient): redis is Cluster {
@@ -35,11 +54,21 @@ export function isCluster(redis: RedisClient): redis is Cluster {
 }
 
 /** The environment a child process needs to reach `target` (the other variable unset). */
-export function redisTargetEnv(target: RedisTarget | string): { REDIS_URL?: string; REDIS_CLUSTER_NODES?: string } {
+export function redisTargetEnv(target: RedisTarget | string): Record<string, string | undefined> {
   const t = redisTarget(target);
   return isClusterTarget(t)
-    ? { REDIS_URL: undefined, REDIS_CLUSTER_NODES: t.clusterNodes.join(",") }
-    : { REDIS_URL: t.url, REDIS_CLUSTER_NODES: undefined };
+    ? {
+        REDIS_URL: undefined,
+        REDIS_CLUSTER_NODES: t.clusterNodes.join(","),
+        REDIS_CLUSTER_PASSWORD: t.auth?.password,
+        REDIS_CLUSTER_USERNAME: t.auth?.username,
+      }
+    : {
+        REDIS_URL: t.url,
+        REDIS_CLUSTER_NODES: undefined,
+        REDIS_CLUSTER_PASSWORD: undefined,
+        REDIS_CLUSTER_USERNAME: undefined,
+      };
 }
 
 /** For logs: the URL, or the cluster's seed nodes. */
@@ -126,7 +155,10 @@ export function createRedis(target: RedisTarget | string, options: RedisOptions 
   const t = redisTarget(target);
   const redisOptions: RedisOptions = { maxRetriesPerRequest: 2, ...options };
   const client: RedisClient = isClusterTarget(t)
-    ? new Cluster(seedNodes(t.clusterNodes), { ...CLUSTER_OPTIONS, redisOptions })
+    ? new Cluster(seedNodes(t.clusterNodes), {
+        ...CLUSTER_OPTIONS,
+        redisOptions: { ...redisOptions, ...clusterNodeOptions(t) },
+      })
     : new Redis(t.url, redisOptions);
   defineScripts(client);
   return logErrors(coalesceWrites(client), "commands");
@@ -158,7 +190,7 @@ export function createAdapterClients(target: RedisTarget | string, options: Redi
       new Cluster(seedNodes(t.clusterNodes), {
         ...CLUSTER_OPTIONS,
         shardedSubscribers: true,
-        redisOptions: nodeOptions,
+        redisOptions: { ...nodeOptions, ...clusterNodeOptions(t) },
       });
     return {
       pub: publicationFailuresHandled(logErrors(coalesceWrites(cluster(redisOptions)), "adapter-pub")),
