@@ -171,7 +171,7 @@ test("on a phone the header's links stay clear of the brand and its badge", asyn
   await sendMessage(bobPage, "hi");
   await expect(page.getByTestId("app-badge")).toHaveAttribute("data-count", "1");
   const badge = (await page.getByTestId("app-badge").boundingBox())!;
-  for (const id of ["lab-link", "enable-notifications", "sign-out"]) {
+  for (const id of ["lab-link", "enable-notifications", "notifications-toggle", "sign-out"]) {
     const link = page.getByTestId(id);
     if ((await link.count()) === 0) continue;
     const box = (await link.boundingBox())!;

@@ -110,3 +110,38 @@ test("a muted group notifies only of a message that mentions the user", async ({
     [`tally:${group.id}:3`, `${bob.name}: @all last call`],
   ]);
 });
+
+test("the header's switch says whether Tally notifies, turns it off and on again, and is kept", async ({
+  alice,
+  bob,
+  env,
+}) => {
+  const events = await recordNotifications(alice.context, [env.serverA]);
+  const conversation = await bob.createConversation([alice.name]);
+  const tag = (seq: number) => `tally:${conversation.id}:${seq}`;
+  const page = await alice.openTab(env.serverA, { window: "looking" });
+  const toggle = page.getByTestId("notifications-toggle");
+  // What is on screen: the text holds a phone's shorter word too, hidden here.
+  await expect(toggle).toHaveText("Notifications: on", { useInnerText: true });
+  await expect(toggle).toHaveAttribute("aria-checked", "true");
+  await expect(page.getByTestId("enable-notifications")).toHaveCount(0);
+
+  await toggle.click();
+  await expect(toggle).toHaveText("Notifications: off", { useInnerText: true });
+  await expect(toggle).toHaveAttribute("aria-checked", "false");
+  await page.reload();
+  await expect(toggle).toHaveText("Notifications: off", { useInnerText: true });
+  await hide(page);
+  const bobPage = await bob.openTab(env.serverB, { open: conversation.id });
+  await sendMessage(bobPage, "while off");
+  // The tab counted it, so it has heard of it: whatever it was going to show, it showed.
+  await expectUnread(page, conversation.id, 1);
+  expect(shown(events)).toEqual([]);
+
+  // The positive control: on again, the next message notifies.
+  await toggle.click();
+  await expect(toggle).toHaveText("Notifications: on", { useInnerText: true });
+  await sendMessage(bobPage, "on again");
+  await expectUnread(page, conversation.id, 2);
+  await expect.poll(() => shown(events)).toEqual([tag(2)]);
+});

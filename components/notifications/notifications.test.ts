@@ -4,6 +4,7 @@ import { BOB, conversation, ME, message, setup } from "@/components/store/fake-t
 import type { MessageDTO } from "@/server/contracts";
 import { bindNotifications, type NotificationEnv } from "./notifications";
 import { nextLife, notificationText, shouldNotify } from "./notify-rule";
+import { readPreference, writePreference } from "./preference";
 
 const CAROL = { id: 3, name: "Carol" };
 
@@ -92,13 +93,21 @@ function fakeBrowser() {
     }) as unknown as BroadcastChannel;
   };
   let tabs = 0;
+  // The browser's localStorage, shared by its tabs.
+  const stored = new Map<string, string>();
+  const storage = {
+    getItem: (key: string) => stored.get(key) ?? null,
+    setItem: (key: string, value: string) => void stored.set(key, value),
+    removeItem: (key: string) => void stored.delete(key),
+  };
   const env = (): NotificationEnv => ({
     Notification: FakeNotification as unknown as typeof Notification,
     locks: locks as unknown as LockManager,
     channel,
     newTabId: () => `tab-${++tabs}`,
+    storage,
   });
-  return { shown, env, FakeNotification };
+  return { shown, env, FakeNotification, storage };
 }
 
 /** One tab: a store with conversation 5 and a socket whose message:new the test fires. */
@@ -185,6 +194,24 @@ describe("notifications across tabs", () => {
     a.store.setState({ visible: false });
     expect(browser.shown).toHaveLength(1);
     a.stop();
+  });
+
+  it("shows nothing while the person has turned notifications off in any tab, and notifies again once on", async () => {
+    const browser = fakeBrowser();
+    const [a, b] = [tab(browser), tab(browser)];
+    await Promise.resolve();
+    writePreference(browser.storage, ME.id, "off"); // in tab b, say: a is the notifier
+    a.receive(message(5, 1));
+    b.receive(message(5, 1));
+    expect(browser.shown).toHaveLength(0);
+    // Another user of the same browser keeps their own switch: only ME's is off.
+    expect(readPreference(browser.storage, BOB.id)).toBe("on");
+    writePreference(browser.storage, ME.id, "on");
+    a.receive(message(5, 2));
+    b.receive(message(5, 2));
+    expect(browser.shown.map((n) => n.tag)).toEqual(["tally:5:2"]);
+    a.stop();
+    b.stop();
   });
 
   it("shows nothing before the person allowed notifications", async () => {

@@ -2,6 +2,7 @@ import type { ChatStore } from "@/components/store";
 import type { ChatSocket } from "@/components/store/socket-binding";
 import type { MessageDTO } from "@/server/contracts";
 import { nextLife, notificationText, shouldNotify } from "./notify-rule";
+import { browserStorage, notificationsOn, readPreference, type PreferenceStorage } from "./preference";
 import { createTabPresence } from "./tabs";
 
 /** The browser APIs notifications use; a test passes its own. Missing ones turn notifications off. */
@@ -12,6 +13,8 @@ export interface NotificationEnv {
   /** Brings the window to the front when a notification is clicked. */
   focus?: () => void;
   newTabId?: () => string;
+  /** Where the person's own on/off switch is kept (preference.ts); none: on. */
+  storage?: PreferenceStorage;
 }
 
 function browserEnv(): NotificationEnv {
@@ -22,6 +25,7 @@ function browserEnv(): NotificationEnv {
     ...(typeof BroadcastChannel === "function" ? { channel: (name: string) => new BroadcastChannel(name) } : {}),
     focus: () => window.focus(),
     newTabId: () => crypto.randomUUID(),
+    storage: browserStorage(),
   };
 }
 
@@ -36,7 +40,8 @@ interface Shown {
  * one notifier with a Web Lock (the first tab holds it until it closes, then the next takes over), and the
  * notifier shows a notification only while no tab is being looked at, and in a muted conversation only for a
  * mention (notify-rule.ts). A notification closes when its conversation is read in any tab: every tab's store
- * gets the same unread pushes. Nothing is shown before the person allowed notifications. Returns the teardown.
+ * gets the same unread pushes. Nothing is shown before the person allowed notifications, nor while they have turned
+ * them off in Tally (preference.ts). Returns the teardown.
  */
 export function bindNotifications(
   deps: { store: ChatStore; socket: ChatSocket; userId: number },
@@ -79,7 +84,9 @@ export function bindNotifications(
     // A message can arrive twice (a replay after an instance died): one notification per message id.
     if (seen.has(message.id)) return;
     seen.add(message.id);
-    if (!leader || Note.permission !== "granted" || message.senderId === userId) return;
+    // The switch is read for each message: it may have been flipped in any tab since.
+    const on = notificationsOn(Note.permission, readPreference(env.storage, userId));
+    if (!leader || !on || message.senderId === userId) return;
     if (!store.getState().conversations[message.conversationId]) {
       waiting.push(message);
       if (waiting.length > MAX_WAITING) waiting.shift();
