@@ -49,8 +49,10 @@ test("signing out in one tab ends that session in its other tabs on both instanc
 
   await tabA.getByTestId("sign-out").click();
   await expect(tabA.getByTestId("login-name")).toBeVisible();
-  // No reload: the server dropped the tab's socket and the tab found its session gone.
+  // No reload: the server dropped the tab's socket and the tab found its session gone, and says so.
   await expect(tabB.getByTestId("login-name")).toBeVisible();
+  await expect(tabB.getByTestId("session-ended")).toBeVisible();
+  await expect(tabA.getByTestId("session-ended")).toHaveCount(0);
   await expect(appShell(otherDevice)).toBeVisible();
   expect((await device.context.request.get(`${env.serverA}/api/session`)).status()).toBe(200);
 
@@ -58,6 +60,44 @@ test("signing out in one tab ends that session in its other tabs on both instanc
   await otherDevice.getByTestId("sign-out-everywhere").click();
   await expect(otherDevice.getByTestId("login-name")).toBeVisible();
   expect((await device.context.request.get(`${env.serverB}/api/session`)).status()).toBe(401);
+});
+
+test("on a phone, Sign out everywhere is behind More, and the other device's sign-in form says why it is there", async ({
+  signUp,
+  signIn,
+  env,
+}) => {
+  const gus = await signUp("gus");
+  const laptop = await gus.openTab(env.serverA);
+  const phone = await (await signIn(gus)).openTab(env.serverB);
+  await phone.setViewportSize({ width: 375, height: 740 });
+  const everywhere = phone.getByTestId("sign-out-everywhere");
+  await expect(everywhere).toBeHidden();
+  await phone.getByTestId("account-more").click();
+  await expect(everywhere).toBeVisible();
+  const box = (await everywhere.boundingBox())!;
+  expect(box.x).toBeGreaterThanOrEqual(0);
+  expect(box.x + box.width).toBeLessThanOrEqual(375);
+  // Escape closes it; More opens it again.
+  await phone.keyboard.press("Escape");
+  await expect(everywhere).toBeHidden();
+  await phone.getByTestId("account-more").click();
+  await everywhere.click();
+
+  await expect(phone.getByTestId("login-name")).toBeVisible();
+  await expect(phone.getByTestId("session-ended")).toHaveCount(0);
+  await expect(laptop.getByTestId("login-name")).toBeVisible();
+  await expect(laptop.getByTestId("session-ended")).toHaveText(
+    "You were signed out: your session was ended on another device or in another tab, or it expired.",
+  );
+  // Signed in again, the reason has done its work.
+  await laptop.getByTestId("login-name").fill(gus.name);
+  await laptop.getByTestId("login-password").fill(E2E_PASSWORD);
+  await laptop.getByTestId("login-submit").click();
+  await expect(laptop.getByTestId("current-user")).toHaveText(gus.name);
+  await laptop.getByTestId("sign-out").click();
+  await expect(laptop.getByTestId("login-name")).toBeVisible();
+  await expect(laptop.getByTestId("session-ended")).toHaveCount(0);
 });
 
 test("the demo accounts are shown with their password and sign in with it", async ({ startServer, newContext }) => {

@@ -1,5 +1,6 @@
 "use client";
 
+import { useEffect, useId, useRef, useState } from "react";
 import { NotificationsToggle } from "@/components/notifications/NotificationsToggle";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { selectShownTotal, selectUser } from "@/components/store/selectors";
@@ -21,6 +22,82 @@ function AppBadge() {
     >
       {total}
     </span>
+  );
+}
+
+/**
+ * "Sign out" and "Sign out everywhere" in the header where there is room; on a narrow screen both behind one "More"
+ * button (a disclosure: Escape or a tap elsewhere closes it), so a phone can still end the sessions of a lost device
+ * and keeps room for the badge beside the brand.
+ */
+function SignOutButtons({ signOut }: { signOut: (everywhere: boolean) => void }) {
+  const [open, setOpen] = useState(false);
+  const panelId = useId();
+  const box = useRef<HTMLDivElement>(null);
+  const trigger = useRef<HTMLButtonElement>(null);
+
+  useEffect(() => {
+    if (!open) return;
+    const onPointerDown = (event: PointerEvent) => {
+      if (!box.current?.contains(event.target as Node)) setOpen(false);
+    };
+    const onKeyDown = (event: KeyboardEvent) => {
+      if (event.key !== "Escape") return;
+      setOpen(false);
+      trigger.current?.focus();
+    };
+    document.addEventListener("pointerdown", onPointerDown);
+    document.addEventListener("keydown", onKeyDown);
+    return () => {
+      document.removeEventListener("pointerdown", onPointerDown);
+      document.removeEventListener("keydown", onKeyDown);
+    };
+  }, [open]);
+
+  return (
+    <div className="account-more" ref={box} data-open={open}>
+      <button
+        ref={trigger}
+        type="button"
+        className="button ghost account-more-button"
+        data-testid="account-more"
+        aria-label="Sign out options"
+        aria-expanded={open}
+        aria-controls={panelId}
+        onClick={() => setOpen(!open)}
+      >
+        <svg viewBox="0 0 16 16" width="16" height="16" aria-hidden="true">
+          <circle cx="3" cy="8" r="1.5" fill="currentColor" />
+          <circle cx="8" cy="8" r="1.5" fill="currentColor" />
+          <circle cx="13" cy="8" r="1.5" fill="currentColor" />
+        </svg>
+      </button>
+      <div className="account-more-panel" id={panelId}>
+        <button
+          type="button"
+          className="button ghost"
+          data-testid="sign-out"
+          onClick={() => {
+            setOpen(false);
+            signOut(false);
+          }}
+        >
+          Sign out
+        </button>
+        <button
+          type="button"
+          className="button ghost"
+          data-testid="sign-out-everywhere"
+          title="End every session of this account, on every device"
+          onClick={() => {
+            setOpen(false);
+            signOut(true);
+          }}
+        >
+          Sign out everywhere
+        </button>
+      </div>
+    </div>
   );
 }
 
@@ -46,18 +123,7 @@ export function Header() {
         <span className="user-name" data-testid="current-user">
           {user?.name}
         </span>
-        <button type="button" className="button ghost" data-testid="sign-out" onClick={() => void signOut()}>
-          Sign out
-        </button>
-        <button
-          type="button"
-          className="button ghost sign-out-everywhere"
-          data-testid="sign-out-everywhere"
-          title="End every session of this account, on every device"
-          onClick={() => void signOut(true)}
-        >
-          Sign out everywhere
-        </button>
+        <SignOutButtons signOut={(everywhere) => void signOut(everywhere)} />
       </div>
     </header>
   );

@@ -12,6 +12,7 @@ type Mode = "signIn" | "signUp";
 
 export function LoginScreen() {
   const signIn = useChatStore((s) => s.signIn);
+  const sessionEnded = useChatStore((s) => s.sessionEnded);
   const [mode, setMode] = useState<Mode>("signIn");
   const [name, setName] = useState("");
   const [password, setPassword] = useState("");
@@ -59,6 +60,11 @@ export function LoginScreen() {
           <h1>Tally</h1>
         </div>
         <p className="login-lead">Chat where the unread count is always right.</p>
+        {sessionEnded && (
+          <p className="login-ended" role="status" data-testid="session-ended">
+            You were signed out: your session was ended on another device or in another tab, or it expired.
+          </p>
+        )}
         <div className="login-tabs" role="tablist" aria-label="Sign in or create an account">
           <button
             type="button"

@@ -28,3 +28,50 @@ describe("restoring the session", () => {
     expect(t.store.getState().sessionStatus).toBe("signedOut");
   });
 });
+
+describe("a session ended elsewhere", () => {
+  it("is marked when a signed-in tab finds its session gone, and cleared by the next sign-in", async () => {
+    const t = setup();
+    expect(t.store.getState().sessionEnded).toBe(false);
+    t.session.signedIn = false; // "Sign out everywhere" on another device
+    expect(await t.store.getState().verifySession()).toBe(false);
+    expect(t.store.getState()).toMatchObject({ sessionStatus: "signedOut", sessionEnded: true });
+    // A second refusal of the same socket changes nothing.
+    expect(await t.store.getState().verifySession()).toBe(false);
+    expect(t.store.getState().sessionEnded).toBe(true);
+
+    expect(await t.store.getState().signIn({ name: ME.name, password: "right password" })).toBeNull();
+    expect(t.store.getState()).toMatchObject({ sessionStatus: "signedIn", sessionEnded: false });
+  });
+
+  it("is not marked by the tab's own sign-out, even when its socket drops before the sign-out is answered", async () => {
+    for (const everywhere of [false, true]) {
+      const t = setup();
+      const { signOut, signOutEverywhere } = t.session;
+      let answer: () => void = () => undefined;
+      const answered = new Promise<void>((resolve) => (answer = resolve));
+      const slow = (end: typeof signOut) => async () => {
+        const res = await end();
+        await answered;
+        return res;
+      };
+      t.session.signOut = slow(signOut);
+      t.session.signOutEverywhere = slow(signOutEverywhere);
+      const done = t.store.getState().signOut(everywhere);
+      t.session.signedIn = false;
+      expect(await t.store.getState().verifySession()).toBe(false);
+      expect(t.store.getState().sessionEnded).toBe(false);
+      answer();
+      await done;
+      expect(t.store.getState()).toMatchObject({ sessionStatus: "signedOut", sessionEnded: false });
+    }
+  });
+
+  it("is not marked at a page load without a session", async () => {
+    const t = setup();
+    t.session.signedIn = false;
+    t.store.setState({ user: null, sessionStatus: "loading" });
+    await t.store.getState().restoreSession();
+    expect(t.store.getState()).toMatchObject({ sessionStatus: "signedOut", sessionEnded: false });
+  });
+});

@@ -7,8 +7,11 @@ import { initialUnreadState } from "./unread";
 
 export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, [], [], SessionSlice> {
   return (set, get) => {
+    /** This tab's own sign-out is on its way: the session it ends is not "ended elsewhere". */
+    let signingOut = false;
+
     /** Forgets everything of the signed-in user; window state (visible, focused) is not theirs. */
-    function reset(): void {
+    function reset(sessionEnded = false): void {
       rt.generation += 1;
       rt.sync.token += 1;
       rt.sync.buffer = [];
@@ -34,6 +37,7 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
         conversationErrors: {},
         user: null,
         sessionStatus: "signedOut",
+        sessionEnded,
         connected: false,
       });
     }
@@ -43,6 +47,7 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
       sessionStatus: "loading",
       connected: false,
       lab: false,
+      sessionEnded: false,
 
       async restoreSession() {
         const res = await rt.deps.session.current();
@@ -57,15 +62,20 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
       async signIn(credentials, create = false) {
         const res = await (create ? rt.deps.session.signUp(credentials) : rt.deps.session.signIn(credentials));
         if (!res.ok) return res.error.message;
-        set({ user: res.user, sessionStatus: "signedIn" });
+        set({ user: res.user, sessionStatus: "signedIn", sessionEnded: false });
         get().restoreQueue();
         return null;
       },
 
       async signOut(everywhere = false) {
         const userId = get().user?.id;
+        signingOut = true;
         // Clear the cookie before showing the sign-in form, so a quick new sign-in cannot be undone by it.
-        await (everywhere ? rt.deps.session.signOutEverywhere() : rt.deps.session.signOut());
+        try {
+          await (everywhere ? rt.deps.session.signOutEverywhere() : rt.deps.session.signOut());
+        } finally {
+          signingOut = false;
+        }
         // Signing out means leaving this browser to someone else: no half-written text stays behind. (An expired
         // session, below in verifySession, keeps them for the same person's next sign-in.)
         if (userId !== undefined) clearDrafts(rt.deps.drafts, userId);
@@ -90,7 +100,9 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
         // Only a server that answers "no session" signs this tab out; an unreachable one proves nothing.
         const signedOut = res.ok ? res.user === null : res.error.code === "unauthorized";
         if (!signedOut) return true;
-        if (get().sessionStatus === "signedIn") reset();
+        // Ended while this tab was signed in, and not by this tab's own sign-out (whose socket can drop before the
+        // sign-out is answered): the sign-in form then says why.
+        if (get().sessionStatus === "signedIn") reset(!signingOut);
         return false;
       },
     };

@@ -102,6 +102,12 @@ export interface SessionSlice {
   connected: boolean;
   /** Whether the server runs the consistency lab (known once restoreSession has answered). */
   lab: boolean;
+  /**
+   * This tab was signed in and found its session ended by someone else: "Sign out everywhere" on another device,
+   * "Sign out" in another tab, or its expiry (the server does not say which). The sign-in form says so. Not set by
+   * this tab's own sign-out, nor at a page load without a session.
+   */
+  sessionEnded: boolean;
   restoreSession(): Promise<void>;
   /** Resolves with the server's error message, or null on success. */
   /** Signs in, or with `create` makes the account first; returns the server's message on failure. */
