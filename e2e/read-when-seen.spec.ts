@@ -327,3 +327,37 @@ test("a reply sent from the divider reads nothing it has not shown, and the curs
   await expect(appBadge(front)).toHaveAttribute("data-count", "0");
   expect((await alice.snapshot()).conversations.find((c) => c.id === conversation.id)?.lastReadSeq).toBe(66);
 });
+
+test("a long draft grows the composer and a list at its bottom stays there, the newest message in view", async ({
+  alice,
+  bob,
+  env,
+}) => {
+  // Alice's own messages: nothing unread, so the conversation opens at its bottom.
+  const conversation = await bob.createConversation([alice.name]);
+  const socket = await connect(alice, env.serverA);
+  try {
+    await sendMany(socket, conversation.id, 30, "a note of mine");
+  } finally {
+    socket.disconnect();
+  }
+  const page = await alice.openTab(env.serverA, { window: "looking", open: conversation.id });
+  const input = page.getByTestId("message-input");
+  const gap = () => scrollList(page, 0);
+  const draft = Array.from({ length: 8 }, (_, i) => `line ${i + 1} of a long pasted draft`).join("\n");
+  for (const size of [
+    { width: 1280, height: 720 },
+    { width: 375, height: 740 },
+  ]) {
+    await page.setViewportSize(size);
+    await expect.poll(gap).toBeLessThanOrEqual(2);
+    const oneLine = (await input.boundingBox())!.height;
+    await input.fill(draft);
+    await expect.poll(async () => (await input.boundingBox())!.height).toBeGreaterThan(oneLine + 40);
+    await expect.poll(gap, `at ${size.width} px`).toBeLessThanOrEqual(2);
+    await expect(page.getByTestId("jump-to-latest")).toHaveCount(0);
+    await expect(page.locator('[data-testid=message][data-seq="30"]')).toBeInViewport({ ratio: 1 });
+    await input.fill("");
+    await expect.poll(gap).toBeLessThanOrEqual(2);
+  }
+});

@@ -110,6 +110,8 @@ export function MessageList({ conversationId }: { conversationId: number }) {
 
   const scroller = useRef<HTMLDivElement>(null);
   const nearBottom = useRef(true);
+  /** At the very bottom when last measured (within AT_BOTTOM): a shrinking scroller keeps it there. */
+  const following = useRef(true);
   /** Scroll geometry from just before older messages were requested, to keep the view still when they land. */
   const anchor = useRef<{ height: number; top: number; firstSeq: number | undefined } | null>(null);
   const pendingCount = useRef(0);
@@ -143,14 +145,37 @@ export function MessageList({ conversationId }: { conversationId: number }) {
     if (!positioned) return;
     const seen = measure();
     if (!seen) return;
+    following.current = seen.following;
     setAtBottom(seen.following);
     setOnScreen(conversationId, seen);
   }
-  // The observer's callback and the unmount see the latest closure through this.
+
+  /**
+   * The scroller changed size: the composer grew with a long draft (or shrank again), or the window did. Its top
+   * stays put, so what was at the bottom would slide under the composer and the "Latest" button: a list that was at
+   * the bottom is kept there.
+   */
+  function resized() {
+    const el = scroller.current;
+    if (!el || !positioned) return;
+    if (following.current) el.scrollTop = el.scrollHeight;
+    report();
+  }
+  // The observers' callbacks and the unmount see the latest closures through these.
   const reportRef = useRef(report);
+  const resizedRef = useRef(resized);
   useLayoutEffect(() => {
     reportRef.current = report;
+    resizedRef.current = resized;
   });
+
+  useEffect(() => {
+    const el = scroller.current;
+    if (!el || typeof ResizeObserver === "undefined") return;
+    const ro = new ResizeObserver(() => resizedRef.current());
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, []);
 
   useEffect(() => {
     const el = scroller.current;
