@@ -118,3 +118,35 @@ test("deleting a direct conversation removes it for both members and their count
   });
   expect(history.status()).toBe(403);
 });
+
+test("an untitled group down to two members reads as a group in its row, header, delete question and gone notice", async ({
+  alice,
+  bob,
+  carol,
+  env,
+}) => {
+  const group = await bob.createConversation([alice.name, carol.name]);
+  const alicePage = await alice.openTab(env.serverA, { open: group.id });
+  const title = alicePage.getByTestId("conversation-title");
+  const row = conversationItem(alicePage, group.id).locator(".conversation-title");
+  await expect(title).toHaveText([bob.name, carol.name].sort().join(", "));
+
+  const carolPage = await carol.openTab(env.serverB, { open: group.id });
+  await confirmAction(carolPage, "leave-conversation");
+  // The direct conversation with bob would be titled "bob": this one is not.
+  await expect(title).toHaveText(`Group with ${bob.name}`);
+  await expect(row).toHaveText(`Group with ${bob.name}`);
+
+  const bobPage = await bob.openTab(env.serverB, { open: group.id });
+  await expect(bobPage.getByTestId("conversation-title")).toHaveText(`Group with ${alice.name}`);
+  let question = "";
+  bobPage.once("dialog", (dialog) => {
+    question = dialog.message();
+    void dialog.accept();
+  });
+  await bobPage.getByTestId("delete-conversation").click();
+  await expect(alicePage.getByTestId("gone-notice")).toContainText(
+    `“Group with ${bob.name}” is gone: it was deleted, or you left it elsewhere.`,
+  );
+  expect(question).toBe(`Delete “Group with ${alice.name}” and its messages for every member?`);
+});

@@ -46,11 +46,17 @@ export function toMessageDTO(m: MessageRow): MessageDTO {
   };
 }
 
-/** A direct conversation is titled by the other member; an untitled group by its other members. */
+/**
+ * A direct conversation is titled by the other member; an untitled group by its other members, and one that is down
+ * to a single other member says it is a group ("Group with dave"), or its row, header, notifications and notices
+ * would read as a direct conversation with dave.
+ */
 function titleFor(row: ConversationRow, viewerId: number): string {
   if (row.kind === "group" && row.title) return row.title;
   const others = row.memberships.filter((m) => m.userId !== viewerId).map((m) => m.user.name);
-  return others.length > 0 ? others.join(", ") : "Just you";
+  if (others.length === 0) return "Just you";
+  if (row.kind === "group" && others.length === 1) return `Group with ${others[0]}`;
+  return others.join(", ");
 }
 
 /** One conversation as `viewerId` sees it, with the unread state Redis holds for them. */

@@ -22,7 +22,10 @@ export interface MessageDTO {
 export interface ConversationDTO {
   id: number;
   kind: ConversationKind;
-  /** For a direct conversation, the other member's name; for a group, its title or its members' names. */
+  /**
+   * For a direct conversation, the other member's name; for a group, its title or its other members' names
+   * ("Group with <name>" when one other is left).
+   */
   title: string;
   members: UserDTO[];
   lastSeq: number;

@@ -362,11 +362,16 @@ describe("the conversation list", () => {
     const res = await h.http(`/api/conversations/${group.id}/leave`, { method: "POST", token: a.token });
     expect(res.status).toBe(200);
     const { conversation } = await updated;
-    expect(conversation).toMatchObject({ unreadCount: 2, mentionCount: 1, muted: true, title: c.user.name });
+    expect(conversation).toMatchObject({
+      unreadCount: 2,
+      mentionCount: 1,
+      muted: true,
+      title: `Group with ${c.user.name}`,
+    });
     const listed = (await list(b.token)).conversations.find((conv) => conv.id === group.id);
     expect(conversation).toEqual(listed);
     const forC = (await updatedForC).conversation;
-    expect(forC).toMatchObject({ unreadCount: 0, mentionCount: 0, muted: false, title: b.user.name });
+    expect(forC).toMatchObject({ unreadCount: 0, mentionCount: 0, muted: false, title: `Group with ${b.user.name}` });
     expect(forC).toEqual((await list(c.token)).conversations.find((conv) => conv.id === group.id));
   });
 
