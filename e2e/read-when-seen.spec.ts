@@ -317,6 +317,11 @@ test("a reply sent from the divider reads nothing it has not shown, and the curs
   await front.getByTestId("send-button").click();
   await expect(front.locator('[data-testid=message][data-seq="66"]')).toHaveCount(1);
   await expect(divider).toBeInViewport();
+  // The reply is out of sight below: a note beside "N new ↓" says it went.
+  const note = front.getByTestId("reply-note");
+  await expect(note).toHaveText("Reply sent, below the new messages");
+  await expect(note).toBeVisible();
+  await expect(front.getByTestId("jump-to-latest")).toBeVisible();
   expect(await serverCount()).toBe(left);
   await expect(appBadge(front)).toHaveAttribute("data-count", String(left));
   expect((await alice.snapshot()).conversations.find((c) => c.id === conversation.id)?.lastReadSeq).toBeLessThan(65);
@@ -324,6 +329,8 @@ test("a reply sent from the divider reads nothing it has not shown, and the curs
   // Reading down to the last of bob's messages moves her cursor over her own reply too.
   for (let i = 0; i < 50 && (await scrollList(front, "bottom")) > 2; i++);
   await expect.poll(serverCount).toBe(0);
+  // In sight now, the reply needs no note.
+  await expect(note).toHaveText("");
   await expect(appBadge(front)).toHaveAttribute("data-count", "0");
   expect((await alice.snapshot()).conversations.find((c) => c.id === conversation.id)?.lastReadSeq).toBe(66);
 });

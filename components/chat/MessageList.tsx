@@ -17,6 +17,7 @@ import type { OnScreen } from "@/components/store";
 import { firstUnseenSeq } from "./first-unseen";
 import { MessageText } from "./MessageText";
 import { PendingItem } from "./PendingItem";
+import { REPLY_NOTE_TEXT, replyNote } from "./reply-note";
 
 /** How close to an edge counts as "at" it, in pixels. */
 const EDGE = 80;
@@ -118,6 +119,8 @@ export function MessageList({ conversationId }: { conversationId: number }) {
   /** The first scroll (to the divider or the bottom) is done; only from then on does what is shown count. */
   const [positioned, setPositioned] = useState(false);
   const [atBottom, setAtBottom] = useState(true);
+  /** A reply sent while others' messages wait unseen below: the list stayed put, so a note says where it went. */
+  const [replyBelow, setReplyBelow] = useState<string | null>(null);
   /** The bubbles the IntersectionObserver last saw inside the scroller. */
   const intersecting = useRef(new Set<Element>());
   const observer = useRef<IntersectionObserver | null>(null);
@@ -147,6 +150,8 @@ export function MessageList({ conversationId }: { conversationId: number }) {
     if (!seen) return;
     following.current = seen.following;
     setAtBottom(seen.following);
+    // At the bottom the reply is in sight: the note has done its work.
+    if (seen.following) setReplyBelow(null);
     setOnScreen(conversationId, seen);
   }
 
@@ -270,6 +275,9 @@ export function MessageList({ conversationId }: { conversationId: number }) {
       // take every message it skipped as seen.
       el.scrollTop = el.scrollHeight;
       nearBottom.current = true;
+    } else if (sent) {
+      // That reply goes out of sight: the note beside "N new ↓" follows it (sending, sent, refused).
+      setReplyBelow(pending.at(-1)?.clientMsgId ?? null);
     }
     report();
     // report() reads the current render's values; it is meant to run when these change.
@@ -285,6 +293,8 @@ export function MessageList({ conversationId }: { conversationId: number }) {
       void loadOlder(conversationId);
     }
   }, [positioned, loaded, loading, hasMore, firstSeq, conversationId, loadOlder]);
+
+  const note = replyNote(replyBelow, pending, items);
 
   return (
     <div className="message-area">
@@ -326,18 +336,23 @@ export function MessageList({ conversationId }: { conversationId: number }) {
           ))}
         </ol>
       </div>
-      {positioned && !atBottom && (
-        <button
-          type="button"
-          className="jump-to-latest"
-          data-testid="jump-to-latest"
-          data-count={unseen}
-          aria-label={unseen > 0 ? `${unseen} new messages, jump to the latest` : "Jump to the latest message"}
-          onClick={jumpToLatest}
-        >
-          {unseen > 0 ? `${unseen} new` : "Latest"} <span aria-hidden="true">↓</span>
-        </button>
-      )}
+      <div className="list-float">
+        <p className="reply-note" role="status" data-testid="reply-note" data-state={note ?? undefined}>
+          {note && !atBottom ? REPLY_NOTE_TEXT[note] : null}
+        </p>
+        {positioned && !atBottom && (
+          <button
+            type="button"
+            className="jump-to-latest"
+            data-testid="jump-to-latest"
+            data-count={unseen}
+            aria-label={unseen > 0 ? `${unseen} new messages, jump to the latest` : "Jump to the latest message"}
+            onClick={jumpToLatest}
+          >
+            {unseen > 0 ? `${unseen} new` : "Latest"} <span aria-hidden="true">↓</span>
+          </button>
+        )}
+      </div>
     </div>
   );
 }
