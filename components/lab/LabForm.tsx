@@ -4,7 +4,7 @@ import type { FormEvent } from "react";
 import type { LabFaults } from "@/server/contracts";
 import type { LabForm as Form } from "./store";
 import { STRATEGY_LABELS } from "./colors";
-import { FAULT_PRESETS, glossaryMeaning, matchingPreset } from "./explain";
+import { FAULT_PRESETS, glossaryMeaning, matchingPreset, runStatusText } from "./explain";
 import { useLabStore } from "./LabProvider";
 import { NumberFields, type NumberFieldSpec } from "./NumberField";
 import { STRATEGY_NAMES } from "./store";
@@ -60,6 +60,8 @@ export function LabForm() {
   const strategies = useLabStore((s) => s.strategies);
   const status = useLabStore((s) => s.status);
   const error = useLabStore((s) => s.error);
+  const end = useLabStore((s) => s.result?.end);
+  const stopAsked = useLabStore((s) => s.stopAsked);
   const notices = useLabStore((s) => s.run?.notices ?? NO_NOTICES);
   const setForm = useLabStore((s) => s.setForm);
   const setFaults = useLabStore((s) => s.setFaults);
@@ -142,7 +144,7 @@ export function LabForm() {
           </button>
         )}
         <span className="lab-status" data-testid="lab-status" data-status={status} role="status">
-          {status === "idle" ? "" : status}
+          {runStatusText(status, end, stopAsked)}
         </span>
       </div>
       {error && (

@@ -21,6 +21,11 @@ export function LabResults() {
   return (
     <section className="lab-section" aria-labelledby="lab-results-title">
       <h2 id="lab-results-title">Results</h2>
+      {result.end.reason !== "completed" && (
+        <p className="lab-notice" data-testid="lab-ended-early">
+          The run was stopped before its last operation: these are the numbers of the operations done until then.
+        </p>
+      )}
       <div className="lab-table-wrap">
         <table className="lab-table" data-testid="lab-results" aria-describedby="lab-results-legend">
           <thead>

@@ -1,5 +1,6 @@
-import type { LabFaults, LabStrategyName, LabStrategyResult } from "@/server/contracts";
+import type { LabFaults, LabRunEnd, LabStrategyName, LabStrategyResult } from "@/server/contracts";
 import { DEFAULT_WORKLOAD, MAX_ATTEMPTS, STORY_LOCK_TTL_MS } from "@/server/contracts/lab-defaults";
+import type { RunStatus } from "./store";
 
 /** One word of the lab's jargon and what it means, in a sentence a presenter can read out. */
 export interface GlossaryEntry {
@@ -228,6 +229,17 @@ export function summarize(results: readonly LabStrategyResult[], faults: Pick<La
     sentences.push(`${who} also matched the truth everywhere${why}.`);
   }
   return sentences.join(" ");
+}
+
+/**
+ * The run's state beside the Run button. A run that ended early says so, and who stopped it when it was not this
+ * page (another tab, or the server's time limit).
+ */
+export function runStatusText(status: RunStatus, end: LabRunEnd | undefined, stopAsked: boolean): string {
+  if (status === "idle") return "";
+  if (status !== "stopped" || !end || end.reason === "completed") return status;
+  if (end.reason === "timeLimit") return `stopped at the ${end.limitMinutes}-minute limit`;
+  return stopAsked ? "stopped" : `stopped by ${end.by}`;
 }
 
 /** A glossary term's meaning, for a tooltip; "" for a term the glossary lacks. */

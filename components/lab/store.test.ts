@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { LabRunInfo, LabSample, Result } from "@/server/contracts";
+import type { LabRunInfo, LabRunResult, LabSample, Result } from "@/server/contracts";
+import { runStatusText } from "./explain";
 import { chartRows, createLabStore, DEFAULT_FORM, latestBadges, sharedTimeAxis, type LabTransport } from "./store";
 
 function transport(overrides: Partial<LabTransport> = {}): LabTransport & { starts: unknown[] } {
@@ -51,12 +52,49 @@ describe("lab store", () => {
     await store.getState().start();
     store.getState().receiveSample(sample("naive", 0.25));
     store.getState().receiveSample(sample("lua", 0.25, "other"));
-    store.getState().receiveFinished({ runId: "other", results: [], notices: [] });
+    store.getState().receiveFinished({ runId: "other", results: [], notices: [], end: { reason: "completed" } });
     expect(store.getState().status).toBe("running");
-    store.getState().receiveFinished({ runId: "r1", results: [], notices: [] });
+    store.getState().receiveFinished({ runId: "r1", results: [], notices: [], end: { reason: "completed" } });
     expect(store.getState().samples.naive).toHaveLength(1);
     expect(store.getState().samples.lua).toHaveLength(0);
     expect(store.getState().status).toBe("finished");
+  });
+
+  it("says a run it stopped, or that someone or the time limit stopped, was stopped, not finished", async () => {
+    const stopped: LabRunResult = { runId: "r1", results: [], notices: [], end: { reason: "stopped", by: "alice" } };
+    const here = createLabStore(transport());
+    await here.getState().start();
+    await here.getState().stop();
+    here.getState().receiveFinished(stopped);
+    expect(here.getState().status).toBe("stopped");
+    expect(runStatusText(here.getState().status, here.getState().result?.end, here.getState().stopAsked)).toBe(
+      "stopped",
+    );
+
+    // Another tab of the same person pressed Stop: this one names who did.
+    const elsewhere = createLabStore(transport());
+    await elsewhere.getState().start();
+    elsewhere.getState().receiveFinished(stopped);
+    const s = elsewhere.getState();
+    expect(runStatusText(s.status, s.result?.end, s.stopAsked)).toBe("stopped by alice");
+
+    // The server's time limit.
+    const capped = createLabStore(transport());
+    await capped.getState().start();
+    capped.getState().receiveFinished({ ...stopped, end: { reason: "timeLimit", limitMinutes: 10 } });
+    const c = capped.getState();
+    expect(runStatusText(c.status, c.result?.end, c.stopAsked)).toBe("stopped at the 10-minute limit");
+
+    // A run that did every operation finished; a refused Stop leaves the page as it was.
+    const done = createLabStore(
+      transport({ stop: async () => ({ ok: false, error: { code: "forbidden", message: "no" } }) }),
+    );
+    await done.getState().start();
+    await done.getState().stop();
+    expect(done.getState().stopAsked).toBe(false);
+    done.getState().receiveFinished({ ...stopped, end: { reason: "completed" } });
+    const d = done.getState();
+    expect(runStatusText(d.status, d.result?.end, d.stopAsked)).toBe("finished");
   });
 
   it("shows the server's error when a run or the bots cannot start", async () => {

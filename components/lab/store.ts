@@ -33,7 +33,8 @@ export type LabForm = Omit<LabWorkload, "lock" | "watch">;
 const { lock: _lock, watch: _watch, ...formDefaults } = DEFAULT_WORKLOAD;
 export const DEFAULT_FORM: LabForm = formDefaults;
 
-export type RunStatus = "idle" | "starting" | "running" | "finished" | "failed";
+/** `stopped`: the run ended before its last operation (Stop, or the server's time limit); `result.end` says why. */
+export type RunStatus = "idle" | "starting" | "running" | "finished" | "stopped" | "failed";
 
 export interface LabState {
   /** `disabled`: this server runs without the lab (LAB=0). */
@@ -44,6 +45,8 @@ export interface LabState {
   run: LabRunInfo | null;
   samples: Record<LabStrategyName, LabSample[]>;
   result: LabRunResult | null;
+  /** This page asked the server to stop the run in progress. */
+  stopAsked: boolean;
   error: string | null;
   story: {
     scenario: LabStoryScenario | null;
@@ -90,6 +93,7 @@ export function createLabStore(transport: LabTransport) {
     run: null,
     samples: emptySamples(),
     result: null,
+    stopAsked: false,
     error: null,
     story: { scenario: null, stories: [], step: 0, loading: false, error: null },
     bots: IDLE,
@@ -108,7 +112,7 @@ export function createLabStore(transport: LabTransport) {
     async start() {
       const { form, strategies, status } = get();
       if (status === "starting" || status === "running") return;
-      set({ status: "starting", error: null, result: null, samples: emptySamples(), run: null });
+      set({ status: "starting", error: null, result: null, stopAsked: false, samples: emptySamples(), run: null });
       const res = await transport.start({ strategies, workload: form }).catch(() => null);
       if (!res) return set({ status: "failed", error: "No answer from the server." });
       if (!res.ok) return set({ status: "failed", error: res.error.message });
@@ -120,8 +124,9 @@ export function createLabStore(transport: LabTransport) {
     async stop() {
       const run = get().run;
       if (!run || get().status !== "running") return;
+      set({ stopAsked: true });
       const res = await transport.stop(run.runId).catch(() => null);
-      if (res && !res.ok) set({ error: res.error.message });
+      if (res && !res.ok) set({ error: res.error.message, stopAsked: false });
     },
 
     receiveSample(sample) {
@@ -139,7 +144,7 @@ export function createLabStore(transport: LabTransport) {
     receiveFinished(result) {
       const run = get().run;
       if (run && run.runId !== result.runId) return;
-      set({ status: "finished", result });
+      set({ status: result.end.reason === "completed" ? "finished" : "stopped", result });
     },
 
     receiveFailed(runId, message) {
@@ -151,7 +156,7 @@ export function createLabStore(transport: LabTransport) {
     receiveStatus({ run, bots }) {
       set({ bots });
       if (run && get().status !== "running") {
-        set({ run, status: "running", samples: emptySamples(), result: null, error: null });
+        set({ run, status: "running", samples: emptySamples(), result: null, stopAsked: false, error: null });
       }
     },
 

@@ -112,10 +112,18 @@ export interface LabStrategyResult {
   wrong: { counts: number; totals: number };
 }
 
+/**
+ * How a run ended: it ran every strategy's operations, someone pressed Stop (`by`: their name), or it reached the
+ * server's time limit (`limitMinutes`). A run that did not complete reports the operations done until then.
+ */
+export type LabRunEnd =
+  { reason: "completed" } | { reason: "stopped"; by: string } | { reason: "timeLimit"; limitMinutes: number };
+
 export interface LabRunResult {
   runId: string;
   results: LabStrategyResult[];
   notices: string[];
+  end: LabRunEnd;
 }
 
 export type LabStoryScenario = "race" | "crash" | "mute";

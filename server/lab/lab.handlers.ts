@@ -192,7 +192,7 @@ export function registerLab({
     socket.on(
       "lab:stop",
       command(log, "lab:stop", async (payload) => {
-        await lab.stop(user.id, parse(stopInputSchema, payload).runId);
+        await lab.stop(user, parse(stopInputSchema, payload).runId);
         return {};
       }),
     );

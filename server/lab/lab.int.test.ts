@@ -105,6 +105,7 @@ describe("the /lab namespace", () => {
     const result: LabRunResult = await finished;
     expect((await finishedElsewhere).runId).toBe(started.run.runId);
     expect(result.results.map((r) => r.strategy)).toEqual(["naive", "lock", "watch", "lua"]);
+    expect(result.end).toEqual({ reason: "completed" });
     const byName = Object.fromEntries(result.results.map((r) => [r.strategy, r]));
     expect(byName.naive!.drift.users).toBeGreaterThan(0);
     expect(byName.lua).toMatchObject({
@@ -127,7 +128,7 @@ describe("the /lab namespace", () => {
   });
 
   it("stops a run on request", async () => {
-    const { token } = await h.signUp("lab_stopper");
+    const { token, user } = await h.signUp("lab_stopper");
     const lab = await labSocket(token);
     const started = await lab.emitWithAck("lab:start", {
       strategies: ["lock"],
@@ -154,6 +155,8 @@ describe("the /lab namespace", () => {
     expect(await lab.emitWithAck("lab:stop", { runId: started.run.runId })).toEqual({ ok: true });
     const result = await finished;
     expect(result.results[0]!.completed).toBeLessThan(1_000_000);
+    // The page says the run was stopped, and by whom; not that it finished.
+    expect(result.end).toEqual({ reason: "stopped", by: user.name });
   });
 
   it("replays the classic interleavings for each strategy, and refuses an unknown one", async () => {

@@ -1,6 +1,7 @@
 import type { RedisClient } from "../redis/client.ts";
 import type {
   BotsStatus,
+  LabRunEnd,
   LabRunInfo,
   LabRunResult,
   LabSample,
@@ -18,6 +19,15 @@ import { replayStories } from "./story.ts";
 
 /** A run stops by itself after this long; the results so far are reported. */
 export const MAX_RUN_MS = 10 * 60_000;
+
+const SHUTTING_DOWN: LabRunEnd = { reason: "stopped", by: "the server (shutting down)" };
+
+/** How an aborted run ended: whoever aborts it gives its AbortController the reason, a LabRunEnd. */
+function endOf(signal: AbortSignal): LabRunEnd {
+  if (!signal.aborted) return { reason: "completed" };
+  const reason = signal.reason as Partial<LabRunEnd> | undefined;
+  return reason?.reason === "stopped" || reason?.reason === "timeLimit" ? (reason as LabRunEnd) : SHUTTING_DOWN;
+}
 
 export interface RunListener {
   sampled(sample: LabSample): void;
@@ -73,14 +83,22 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
     slot.info = info;
     const lab = labRedis;
     // A forgotten run (a million operations with long delays) must not load the server forever.
-    const cap = setTimeout(() => abort.abort(), MAX_RUN_MS);
+    const cap = setTimeout(
+      () => abort.abort({ reason: "timeLimit", limitMinutes: MAX_RUN_MS / 60_000 } satisfies LabRunEnd),
+      MAX_RUN_MS,
+    );
     cap.unref();
     // The run's Redis is closed and the slot freed before anyone hears the outcome: "finished" means idle again.
     slot.done = (async () => {
       let report: () => void;
       try {
         const result = await runLab({ run: info, labRedis: lab, signal: abort.signal, onSample: listener.sampled });
-        report = () => listener.finished(result);
+        // A Stop that came after the last operation stopped nothing.
+        const cutShort =
+          result.results.length < info.strategies.length ||
+          result.results.some((r) => r.completed + r.lost < r.operations);
+        const end = cutShort ? endOf(abort.signal) : { reason: "completed" as const };
+        report = () => listener.finished({ ...result, end });
       } catch (err) {
         log.error({ err, runId }, "lab run failed");
         report = () => listener.failed(runId, err instanceof Error ? err.message : "the run failed");
@@ -93,11 +111,12 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
     return info;
   }
 
-  async function stop(userId: number, runId: string): Promise<void> {
+  /** `user` stops the run `runId`; its result names them. */
+  async function stop(user: { id: number; name: string }, runId: string): Promise<void> {
     if (!current || current.info.runId !== runId) throw new AppError("not_found", "No such lab run is in progress.");
-    if (current.ownerId !== userId)
+    if (current.ownerId !== user.id)
       throw new AppError("forbidden", "Only the person who started this run can stop it.");
-    current.abort.abort();
+    current.abort.abort({ reason: "stopped", by: user.name } satisfies LabRunEnd);
     await current.done;
   }
 
@@ -141,7 +160,7 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
     /** The run in progress (anyone's: it keeps others from starting one) and the asking user's bots. */
     status: (userId: number) => ({ run: current?.info ?? null, bots: botsByOwner.get(userId)?.status() ?? IDLE_BOTS }),
     async close() {
-      current?.abort.abort();
+      current?.abort.abort(SHUTTING_DOWN);
       await current?.done;
       await Promise.all([...botsByOwner.keys()].map((ownerId) => stopBots(ownerId)));
     },

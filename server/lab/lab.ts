@@ -38,7 +38,7 @@ export async function runLab(opts: {
   labRedis: LabRedis;
   onSample?: (sample: LabSample) => void;
   signal?: AbortSignal;
-}): Promise<LabRunResult> {
+}): Promise<Omit<LabRunResult, "end">> {
   const { run, labRedis } = opts;
   const results = [];
   for (const name of run.strategies) {
