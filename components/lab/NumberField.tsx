@@ -1,3 +1,7 @@
+"use client";
+
+import { useState } from "react";
+
 /** What a number input of the lab's forms asks for. */
 export interface NumberFieldSpec {
   label: string;
@@ -17,7 +21,11 @@ interface NumberFieldProps extends NumberFieldSpec {
   className?: string;
 }
 
-/** A labelled number input; an entry that is not a number counts as 0. */
+/**
+ * A labelled number input; an entry that is not a number counts as 0. It shows what was typed without leading
+ * zeros ("02000" reads 2000): React leaves a number input's text alone while it parses to the value shown, so
+ * the input gets the text, normalized, not the number. A cleared field stays empty until it loses focus.
+ */
 export function NumberField({
   label,
   min,
@@ -30,6 +38,9 @@ export function NumberField({
   disabled,
   className = "lab-field",
 }: NumberFieldProps) {
+  // What was typed, while it still stands for the value (a preset or another change shows the new value).
+  const [draft, setDraft] = useState<{ text: string; value: number } | null>(null);
+  const shown = draft && draft.value === value ? draft.text : String(value);
   return (
     <label className={className} title={hint}>
       <span>{label}</span>
@@ -40,8 +51,13 @@ export function NumberField({
         min={min}
         max={max}
         step={step}
-        value={value}
-        onChange={(e) => onValue(num(e.target.value))}
+        value={shown}
+        onChange={(e) => {
+          const text = normalizeNumberText(e.target.value);
+          setDraft({ text, value: num(text) });
+          onValue(num(text));
+        }}
+        onBlur={() => setDraft(null)}
         disabled={disabled}
       />
     </label>
@@ -74,6 +90,11 @@ export function NumberFields<K extends string>({
       ))}
     </>
   );
+}
+
+/** A number input's text without its leading zeros: "02000" → "2000", "00.5" → "0.5", "" stays "". */
+export function normalizeNumberText(text: string): string {
+  return text.replace(/^(-?)0+(?=\d)/, "$1");
 }
 
 function num(value: string): number {
