@@ -54,6 +54,7 @@ const FAULT_FIELDS: (NumberFieldSpec & { key: keyof Omit<LabFaults, "redisRestar
 ];
 
 const NO_NOTICES: string[] = [];
+const FORM_ID = "lab-run-form";
 
 export function LabForm() {
   const form = useLabStore((s) => s.form);
@@ -77,61 +78,65 @@ export function LabForm() {
   }
 
   return (
-    <form className="lab-form" onSubmit={submit} aria-label="Run parameters">
-      <fieldset>
-        <legend>Strategies</legend>
-        {STRATEGY_NAMES.map((name) => (
-          <label key={name} className="lab-check" title={glossaryMeaning(STRATEGY_LABELS[name])}>
+    <>
+      <form id={FORM_ID} className="lab-form" onSubmit={submit} aria-label="Run parameters">
+        <fieldset>
+          <legend>Strategies</legend>
+          {STRATEGY_NAMES.map((name) => (
+            <label key={name} className="lab-check" title={glossaryMeaning(STRATEGY_LABELS[name])}>
+              <input
+                type="checkbox"
+                data-testid={`lab-strategy-${name}`}
+                aria-description={glossaryMeaning(STRATEGY_LABELS[name])}
+                checked={strategies.includes(name)}
+                onChange={() => toggleStrategy(name)}
+                disabled={busy}
+              />
+              {STRATEGY_LABELS[name]}
+            </label>
+          ))}
+        </fieldset>
+        <fieldset>
+          <legend>Workload</legend>
+          <NumberFields fields={FIELDS} values={form} onChange={setForm} disabled={busy} />
+        </fieldset>
+        <fieldset>
+          <legend>Faults</legend>
+          <div className="lab-presets" role="group" aria-label="Fault presets">
+            {FAULT_PRESETS.map((p) => (
+              <button
+                key={p.id}
+                type="button"
+                className="lab-preset"
+                data-testid={`lab-preset-${p.id}`}
+                aria-pressed={preset === p.id}
+                title={p.description}
+                aria-description={p.description}
+                onClick={() => setFaults(p.faults)}
+                disabled={busy}
+              >
+                {p.label}
+              </button>
+            ))}
+          </div>
+          <NumberFields fields={FAULT_FIELDS} values={form.faults} onChange={setFaults} disabled={busy} />
+          <label className="lab-check" title="Redis restarts empty halfway through each strategy.">
             <input
               type="checkbox"
-              data-testid={`lab-strategy-${name}`}
-              aria-description={glossaryMeaning(STRATEGY_LABELS[name])}
-              checked={strategies.includes(name)}
-              onChange={() => toggleStrategy(name)}
+              data-testid="lab-redisRestart"
+              checked={form.faults.redisRestart}
+              onChange={(e) => setFaults({ redisRestart: e.target.checked })}
               disabled={busy}
             />
-            {STRATEGY_LABELS[name]}
+            Restart Redis halfway
           </label>
-        ))}
-      </fieldset>
-      <fieldset>
-        <legend>Workload</legend>
-        <NumberFields fields={FIELDS} values={form} onChange={setForm} disabled={busy} />
-      </fieldset>
-      <fieldset>
-        <legend>Faults</legend>
-        <div className="lab-presets" role="group" aria-label="Fault presets">
-          {FAULT_PRESETS.map((p) => (
-            <button
-              key={p.id}
-              type="button"
-              className="lab-preset"
-              data-testid={`lab-preset-${p.id}`}
-              aria-pressed={preset === p.id}
-              title={p.description}
-              aria-description={p.description}
-              onClick={() => setFaults(p.faults)}
-              disabled={busy}
-            >
-              {p.label}
-            </button>
-          ))}
-        </div>
-        <NumberFields fields={FAULT_FIELDS} values={form.faults} onChange={setFaults} disabled={busy} />
-        <label className="lab-check" title="Redis restarts empty halfway through each strategy.">
-          <input
-            type="checkbox"
-            data-testid="lab-redisRestart"
-            checked={form.faults.redisRestart}
-            onChange={(e) => setFaults({ redisRestart: e.target.checked })}
-            disabled={busy}
-          />
-          Restart Redis halfway
-        </label>
-      </fieldset>
-      <div className="lab-actions">
+        </fieldset>
+      </form>
+      {/* Outside the form, so that it stays on screen (sticky) over the whole section: the form, then the charts. */}
+      <div className="lab-actions lab-runbar" data-testid="lab-actions">
         <button
           type="submit"
+          form={FORM_ID}
           className="button primary"
           data-testid="lab-run"
           disabled={busy || strategies.length === 0}
@@ -157,6 +162,6 @@ export function LabForm() {
           {n}
         </p>
       ))}
-    </form>
+    </>
   );
 }
