@@ -86,3 +86,55 @@ test("Run and Stop are on screen without scrolling on a 1280×720 projector and 
   }
   expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
 });
+
+test("a story steps with a clicker's keys or the arrows, and each step lands on screen", async ({ signUp, env }) => {
+  const presenter = await signUp("lab_clicker");
+  const page = await presenter.context.newPage();
+  const position = page.getByTestId("lab-story-position");
+  const naive = page.getByTestId("lab-story-column").and(page.locator('[data-strategy="naive"]'));
+  // What the step added in the first column: its newest step, or its verdict once it has none left.
+  const newest = naive.locator("[data-current]");
+
+  await page.setViewportSize({ width: 1280, height: 720 });
+  await page.goto(`${env.serverA}/lab`);
+  await page.getByTestId("lab-story-race").click();
+  await expect(page.getByTestId("lab-story-column")).toHaveCount(4, { timeout: 30_000 });
+  await expect(position).toHaveText(/^step 1 \/ \d+$/);
+  const steps = Number((await position.textContent())!.split("/")[1]);
+  expect(steps).toBeGreaterThan(5);
+
+  // Focus on the page (not in a field): PageDown and → step forward, every step in view; PageUp and ← step back.
+  await page.locator("body").click({ position: { x: 2, y: 200 } });
+  for (let step = 2; step <= steps; step++) {
+    await page.keyboard.press(step % 2 === 0 ? "PageDown" : "ArrowRight");
+    await expect(position).toHaveText(`step ${step} / ${steps}`);
+    await expect(newest).toBeInViewport({ ratio: 1 });
+  }
+  await expect(naive.getByTestId("lab-story-verdict")).toBeInViewport({ ratio: 1 });
+  await page.keyboard.press("PageUp");
+  await page.keyboard.press("ArrowLeft");
+  await expect(position).toHaveText(`step ${steps - 2} / ${steps}`);
+  await expect(newest).toBeInViewport({ ratio: 1 });
+
+  // In a form field the keys are the field's: the story does not move.
+  const seed = page.getByTestId("lab-seed");
+  await seed.click();
+  await page.keyboard.press("ArrowRight");
+  await page.keyboard.press("PageDown");
+  await page.keyboard.press("ArrowLeft");
+  await expect(seed).toBeFocused();
+  await expect(position).toHaveText(`step ${steps - 2} / ${steps}`);
+
+  // A phone: the columns stack and the buttons step; each step still lands on screen.
+  await page.setViewportSize({ width: 375, height: 740 });
+  await page.getByTestId("lab-story-crash").click();
+  await expect(position).toHaveText(/^step 1 \/ \d+$/);
+  const crashSteps = Number((await position.textContent())!.split("/")[1]);
+  const next = page.getByTestId("lab-story-next");
+  for (let step = 2; step <= crashSteps; step++) {
+    // Pressed where it is, as a thumb does: no scrolling to it first.
+    await next.dispatchEvent("click");
+    await expect(position).toHaveText(`step ${step} / ${crashSteps}`);
+    await expect(newest).toBeInViewport({ ratio: 1 });
+  }
+});

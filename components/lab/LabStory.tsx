@@ -1,8 +1,10 @@
 "use client";
 
+import { useEffect, useRef } from "react";
 import type { LabStory } from "@/server/contracts";
 import { STRATEGY_COLORS, STRATEGY_LABELS } from "./colors";
 import { useLabStore } from "./LabProvider";
+import { storyStepForKey } from "./story-keys";
 
 const VERDICTS: Record<LabStory["verdict"], string> = {
   correct: "badge = list = truth",
@@ -45,6 +47,7 @@ function Timeline({ story, step }: { story: LabStory; step: number }) {
             data-testid="lab-story-step"
             data-actor={s.actor}
             className={i === shown.length - 1 ? "current" : ""}
+            data-current={i === shown.length - 1 && !done ? "" : undefined}
           >
             <span className="lab-actor">{s.actor}</span>
             <span className="lab-action">{s.action}</span>
@@ -56,7 +59,7 @@ function Timeline({ story, step }: { story: LabStory; step: number }) {
         ))}
       </ol>
       {done && (
-        <p className={`lab-verdict lab-verdict-${story.verdict}`} data-testid="lab-story-verdict">
+        <p className={`lab-verdict lab-verdict-${story.verdict}`} data-testid="lab-story-verdict" data-current="">
           <b>{(story.scenario === "mute" ? MUTED_VERDICTS : VERDICTS)[story.verdict]}</b> (truth: list {story.truth}
           {story.truthBadge !== story.truth ? `, badge ${story.truthBadge}` : ""}). {story.summary}
         </p>
@@ -73,6 +76,45 @@ export function LabStoryMode() {
   const longest = Math.max(0, ...story.stories.map((s) => s.steps.length));
   const atStart = story.step <= 1;
   const atEnd = story.step >= longest;
+  const loaded = story.stories.length > 0;
+  const grid = useRef<HTMLDivElement>(null);
+
+  // A presenter's clicker (PageDown / PageUp) or the arrow keys step the story, unless a form field has the focus.
+  useEffect(() => {
+    if (!loaded) return;
+    const onKey = (event: KeyboardEvent) => {
+      if (event.defaultPrevented) return;
+      const target = event.target instanceof HTMLElement ? event.target : null;
+      const delta = storyStepForKey({
+        key: event.key,
+        altKey: event.altKey,
+        ctrlKey: event.ctrlKey,
+        metaKey: event.metaKey,
+        shiftKey: event.shiftKey,
+        target: target && { tagName: target.tagName, isContentEditable: target.isContentEditable },
+      });
+      if (delta === 0) return;
+      // PageDown would also scroll the page; the step brings its own content into view instead.
+      event.preventDefault();
+      stepStory(delta);
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [loaded, stepStory]);
+
+  // Each step brings what it added into view: the newest step (or verdict) lowest on the screen among the
+  // columns of the first row (side by side on a wide screen; on a phone, the first column).
+  useEffect(() => {
+    if (!loaded || !grid.current) return;
+    const columns = [...grid.current.querySelectorAll<HTMLElement>("[data-testid=lab-story-column]")];
+    const firstRow = Math.min(...columns.map((c) => c.offsetTop));
+    const newest = columns
+      .filter((c) => c.offsetTop === firstRow)
+      .flatMap((c) => [...c.querySelectorAll<HTMLElement>("[data-current]")])
+      .sort((a, b) => b.getBoundingClientRect().bottom - a.getBoundingClientRect().bottom)[0];
+    newest?.scrollIntoView({ block: "nearest" });
+  }, [loaded, story.step, story.stories]);
+
   return (
     <section className="lab-section" aria-labelledby="lab-story-title">
       <h2 id="lab-story-title">Story mode</h2>
@@ -89,7 +131,7 @@ export function LabStoryMode() {
         <button type="button" className="button" data-testid="lab-story-mute" onClick={() => void loadStory("mute")}>
           A mute races a send
         </button>
-        {story.stories.length > 0 && (
+        {loaded && (
           <>
             <button
               type="button"
@@ -115,6 +157,7 @@ export function LabStoryMode() {
             <span className="lab-status" data-testid="lab-story-position">
               step {story.step} / {longest}
             </span>
+            <span className="lab-status lab-story-keys">← → or PageUp / PageDown step too</span>
           </>
         )}
         {story.loading && <span className="lab-status">Replaying…</span>}
@@ -124,8 +167,8 @@ export function LabStoryMode() {
           {story.error}
         </p>
       )}
-      {story.stories.length > 0 && (
-        <div className="lab-story-grid">
+      {loaded && (
+        <div className="lab-story-grid" ref={grid}>
           {story.stories.map((s) => (
             <Timeline key={s.strategy} story={s} step={story.step} />
           ))}
