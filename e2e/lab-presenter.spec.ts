@@ -138,3 +138,44 @@ test("a story steps with a clicker's keys or the arrows, and each step lands on 
     await expect(newest).toBeInViewport({ ratio: 1 });
   }
 });
+
+test("the lab says which drift is sampled live and which is at the end, and a drift of 0 draws above the axis", async ({
+  signUp,
+  env,
+}) => {
+  const presenter = await signUp("lab_drift");
+  const page = await presenter.context.newPage();
+  await page.setViewportSize({ width: 1280, height: 720 });
+  await page.goto(`${env.serverA}/lab`);
+  await page.getByTestId("lab-operations").fill("300");
+  await page.getByTestId("lab-users").fill("5");
+  await page.getByTestId("lab-workers").fill("4");
+  await page.getByTestId("lab-preset-crash").click();
+  // Every operation waits 5 ms between its steps: each strategy runs ≥ 375 ms however fast the machine, so each
+  // draws a line of several samples.
+  await page.getByTestId("lab-stepDelayMs").fill("5");
+  await page.getByTestId("lab-stepDelayRate").fill("1");
+  await page.getByTestId("lab-run").click();
+  await expect(page.getByTestId("lab-status")).toHaveAttribute("data-status", "finished", { timeout: 60_000 });
+
+  // The chart is live samples, operations in flight included; the table and its sentence are the end state.
+  const drift = page.getByTestId("lab-chart-drift");
+  await expect(drift.locator("figcaption")).toHaveText(/^Drift sampled live/);
+  await expect(page.getByTestId("lab-chart-live")).toContainText("results table reports drift at the end");
+  await expect(page.getByRole("columnheader", { name: "drift at the end (users / Σ)" })).toBeVisible();
+  await expect(page.getByTestId("lab-summary-when")).toHaveText("At the end, once every operation finished:");
+
+  // Lua never drifts: its line is drawn at 0, and 0 sits above the time axis, not on it.
+  await expect(page.getByTestId("lab-result-row").and(page.locator('[data-strategy="lua"]'))).toHaveAttribute(
+    "data-drift",
+    "0",
+  );
+  // Read from the SVG's own coordinates (the path's points, the axis line's y), not from stroked boxes.
+  const luaYs = [
+    ...(await drift.locator(".lab-line-lua path.recharts-line-curve").getAttribute("d"))!.matchAll(/[\d.]+,([\d.]+)/g),
+  ].map((m) => Number(m[1]));
+  const axisY = Number(await drift.locator(".recharts-xAxis line.recharts-cartesian-axis-line").getAttribute("y1"));
+  expect(luaYs.length).toBeGreaterThan(1);
+  expect(new Set(luaYs).size).toBe(1);
+  expect(axisY - luaYs[0]!).toBeGreaterThanOrEqual(6);
+});

@@ -35,7 +35,14 @@ test("the lab runs a small comparison of the four strategies, charts it and repl
   await expect(summary).toContainText("Lua kept every badge equal to the sum of its conversations");
   // Every column is explained under the table and in its tooltip.
   const legend = page.getByTestId("lab-results-legend");
-  for (const term of ["aborted", "drift (users / Σ)", "≠ truth (counts / totals)", "retries", "lock waits", "lost"]) {
+  for (const term of [
+    "aborted",
+    "drift at the end (users / Σ)",
+    "≠ truth (counts / totals)",
+    "retries",
+    "lock waits",
+    "lost",
+  ]) {
     await expect(legend.getByText(term, { exact: true })).toBeVisible();
   }
   await expect(page.getByRole("columnheader", { name: "aborted" })).toHaveAttribute("title", /redelivered/);
@@ -126,7 +133,7 @@ test("the lab explains its words and fills the fault fields from a preset", asyn
   ]) {
     await expect(glossary.getByText(term, { exact: true })).toBeVisible();
   }
-  await expect(glossary.getByText("drift (users / Σ)", { exact: true })).toBeVisible();
+  await expect(glossary.getByText("drift at the end (users / Σ)", { exact: true })).toBeVisible();
   await expect(page.getByTestId("lab-hotUserShare")).toHaveAttribute("aria-description", /User 1/);
 
   await expect(page.getByTestId("lab-preset-none")).toHaveAttribute("aria-pressed", "true");

@@ -38,7 +38,7 @@ export function LabResults() {
               <Heading heading="lock waits" />
               <Heading heading="aborted" />
               <Heading heading="lost" />
-              <Heading heading="drift (users / Σ)" />
+              <Heading heading="drift at the end (users / Σ)" />
               <Heading heading="≠ truth (counts / totals)" />
             </tr>
           </thead>
@@ -67,8 +67,11 @@ export function LabResults() {
           </tbody>
         </table>
       </div>
-      <p className="lab-summary" data-testid="lab-summary" aria-live="polite">
-        {summarize(result.results, { redisRestart })}
+      <p className="lab-summary" aria-live="polite">
+        <span className="lab-summary-when" data-testid="lab-summary-when">
+          At the end, once every operation finished:
+        </span>{" "}
+        <span data-testid="lab-summary">{summarize(result.results, { redisRestart })}</span>
       </p>
       <dl className="lab-legend" id="lab-results-legend" data-testid="lab-results-legend">
         {RESULT_COLUMNS.map((c) => (

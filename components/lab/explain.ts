@@ -84,8 +84,10 @@ export const RESULT_COLUMNS: readonly ResultColumn[] = [
   },
   { heading: "lost", meaning: `operations that failed all ${MAX_ATTEMPTS} attempts` },
   {
-    heading: "drift (users / Σ)",
-    meaning: "users whose badge ≠ the sum of their conversations / Σ, the sum of those differences",
+    heading: "drift at the end (users / Σ)",
+    meaning:
+      "once every operation finished: users whose badge ≠ the sum of their conversations / Σ, the sum of those " +
+      "differences (the drift chart samples live, with operations in flight)",
   },
   {
     heading: "≠ truth (counts / totals)",
