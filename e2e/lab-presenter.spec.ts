@@ -179,3 +179,36 @@ test("the lab says which drift is sampled live and which is at the end, and a dr
   expect(new Set(luaYs).size).toBe(1);
   expect(axisY - luaYs[0]!).toBeGreaterThanOrEqual(6);
 });
+
+test("a live badge that disagrees reads at WCAG AA contrast (4.5:1) in light and dark mode", async ({
+  signUp,
+  env,
+}) => {
+  const presenter = await signUp("lab_contrast");
+  const page = await presenter.context.newPage();
+  await page.goto(`${env.serverA}/lab`);
+  await expect(page.getByTestId("lab-badges")).toBeVisible();
+  for (const colorScheme of ["light", "dark"] as const) {
+    await page.emulateMedia({ colorScheme });
+    // The pill as the live badges table draws one that disagrees with its sum (no run needed to style it).
+    const ratio = await page.getByTestId("lab-badges").evaluate((table) => {
+      const pill = document.createElement("span");
+      pill.className = "lab-badge-pill off";
+      pill.textContent = "16";
+      table.querySelector("td, th")!.append(pill);
+      const style = getComputedStyle(pill);
+      const luminance = (color: string) => {
+        const [r, g, b] = color
+          .match(/[\d.]+/g)!
+          .slice(0, 3)
+          .map(Number) as [number, number, number];
+        const lin = (c: number) => (c / 255 <= 0.04045 ? c / 255 / 12.92 : ((c / 255 + 0.055) / 1.055) ** 2.4);
+        return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+      };
+      const [a, b] = [luminance(style.color), luminance(style.backgroundColor)].sort((x, y) => y - x);
+      pill.remove();
+      return (a! + 0.05) / (b! + 0.05);
+    });
+    expect(ratio, `${colorScheme} mode`).toBeGreaterThanOrEqual(4.5);
+  }
+});
