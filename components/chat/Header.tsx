@@ -5,6 +5,7 @@ import { NotificationsToggle } from "@/components/notifications/NotificationsTog
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { selectShownTotal, selectUser } from "@/components/store/selectors";
 import { TallyMark } from "./TallyMark";
+import { MoreIcon } from "./MoreIcon";
 
 /**
  * The total. At 0 it is only hidden from sight, not removed: screen readers still say "No unread messages",
@@ -66,11 +67,7 @@ function SignOutButtons({ signOut }: { signOut: (everywhere: boolean) => void })
         aria-controls={panelId}
         onClick={() => setOpen(!open)}
       >
-        <svg viewBox="0 0 16 16" width="16" height="16" aria-hidden="true">
-          <circle cx="3" cy="8" r="1.5" fill="currentColor" />
-          <circle cx="8" cy="8" r="1.5" fill="currentColor" />
-          <circle cx="13" cy="8" r="1.5" fill="currentColor" />
-        </svg>
+        <MoreIcon />
       </button>
       <div className="account-more-panel" id={panelId}>
         <button

@@ -2,6 +2,7 @@
 
 import { useEffect, useId, useLayoutEffect, useRef, useState, type KeyboardEvent } from "react";
 import { ROW_SHORTCUTS } from "./row-shortcut";
+import { MoreIcon } from "./MoreIcon";
 
 interface RowMenuProps {
   title: string;
@@ -106,11 +107,7 @@ export function RowMenu({ title, muted, onMute, onMarkUnread }: RowMenuProps) {
         onClick={() => (open ? close(false) : setOpen("first"))}
         onKeyDown={onTriggerKeyDown}
       >
-        <svg viewBox="0 0 16 16" width="16" height="16" aria-hidden="true">
-          <circle cx="3" cy="8" r="1.5" fill="currentColor" />
-          <circle cx="8" cy="8" r="1.5" fill="currentColor" />
-          <circle cx="13" cy="8" r="1.5" fill="currentColor" />
-        </svg>
+        <MoreIcon />
       </button>
       {open && (
         <div
