@@ -32,7 +32,11 @@ export interface TestUser extends UserDTO {
   openTab(server: string, options?: { window?: TabWindow; open?: number }): Promise<Page>;
   /** The user's unread state as the server has it, read through `server`. */
   snapshot(server?: string): Promise<Snapshot>;
-  /** Creates a conversation through the API (direct with one member, group with more). */
+  /**
+   * Creates a conversation through the API (direct with one member, group with more). A direct conversation is
+   * then started by the other member too, when the test signed them up, so it is in both lists before its first
+   * message, as when both open it (sign-in-and-create.spec.ts creates one from the UI, the creator's alone).
+   */
   createConversation(memberNames: string[], title?: string): Promise<ConversationDTO>;
 }
 
@@ -157,6 +161,9 @@ export const test = base.extend<TestFixtures, WorkerFixtures>({
   },
 });
 
+/** The API requests of the users this worker signed in, by name in lower case: createConversation's other side. */
+const requestsOf = new Map<string, { request: APIRequestContext; headers: Record<string, string> }>();
+
 /** Signs `name` up or in (`path`) through `context`, whose pages are then signed in too. */
 async function signedIn(
   env: E2eEnvironment,
@@ -171,6 +178,13 @@ async function signedIn(
   const request: APIRequestContext = context.request;
   const headers = { authorization: `Bearer ${session.token}` };
   const placements: Record<TabWindow, (page: Page) => Promise<void>> = { looking: lookAt, hidden: hide, blurred: blur };
+  requestsOf.set(session.user.name.toLowerCase(), { request, headers });
+  const create = async (as: { request: APIRequestContext; headers: Record<string, string> }, data: object) =>
+    (
+      await json<{ conversation: ConversationDTO }>(
+        await as.request.post(`${env.serverA}/api/conversations`, { headers: as.headers, data }),
+      )
+    ).conversation;
   return {
     ...session.user,
     token: session.token,
@@ -188,13 +202,13 @@ async function signedIn(
       return json<Snapshot>(await request.get(`${server}/api/conversations`, { headers, maxRetries: 2 }));
     },
     async createConversation(memberNames, title) {
-      const body = await json<{ conversation: ConversationDTO }>(
-        await request.post(`${env.serverA}/api/conversations`, {
-          headers,
-          data: title === undefined ? { memberNames } : { memberNames, title },
-        }),
+      const conversation = await create(
+        { request, headers },
+        title === undefined ? { memberNames } : { memberNames, title },
       );
-      return body.conversation;
+      const other = conversation.kind === "direct" ? requestsOf.get(memberNames[0]!.toLowerCase()) : undefined;
+      if (other) await create(other, { memberNames: [name] });
+      return conversation;
     },
   };
 }

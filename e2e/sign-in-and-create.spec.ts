@@ -1,5 +1,13 @@
 import { E2E_PASSWORD, expect, test, uniqueName } from "./fixtures.ts";
-import { appShell, conversationItem, expectOpen, expectTotalUnread } from "./support/tally-page.ts";
+import {
+  appShell,
+  conversationItem,
+  expectOpen,
+  expectTotalUnread,
+  expectUnread,
+  openConversation,
+  sendMessage,
+} from "./support/tally-page.ts";
 
 test("creating an account refuses an invalid name and accepts a valid one", async ({ newContext, env }) => {
   const page = await (await newContext()).newPage();
@@ -25,7 +33,7 @@ test("creating an account refuses an invalid name and accepts a valid one", asyn
   expect(((await session.json()) as { user?: { name?: string } }).user?.name).toBe(valid);
 });
 
-test("a direct conversation and a group created from the UI open and reach the other members", async ({
+test("a group created from the UI reaches its members at once, a direct conversation with its first message", async ({
   alice,
   bob,
   carol,
@@ -56,8 +64,6 @@ test("a direct conversation and a group created from the UI open and reach the o
   const direct = await create(bob.name);
   await expect(alicePage.getByTestId("conversation-members")).toContainText(bob.name);
   await expect(conversationItem(alicePage, direct)).toBeVisible();
-  await expect(conversationItem(bobPage, direct)).toContainText(alice.name);
-  await expect(conversationItem(carolPage, direct)).toHaveCount(0);
 
   const group = await create(`${bob.name}, ${carol.name}`);
   for (const name of [bob.name, carol.name]) {
@@ -70,4 +76,19 @@ test("a direct conversation and a group created from the UI open and reach the o
     .find((c) => c.id === group)
     ?.members.map((m) => m.name);
   expect(members?.sort()).toEqual([alice.name, bob.name, carol.name].sort());
+
+  // The group's row came to bob after the direct conversation was created, and the direct one did not: starting a
+  // conversation puts nothing in the other person's list. Nor does a reload show it.
+  await expect(conversationItem(bobPage, direct)).toHaveCount(0);
+  expect((await bob.snapshot()).conversations.map((c) => c.id)).not.toContain(direct);
+  await bobPage.reload();
+  await expect(conversationItem(bobPage, group)).toBeVisible();
+  await expect(conversationItem(bobPage, direct)).toHaveCount(0);
+  // Its first message brings it, unread.
+  await openConversation(alicePage, direct);
+  await sendMessage(alicePage, "hi bob");
+  await expect(conversationItem(bobPage, direct)).toContainText(alice.name);
+  await expect(conversationItem(bobPage, direct)).toContainText("hi bob");
+  await expectUnread(bobPage, direct, 1);
+  await expect(conversationItem(carolPage, direct)).toHaveCount(0);
 });

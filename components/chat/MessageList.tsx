@@ -317,7 +317,15 @@ export function MessageList({ conversationId }: { conversationId: number }) {
           </p>
         )}
         {loaded && items.length === 0 && pending.length === 0 && (
-          <p className="history-start">No messages yet. Say hello!</p>
+          <p className="history-start">
+            No messages yet. Say hello!
+            {kind === "direct" && (
+              <>
+                <br />
+                Until someone writes, a direct conversation shows only in the list of whoever started it.
+              </>
+            )}
+          </p>
         )}
         <ol className="message-list" aria-live="polite" style={positioned ? undefined : { visibility: "hidden" }}>
           {items.map((m) => (

@@ -29,8 +29,20 @@ export interface ConversationRow {
   createdAt: string;
   /** Who created it (null once that account is gone): the only member who may delete a group. */
   createdById: number | null;
-  /** By user id. A member's `user` is what a client sees of them, and one object may serve every row they are in. */
-  memberships: { userId: number; lastReadSeq: number; user: UserDTO }[];
+  /**
+   * By user id. A member's `user` is what a client sees of them, and one object may serve every row they are in.
+   * `hidden`: see `hiddenFrom` (absent: shown).
+   */
+  memberships: { userId: number; lastReadSeq: number; hidden?: boolean; user: UserDTO }[];
+}
+
+/**
+ * A direct conversation nobody has written in yet is left out of the list of the member who did not start it: they
+ * meet it with its first message, or when they start it too. Starting one puts nothing in a stranger's list
+ * (docs/security.md, "Unwanted conversations"). A group shows at once: adding people to groups has its own limit.
+ */
+export function hiddenFrom(row: Pick<ConversationRow, "lastSeq" | "memberships">, viewerId: number): boolean {
+  return row.lastSeq === 0 && row.memberships.some((m) => m.userId === viewerId && m.hidden === true);
 }
 
 export function toMessageDTO(m: MessageRow): MessageDTO {

@@ -29,7 +29,7 @@ export function conversationActions(deps: ConversationDeps) {
   };
 
   return {
-    /** Creates (or finds) a conversation and tells every member's tabs when it is new. */
+    /** Creates (or finds) a conversation and tells the tabs of every member whose list it joins. */
     async create(user: UserDTO, body: unknown) {
       const input = parse(createConversationInput, body);
       await deps.limits.consume("create", { userId: user.id });
@@ -37,8 +37,8 @@ export function conversationActions(deps: ConversationDeps) {
       if (input.memberNames.length > 1 || input.title) {
         await deps.limits.consume("groupAdd", { userId: user.id }, input.memberNames.length);
       }
-      const { conversationId, created, memberIds } = await deps.conversations.create(user, input);
-      if (created) await tell("conversationCreated", conversationId, memberIds);
+      const { conversationId, shownTo } = await deps.conversations.create(user, input);
+      if (shownTo.length > 0) await tell("conversationCreated", conversationId, shownTo);
       return { conversation: await deps.snapshots.describe(conversationId, user.id) };
     },
 

@@ -8,14 +8,17 @@ export type ConversationService = ReturnType<typeof createConversationService>;
 export function createConversationService({ db }: { db: Db }) {
   /**
    * One other member: the pair's direct conversation (created once, returned afterwards). More: a new group.
-   * Returns the conversation and whether it was created, so the caller can tell the members.
+   * Returns the conversation, its members, and `shownTo`: the members whose lists it joins now, so the caller can
+   * tell them. A new group joins every member's list; a new direct conversation only the creator's, since it is
+   * hidden from the other member until its first message (`hiddenFrom`), or until they start it too, which shows it
+   * to them. The lab's bots see theirs at once.
    */
   async function create(
     creator: UserDTO,
     input: CreateConversationInput,
     /** Only the lab opens conversations with its bots; to everyone else a bot account does not exist. */
     options: { withBots?: boolean } = {},
-  ): Promise<{ conversationId: number; created: boolean; memberIds: number[] }> {
+  ): Promise<{ conversationId: number; memberIds: number[]; shownTo: number[] }> {
     // A name is one account whatever its letter case (as at sign-in): `BOB` is bob, and the creator's own name in
     // any case is the creator. Each name once, as first given.
     const byKey = new Map<string, string>();
@@ -36,22 +39,24 @@ export function createConversationService({ db }: { db: Db }) {
       const other = users[0]!;
       const directKey = `${Math.min(creator.id, other.id)}:${Math.max(creator.id, other.id)}`;
       const existing = await db.conversation.findUnique({ where: { directKey }, select: { id: true } });
-      if (existing) return { conversationId: existing.id, created: false, memberIds };
+      if (existing) return startedToo(existing.id, creator.id, memberIds);
       try {
         const conv = await db.conversation.create({
           data: {
             kind: "direct",
             directKey,
             createdById: creator.id,
-            memberships: { create: memberIds.map((userId) => ({ userId })) },
+            memberships: {
+              create: [{ userId: creator.id }, { userId: other.id, hidden: options.withBots !== true }],
+            },
           },
           select: { id: true },
         });
-        return { conversationId: conv.id, created: true, memberIds };
+        return { conversationId: conv.id, memberIds, shownTo: [creator.id] };
       } catch (err) {
         // Both members created it at the same moment: the unique directKey kept one; return that one.
         const raced = await db.conversation.findUnique({ where: { directKey }, select: { id: true } });
-        if (raced) return { conversationId: raced.id, created: false, memberIds };
+        if (raced) return startedToo(raced.id, creator.id, memberIds);
         throw err;
       }
     }
@@ -65,7 +70,19 @@ export function createConversationService({ db }: { db: Db }) {
       },
       select: { id: true },
     });
-    return { conversationId: conv.id, created: true, memberIds };
+    return { conversationId: conv.id, memberIds, shownTo: memberIds };
+  }
+
+  /**
+   * A member starts a direct conversation that exists: if it was hidden from them (the other member started it and
+   * nobody has written yet), it is not any more, and joins their list.
+   */
+  async function startedToo(conversationId: number, userId: number, memberIds: number[]) {
+    const shown = await db.membership.updateMany({
+      where: { userId, conversationId, hidden: true },
+      data: { hidden: false },
+    });
+    return { conversationId, memberIds, shownTo: shown.count > 0 ? [userId] : [] };
   }
 
   /**

@@ -89,14 +89,14 @@ export function registerLab({
           return db.user.findUniqueOrThrow({ where: { name }, select });
         });
       if (!bot.isBot) throw new AppError("conflict", `${name} is not a bot account.`);
-      const { conversationId, created, memberIds } = await conversations.create(
+      const { conversationId, shownTo } = await conversations.create(
         owner,
         { memberNames: [name] },
         { withBots: true },
       );
-      if (created) {
-        const described = await snapshots.describeFor(conversationId, memberIds);
-        memberIds.forEach((memberId, i) => notifier.conversationCreated(memberId, described[i]!));
+      if (shownTo.length > 0) {
+        const described = await snapshots.describeFor(conversationId, shownTo);
+        shownTo.forEach((memberId, i) => notifier.conversationCreated(memberId, described[i]!));
       }
       const { token, sessionId } = await sessions.createSession(bot.id);
       accounts.push({ name, token, sessionId });

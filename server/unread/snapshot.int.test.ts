@@ -265,6 +265,68 @@ describe("the conversation list", () => {
     expect(again).toMatchObject({ ok: true, snapshot: { more: true, conversations: [{ id: convs[1]!.id }] } });
   });
 
+  it("leaves a direct conversation out of the other member's list until its first message, or until they start it too", async () => {
+    const [a, b, c] = [await user("lha"), await user("lhb"), await user("lhc")];
+    const [sa, sb] = [await h.connect(a.token), await h.connect(b.token)];
+    const created: number[] = [];
+    sb.on("conversation:created", ({ conversation }) => created.push(conversation.id));
+    const groupsOfB = [];
+    for (let i = 0; i < 3; i++) groupsOfB.push(await create(c.token, [b.user.name, a.user.name], `g${i}`));
+    const direct = await create(a.token, [b.user.name]);
+    // Newer than the direct conversation, so a page of b's list has it after a hidden one.
+    const direct2 = await create(c.token, [b.user.name]);
+    groupsOfB.push(await create(c.token, [a.user.name, b.user.name], "last"));
+    // b's tab was told of the groups, in order, and of no direct conversation (the pushes to one socket keep order).
+    await expect.poll(() => created.length).toBe(4);
+    expect(created).toEqual(groupsOfB.map((g) => g.id));
+
+    const numeric = (x: number, y: number) => x - y;
+    const groupIds = groupsOfB.map((g) => g.id).sort(numeric);
+    // The whole list, and a paged sync with its pages: the groups only; no row, no id.
+    const whole = await list(b.token);
+    expect(whole.conversations.map((x) => x.id).sort(numeric)).toEqual(groupIds);
+    expect([...whole.conversationIds].sort(numeric)).toEqual(groupIds);
+    const first = await sb.emitWithAck("sync", { limit: 2 });
+    if (!first.ok) throw new Error(first.error.message);
+    expect([...first.snapshot.conversationIds].sort(numeric)).toEqual(groupIds);
+    const rows = [...first.snapshot.conversations];
+    for (let more = first.snapshot.more; more;) {
+      const last = rows.at(-1)!;
+      const next = await sb.emitWithAck("conversation:list", {
+        before: { at: last.lastMessage?.createdAt ?? last.createdAt, id: last.id },
+        limit: 2,
+      });
+      if (!next.ok) throw new Error(next.error.message);
+      rows.push(...next.conversations);
+      more = next.more;
+    }
+    expect(rows.map((x) => x.id)).toEqual(whole.conversations.map((x) => x.id));
+    // The creators see theirs.
+    expect((await list(a.token)).conversations.map((x) => x.id)).toContain(direct.id);
+    expect((await list(c.token)).conversations.map((x) => x.id)).toContain(direct2.id);
+
+    // The first message brings it: b's tab hears of the message and finds the row on its next sync.
+    const arrived = nextEvent(sb, "message:new", ({ message }) => message.conversationId === direct.id);
+    expect(await send(sa, direct.id, "hello")).toMatchObject({ ok: true });
+    await arrived;
+    expect((await list(b.token)).conversations.find((x) => x.id === direct.id)).toMatchObject({
+      lastSeq: 1,
+      unreadCount: 1,
+      lastMessage: { content: "hello" },
+    });
+
+    // b starts the other one too: it joins b's list, and b's tabs are told; c's list has it still.
+    const sb2 = await h.connect(b.token);
+    const told = nextEvent(sb2, "conversation:created", ({ conversation }) => conversation.id === direct2.id);
+    expect((await create(b.token, [c.user.name])).id).toBe(direct2.id);
+    expect((await told).conversation).toMatchObject({ kind: "direct", title: c.user.name, lastSeq: 0 });
+    expect((await list(b.token)).conversations.map((x) => x.id)).toContain(direct2.id);
+    expect((await list(c.token)).conversations.map((x) => x.id)).toContain(direct2.id);
+    // Starting it again tells nobody anything new.
+    expect((await create(b.token, [c.user.name])).id).toBe(direct2.id);
+    expect(created.filter((id) => id === direct2.id)).toHaveLength(1);
+  });
+
   it("refuses a page it cannot read as one, and changes nothing", async () => {
     const [a, b] = [await user("lra"), await user("lrb")];
     await create(a.token, [b.user.name]);

@@ -1,4 +1,4 @@
-import { toConversationDTO, toUnreadEntry, type ConversationRow } from "../contracts/dto.ts";
+import { hiddenFrom, toConversationDTO, toUnreadEntry, type ConversationRow } from "../contracts/dto.ts";
 import type {
   ConversationDTO,
   ConversationPage,
@@ -32,6 +32,7 @@ interface MemberRow {
   conversationId: number;
   userId: number;
   lastReadSeq: number;
+  hidden: boolean;
 }
 
 /** A member of a listed conversation, once however many conversations they share, as the third statement answers it. */
@@ -86,7 +87,7 @@ const LISTED_JOINS = `JOIN "Conversation" c ON c."id" = wanted."id"
 
 /** The memberships of the `wanted` conversations (a subquery of ids), then the users they name, each once. */
 function members(wanted: string): string {
-  return `SELECT mb."conversationId", mb."userId", mb."lastReadSeq"
+  return `SELECT mb."conversationId", mb."userId", mb."lastReadSeq", mb."hidden"
       FROM (${wanted}) wanted
       JOIN "Membership" mb ON mb."conversationId" = wanted."id"
       ORDER BY mb."conversationId", mb."userId";
@@ -116,7 +117,7 @@ function assemble(listed: pg.QueryResult, memberRows: pg.QueryResult, userRows: 
     if (!user) throw new Error(`the conversation list's query named member ${m.userId} without their user`);
     let list = members.get(m.conversationId);
     if (!list) members.set(m.conversationId, (list = []));
-    list.push({ userId: m.userId, lastReadSeq: m.lastReadSeq, user });
+    list.push({ userId: m.userId, lastReadSeq: m.lastReadSeq, hidden: m.hidden, user });
   }
   return (listed.rows as ListRow[]).map((r) => ({
     row: {
@@ -145,18 +146,29 @@ function assemble(listed: pg.QueryResult, memberRows: pg.QueryResult, userRows: 
 }
 
 /**
- * Which conversations to list: a user's (all, or a page of `limit` after `before`; with `memberOf`, the ids of all of
- * them too), or one.
+ * Which conversations to list: a user's as that user sees them (all, or a page of `limit` after `before`; with
+ * `memberOf`, the ids of all of them too), or one.
  */
 type ListWhere =
   { memberId: number; limit?: number; before?: ListCursor; memberOf?: boolean } | { conversationId: number };
 
-/** The listed conversations in the list's order; `more`: a page that others follow; `memberOf` if asked for. */
+/**
+ * The listed conversations in the list's order; `more`: a page that others follow. For a user's list: `memberOf`,
+ * every conversation they are a member of (asked for with a page; the whole list's rows otherwise), and `shown`, those
+ * their list shows (not the ones `hiddenFrom` them).
+ */
 interface Listing {
   entries: { row: ConversationRow; last: MessageDTO | null }[];
   more: boolean;
   memberOf: Set<number> | null;
+  shown: Set<number> | null;
 }
+
+/**
+ * Not `hiddenFrom` the viewer, as a condition on their `Membership` row `w` and its `Conversation` row `c` for a
+ * page's statements (the whole list applies `hiddenFrom` in Node, where it has the hidden rows' ids too).
+ */
+const SHOWN = `NOT (w."hidden" AND c."lastSeq" = 0)`;
 
 /** What a tab syncs from: the user's conversations with their unread counts, whole or one at a time. */
 export function createSnapshotService({
@@ -203,13 +215,21 @@ export function createSnapshotService({
     });
     // One result per statement, in order: the SET's, the conversations', the memberships', the users'.
     const [, listed, memberRows, userRows] = selects(results, ["SET", "SELECT", "SELECT", "SELECT"]);
-    return { entries: assemble(listed, memberRows, userRows), more: false, memberOf: null };
+    const entries = assemble(listed, memberRows, userRows);
+    if (!("memberId" in where)) return { entries, more: false, memberOf: null, shown: null };
+    const shown = entries.filter(({ row }) => !hiddenFrom(row, where.memberId));
+    return {
+      entries: shown,
+      more: false,
+      memberOf: new Set(entries.map(({ row }) => row.id)),
+      shown: new Set(shown.map(({ row }) => row.id)),
+    };
   }
 
   /**
-   * A page of `limit` conversations of the user after `before` (from the start without), and with `memberOf` the ids
-   * of all of them. Newest activity first, ties by the higher id: the list's order, which a page continues from its
-   * cursor. The activity is on the conversation's row, so the page is one sort of the user's conversations (not a
+   * A page of `limit` conversations the user sees after `before` (from the start without), and with `memberOf` the ids
+   * of all of theirs and of those they see. Newest activity first, ties by the higher id: the list's order, which a
+   * page continues from its cursor. The activity is on the conversation's row, so the page is one sort of the user's conversations (not a
    * look-up of each one's newest message first), done once: the second round trip names the page's ids.
    */
   async function listPage(
@@ -230,7 +250,7 @@ export function createSnapshotService({
         BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY;
         ${LISTED} FROM (
           SELECT c."id" FROM "Membership" w JOIN "Conversation" c ON c."id" = w."conversationId"
-          WHERE w."userId" = ${sqlId(memberId)} ${after}
+          WHERE w."userId" = ${sqlId(memberId)} AND ${SHOWN} ${after}
           ORDER BY c."lastActivityAt" DESC, c."id" DESC LIMIT ${sqlId(limit + 1)}
         ) wanted ${LISTED_JOINS}`,
       });
@@ -241,7 +261,8 @@ export function createSnapshotService({
       const wanted = `SELECT unnest('{${ids.join(",")}}'::int[]) AS "id"`;
       const ofUser = memberOf
         ? `;
-        SELECT array_agg("conversationId") AS "ids" FROM "Membership" WHERE "userId" = ${sqlId(memberId)}`
+        SELECT array_agg(c."id") AS "ids", array_agg(c."id") FILTER (WHERE ${SHOWN}) AS "shown"
+        FROM "Membership" w JOIN "Conversation" c ON c."id" = w."conversationId" WHERE w."userId" = ${sqlId(memberId)}`
         : "";
       second = await client.query({ types: LIST_TYPES, text: `${members(wanted)}${ofUser}; COMMIT` });
     } catch (err) {
@@ -254,8 +275,13 @@ export function createSnapshotService({
       second,
       memberOf ? ["SELECT", "SELECT", "SELECT", "COMMIT"] : ["SELECT", "SELECT", "COMMIT"],
     );
-    const all = memberOf ? ((idRows.rows[0] as { ids: number[] | null }).ids ?? []) : null;
-    return { entries: assemble(listed, memberRows, userRows), more, memberOf: all === null ? null : new Set(all) };
+    const ids = memberOf ? (idRows.rows[0] as { ids: number[] | null; shown: number[] | null }) : null;
+    return {
+      entries: assemble(listed, memberRows, userRows),
+      more,
+      memberOf: ids === null ? null : new Set(ids.ids ?? []),
+      shown: ids === null ? null : new Set(ids.shown ?? []),
+    };
   }
 
   /**
@@ -312,8 +338,9 @@ export function createSnapshotService({
   function answerOf(
     user: UserDTO,
     counts: UnreadCounts,
-    { entries: rows, more, memberOf }: Listing,
+    { entries: rows, more, memberOf, shown }: Listing,
   ): { snapshot: Snapshot; orphans?: never } | { snapshot?: never; orphans: number[] } {
+    // A conversation hidden from the user still counts as theirs here: its counts are not orphans.
     const listed = memberOf ?? new Set(rows.map((r) => r.row.id));
     const orphans = [...counts.counts.keys()].filter((id) => !listed.has(id));
     if (orphans.length > 0) return { orphans };
@@ -327,7 +354,7 @@ export function createSnapshotService({
       snapshot: {
         conversations: list,
         more,
-        conversationIds: [...listed],
+        conversationIds: [...(shown ?? listed)],
         unread: entries,
         totalUnread: counts.totalUnread,
         totalMentions: counts.totalMentions,

@@ -47,6 +47,28 @@ describe("GET /api/users?prefix=", () => {
     expect((await lookup("ul_", stranger.token, 1)).body.names).toEqual(["ul_Friend"]);
   });
 
+  it("does not find who started a direct conversation with the caller until its first message", async () => {
+    const me = await h.signUp("uh_me");
+    const stranger = await h.signUp("uh_stranger");
+    const res = await h.http("/api/conversations", {
+      method: "POST",
+      token: stranger.token,
+      body: JSON.stringify({ memberNames: [me.user.name] }),
+    });
+    expect(res.status).toBe(200);
+    // The starter finds whom they named; the other does not find them, as their list does not show them.
+    expect((await lookup("uh_me", stranger.token)).body.names).toEqual([me.user.name]);
+    expect((await lookup("uh_", me.token)).body.names).toEqual([]);
+    const s = await h.connect(stranger.token);
+    const sent = await s.emitWithAck("message:send", {
+      conversationId: res.body.conversation.id,
+      clientMsgId: crypto.randomUUID(),
+      content: "hello",
+    });
+    expect(sent).toMatchObject({ ok: true });
+    expect((await lookup("uh_", me.token, 1)).body.names).toEqual([stranger.user.name]);
+  });
+
   it("reads '_' in a prefix as itself, not as any character", async () => {
     const me = await h.signUp("us_me");
     const plain = await h.signUp("usxa");

@@ -23,7 +23,9 @@ export function createUserDirectory({ db }: { db: Db }) {
         AND EXISTS (
           SELECT 1 FROM "Membership" theirs
             JOIN "Membership" mine ON mine."conversationId" = theirs."conversationId" AND mine."userId" = ${user.id}
-          WHERE theirs."userId" = u."id")
+            JOIN "Conversation" c ON c."id" = mine."conversationId"
+          -- Not a conversation the caller's list leaves out (hiddenFrom, server/contracts/dto.ts).
+          WHERE theirs."userId" = u."id" AND NOT (mine."hidden" AND c."lastSeq" = 0))
       ORDER BY LOWER(u."name"), u."name"
       LIMIT ${LOOKUP_LIMIT}`;
     return rows.map((r) => r.name);

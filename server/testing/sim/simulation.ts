@@ -929,7 +929,8 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
         }
         for (const conv of Object.keys(s.conversations))
           if (!truth.has(Number(conv))) problems.push(`shows #${conv}, not a member`);
-        for (const conv of truth.keys()) if (!s.conversations[conv]) problems.push(`misses #${conv}`);
+        for (const [conv, t] of truth) if (!s.conversations[conv] && !t.hidden) problems.push(`misses #${conv}`);
+        for (const [conv, t] of truth) if (s.conversations[conv] && t.hidden) problems.push(`shows #${conv}, hidden`);
         if (s.totalUnread !== totalUnread) problems.push(`total ${s.totalUnread} != ${totalUnread}`);
         if (s.totalMentions !== totalMentions) problems.push(`mentions total ${s.totalMentions} != ${totalMentions}`);
         if (problems.length > 0) {
@@ -1011,6 +1012,8 @@ interface Truth extends MembershipRegisters {
   marked: boolean;
   /** What the badge sums: the mentions of a muted conversation, else its unread. */
   effective: number;
+  /** Left out of the user's list: a direct conversation someone else started, still without a message (hiddenFrom). */
+  hidden: boolean;
 }
 
 /**
@@ -1023,6 +1026,11 @@ interface Truth extends MembershipRegisters {
 async function truthOf(db: Db, redis: RedisClient): Promise<Map<number, Map<number, Truth>>> {
   const unread = createUnreadService({ db, redis });
   const truths = new Map<number, Map<number, Truth>>();
+  const hidden = new Set(
+    (await db.membership.findMany({ where: { hidden: true }, select: { userId: true, conversationId: true } })).map(
+      (m) => pairKey(m.userId, m.conversationId),
+    ),
+  );
   for (const user of await db.user.findMany({ select: { id: true } })) {
     const mine = new Map<number, Truth>();
     truths.set(user.id, mine);
@@ -1041,6 +1049,7 @@ async function truthOf(db: Db, redis: RedisClient): Promise<Map<number, Map<numb
         mentions,
         marked,
         effective: registers.muted ? mentions : count,
+        hidden: lastSeq === 0 && hidden.has(pairKey(user.id, conversationId)),
       });
     }
   }
