@@ -1,8 +1,18 @@
 "use client";
 
 import { useMemo } from "react";
-import { CartesianGrid, Legend, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
-import type { LabSample } from "@/server/contracts";
+import {
+  CartesianGrid,
+  Legend,
+  Line,
+  LineChart,
+  ResponsiveContainer,
+  Tooltip,
+  XAxis,
+  YAxis,
+  type DotItemDotProps,
+} from "recharts";
+import type { LabSample, LabStrategyName } from "@/server/contracts";
 import { STRATEGY_COLORS, STRATEGY_SHORT_LABELS } from "./colors";
 import { useLabStore } from "./LabProvider";
 import { chartRows, sharedTimeAxis, STRATEGY_NAMES } from "./store";
@@ -18,6 +28,7 @@ function Chart({ title, testId, value, axis }: ChartProps) {
   const samples = useLabStore((s) => s.samples);
   const strategies = useLabStore((s) => s.run?.strategies ?? s.strategies);
   const rows = useMemo(() => chartRows(samples, value), [samples, value]);
+  const ends = useMemo(() => lastTimes(rows), [rows]);
   return (
     <figure className="lab-chart" data-testid={testId}>
       <figcaption>{title}</figcaption>
@@ -38,7 +49,11 @@ function Chart({ title, testId, value, axis }: ChartProps) {
               name={STRATEGY_SHORT_LABELS[name]}
               stroke={STRATEGY_COLORS[name]}
               strokeWidth={2}
-              dot={false}
+              dot={(p: DotItemDotProps) =>
+                p.payload?.t === ends[name] && p.cx != null && p.cy != null ? (
+                  <circle className="lab-line-end" cx={p.cx} cy={p.cy} r={3.5} fill={STRATEGY_COLORS[name]} />
+                ) : null
+              }
               connectNulls
               isAnimationActive={false}
             />
@@ -50,6 +65,16 @@ function Chart({ title, testId, value, axis }: ChartProps) {
 }
 
 const ZERO_LIFT_PX = 8;
+
+/**
+ * Each strategy's newest point, where its line ends in a dot: its end-of-run value once it finished (the value
+ * the results table reports), and a strategy of a single point still shows.
+ */
+function lastTimes(rows: ReturnType<typeof chartRows>): Partial<Record<LabStrategyName, number>> {
+  const ends: Partial<Record<LabStrategyName, number>> = {};
+  for (const row of rows) for (const name of STRATEGY_NAMES) if (row[name] !== undefined) ends[name] = row.t;
+  return ends;
+}
 
 const opsPerSec = (s: LabSample) => s.opsPerSec;
 const driftUsers = (s: LabSample) => s.drift.users;

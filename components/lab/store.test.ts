@@ -145,6 +145,36 @@ describe("lab store", () => {
     ]);
   });
 
+  it("draws a strategy's line from its start to its end-of-run value, where it ended, however short its run", () => {
+    const empty = { naive: [], lock: [], watch: [], lua: [] };
+    // Small runs: the start sample at 0 and the end-of-run sample 0.1 s or 0.13 s later, nothing live in between.
+    expect(
+      chartRows(
+        {
+          ...empty,
+          naive: [sample("naive", 0), sample("naive", 0.1)],
+          lock: [sample("lock", 0), sample("lock", 0.13)],
+        },
+        (s) => s.opsPerSec,
+      ),
+    ).toEqual([
+      { t: 0, naive: 0, lock: 0 },
+      { t: 0.1, naive: 10 },
+      { t: 0.13, lock: 13 },
+    ]);
+    // Ending 20 ms after its last live sample (taken for 0.5 s), it draws on from that sample to its end.
+    const rows = chartRows(
+      { ...empty, lua: [sample("lua", 0), sample("lua", 0.25), sample("lua", 0.5), sample("lua", 0.52)] },
+      (s) => s.opsPerSec,
+    );
+    expect(rows.map((r) => [r.t, r.lua])).toEqual([
+      [0, 0],
+      [0.25, 25],
+      [0.5, 50],
+      [0.52, 52],
+    ]);
+  });
+
   it("puts every strategy of both charts on one time axis, as long as the longest, in whole ticks", () => {
     const empty = { naive: [], lock: [], watch: [], lua: [] };
     expect(sharedTimeAxis(empty)).toEqual({ domain: [0, 0.25], ticks: [0, 0.25] });

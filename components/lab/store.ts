@@ -201,15 +201,28 @@ export function createLabStore(transport: LabTransport) {
 
 export type LabStore = ReturnType<typeof createLabStore>;
 
-/** Time-aligned rows for a chart: one row per sample time, a column per strategy. */
+/** How far from a quarter second a sample may be and still be drawn on it (live samples come every 250 ms). */
+const SNAP_S = 0.03;
+
+/**
+ * Time-aligned rows for a chart: one row per sample time, a column per strategy. A live sample is drawn on the
+ * quarter second it was taken for, so the strategies share rows (one tooltip); other times keep their own value,
+ * so a strategy's line ends when it did (its end-of-run sample). A sample never lands on its predecessor's row or
+ * before it: a strategy that ends within a few ms of its start or of its last live sample would overwrite that
+ * point and draw no line to its end-of-run value.
+ */
 export function chartRows(
   samples: Record<LabStrategyName, LabSample[]>,
   value: (s: LabSample) => number,
 ): Array<{ t: number } & Partial<Record<LabStrategyName, number>>> {
   const rows = new Map<number, { t: number } & Partial<Record<LabStrategyName, number>>>();
   for (const name of STRATEGY_NAMES) {
+    let previous = -Infinity;
     for (const s of samples[name]) {
-      const t = Math.round(s.t * 4) / 4;
+      const quarter = Math.round(s.t * 4) / 4;
+      const aligned = Math.abs(s.t - quarter) <= SNAP_S ? quarter : s.t;
+      const t = aligned > previous ? aligned : Math.max(s.t, previous);
+      previous = t;
       const row = rows.get(t) ?? { t };
       row[name] = value(s);
       rows.set(t, row);
