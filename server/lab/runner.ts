@@ -135,16 +135,16 @@ export async function runStrategy(opts: RunStrategyOptions): Promise<StrategyRun
   let lastT = started;
   let lastCompleted = 0;
   let last = { drift: { users: 0, amount: 0 }, badges: noBadges };
-  let sampling = false;
+  /** The live sample being read and emitted, if any. */
+  let sampling: Promise<void> | undefined;
   const sampler = setInterval(() => {
     if (sampling || !opts.onSample) return;
-    sampling = true;
     const now = performance.now();
     const done = completed;
     const opsPerSec = ((done - lastCompleted) * 1000) / Math.max(1, now - lastT);
     lastT = now;
     lastCompleted = done;
-    strategy
+    sampling = strategy
       .read(monitor, sampled, { rebuildMissing: restarted })
       .then((states) => (last = { drift: driftOf(states), badges: badgesOf(badgeUsers, states) }))
       .catch(() => last)
@@ -158,7 +158,7 @@ export async function runStrategy(opts: RunStrategyOptions): Promise<StrategyRun
           badges,
         });
       })
-      .finally(() => (sampling = false));
+      .finally(() => (sampling = undefined));
   }, opts.sampleEveryMs ?? 250);
 
   try {
@@ -167,6 +167,10 @@ export async function runStrategy(opts: RunStrategyOptions): Promise<StrategyRun
     clearInterval(sampler);
   }
   const seconds = (performance.now() - started) / 1000;
+  // A live sample read before the end is emitted before the end-of-run sample, never after it (the page shows the
+  // newest). Redis answers one connection in order, but that sample is emitted a few callbacks after its read is
+  // answered and the end's right after: when both reads were answered in one chunk, it came second.
+  await sampling;
   await restarting;
   if (monitor.status !== "ready") await new Promise((resolve) => monitor.once("ready", resolve));
 

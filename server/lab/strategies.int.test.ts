@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inject } from "vitest";
+import type { LabSample } from "../contracts/lab.ts";
 import { userLockKey } from "../redis/keys.ts";
 import { createRedis, type RedisClient } from "../redis/client.ts";
 import { deleteKeys, openLabRedis, type LabRedis } from "./lab-redis.ts";
@@ -195,6 +196,28 @@ describe("runs", () => {
     expect(states.some((s) => s.total > 0)).toBe(true);
   });
 
+  it("emits a strategy's end-of-run sample last, after any live sample read before the end", async () => {
+    // Every operation waits 5 ms between its steps: the workers run for 100 ms or more, the sampler reads at 5 ms.
+    const workload = small({ workers: 4, operations: 100, faults: { stepDelayMs: 5, stepDelayRate: 1 } });
+    const { labRedis, seen } = monitorAnsweredLate(shared, workload.workers);
+    const samples: Array<Omit<LabSample, "runId">> = [];
+    const p = prefix();
+    const { result } = await runStrategy({
+      name: "naive",
+      workload,
+      labRedis,
+      prefix: p,
+      sampleEveryMs: 5,
+      onSample: (sample) => samples.push(sample),
+    });
+    await shared.deleteKeys(p);
+    expect(seen.held).toBe(true);
+    // The chart and the live badges show the newest sample: it is the end state the results table reports.
+    expect(samples.map((s) => s.t)).toEqual(samples.map((s) => s.t).sort((a, b) => a - b));
+    expect(samples.at(-1)).toMatchObject({ completed: result.completed, drift: result.drift });
+    expect(result.completed).toBe(100);
+  });
+
   it("replays the same operations for the same seed", async () => {
     const a = await runStrategy({ name: "lua", workload: small({ workers: 4 }), labRedis: shared, prefix: prefix() });
     const b = await runStrategy({ name: "lua", workload: small({ workers: 1 }), labRedis: shared, prefix: prefix() });
@@ -202,6 +225,56 @@ describe("runs", () => {
     expect(counts(a)).toEqual(counts(b));
   });
 });
+
+/**
+ * `lab`, but its first connection (the runner's monitor: it connects before any worker) gets Redis's answers late
+ * once: from the first MULTI sent on it while the workers run (a live sample's read) until every worker is gone
+ * and Redis has answered a PING sent after them; then all in one chunk, as one read of the socket gets them when
+ * a busy Redis or event loop lets that sample's answers and the end-of-run read's arrive together.
+ */
+function monitorAnsweredLate(lab: LabRedis, workers: number) {
+  let monitor: Redis | undefined;
+  let ended = 0;
+  let held: Buffer[] | null = null;
+  let pinged = false;
+  const seen = { held: false };
+  const labRedis: LabRedis = {
+    ...lab,
+    async connect() {
+      const conn = (await lab.connect()) as Redis;
+      if (monitor) {
+        conn.once("end", () => {
+          if (++ended < workers || !held) return;
+          pinged = true;
+          void monitor?.ping();
+        });
+        return conn;
+      }
+      monitor = conn;
+      const stream = conn.stream;
+      const deliver = stream.listeners("data") as Array<(chunk: Buffer) => void>;
+      stream.removeAllListeners("data");
+      stream.on("data", (chunk: Buffer) => {
+        if (!held) return deliver.forEach((fn) => fn.call(stream, chunk));
+        held.push(chunk);
+        const all = Buffer.concat(held);
+        if (!pinged || !all.toString("latin1").endsWith("+PONG\r\n")) return;
+        held = null;
+        deliver.forEach((fn) => fn.call(stream, all));
+      });
+      const multi = conn.multi.bind(conn);
+      conn.multi = ((...args: Parameters<typeof multi>) => {
+        if (!seen.held && ended < workers) {
+          seen.held = true;
+          held = [];
+        }
+        return multi(...args);
+      }) as typeof conn.multi;
+      return conn;
+    },
+  };
+  return { labRedis, seen };
+}
 
 describe("stories", () => {
   it("shows naive ending with badge 1 and list 0 when a read races a send", async () => {
