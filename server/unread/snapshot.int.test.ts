@@ -305,6 +305,21 @@ describe("the conversation list", () => {
     expect((await list(a.token)).conversations.map((x) => x.id)).toContain(direct.id);
     expect((await list(c.token)).conversations.map((x) => x.id)).toContain(direct2.id);
 
+    // Nor can b mute or mark it, by its id: a mark would count 1 in a badge whose list has no row for it.
+    const forbidden = { ok: false, error: { code: "forbidden" } };
+    expect(await sb.emitWithAck("conversation:markUnread", { conversationId: direct.id })).toMatchObject(forbidden);
+    expect(await sb.emitWithAck("conversation:mute", { conversationId: direct.id, muted: true })).toMatchObject(
+      forbidden,
+    );
+    expect(await list(b.token)).toMatchObject({ unread: [], totalUnread: 0 });
+    // The creator can.
+    expect(await sa.emitWithAck("conversation:mute", { conversationId: direct.id, muted: true })).toMatchObject({
+      ok: true,
+    });
+    expect(await sa.emitWithAck("conversation:mute", { conversationId: direct.id, muted: false })).toMatchObject({
+      ok: true,
+    });
+
     // The first message brings it: b's tab hears of the message and finds the row on its next sync.
     const arrived = nextEvent(sb, "message:new", ({ message }) => message.conversationId === direct.id);
     expect(await send(sa, direct.id, "hello")).toMatchObject({ ok: true });

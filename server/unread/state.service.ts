@@ -27,6 +27,13 @@ type StateRow = MembershipRegisters & { outboxId: number | null };
  * nothing (no new version, no entry): a retried or duplicated command is idempotent, and a mark's version never
  * moves while the conversation stays marked, so every tab keeps naming the version it shows.
  */
+/**
+ * The membership `m` is in its user's list: not a direct conversation someone else started that has no message yet
+ * (hiddenFrom, server/contracts/dto.ts). One hidden is no conversation of theirs to mute or mark: a mark would count 1
+ * in a badge whose list has no row for it.
+ */
+const LISTED = Prisma.sql`NOT (m."hidden" AND (SELECT c0."lastSeq" FROM "Conversation" AS c0 WHERE c0."id" = m."conversationId") = 0)`;
+
 export function createStateService(deps: { db: Db; unread: UnreadService; notifier: Notifier; outbox: Outbox }) {
   const { db, unread, notifier, outbox } = deps;
 
@@ -70,7 +77,8 @@ export function createStateService(deps: { db: Db; unread: UnreadService; notifi
       UNION ALL
       SELECT m."muteVersion", m."muted", m."markVersion", m."markAt", m."markClearedVersion", NULL
       FROM "Membership" AS m
-      WHERE m."userId" = ${user.id} AND m."conversationId" = ${conversationId} AND NOT EXISTS (SELECT 1 FROM changed)`;
+      WHERE m."userId" = ${user.id} AND m."conversationId" = ${conversationId} AND ${LISTED}
+        AND NOT EXISTS (SELECT 1 FROM changed)`;
     return row;
   }
 
@@ -78,7 +86,7 @@ export function createStateService(deps: { db: Db; unread: UnreadService; notifi
   async function mute(user: UserDTO, conversationId: number, muted: boolean): Promise<StateAck> {
     const update = Prisma.sql`
       UPDATE "Membership" AS m SET "muted" = ${muted}, "muteVersion" = m."muteVersion" + 1
-      WHERE m."userId" = ${user.id} AND m."conversationId" = ${conversationId} AND m."muted" <> ${muted}`;
+      WHERE m."userId" = ${user.id} AND m."conversationId" = ${conversationId} AND m."muted" <> ${muted} AND ${LISTED}`;
     return finish(user, conversationId, await changeRegisters(user, conversationId, update, "muteVersion"), "mute");
   }
 
@@ -91,7 +99,7 @@ export function createStateService(deps: { db: Db; unread: UnreadService; notifi
       UPDATE "Membership" AS m SET "markVersion" = m."markVersion" + 1, "markAt" = c."lastSeq"
       FROM "Conversation" AS c
       WHERE c."id" = m."conversationId" AND m."userId" = ${user.id} AND m."conversationId" = ${conversationId}
-        AND NOT (m."markVersion" > m."markClearedVersion" AND m."lastReadSeq" <= m."markAt")`;
+        AND NOT (m."markVersion" > m."markClearedVersion" AND m."lastReadSeq" <= m."markAt") AND ${LISTED}`;
     return finish(user, conversationId, await changeRegisters(user, conversationId, update, "markVersion"), "mark");
   }
 
