@@ -216,14 +216,19 @@ export function createApp({
     mount({ io, httpServer, redis, db, sessions, conversations, snapshots, notifier, log, limits, gate }),
   );
 
-  /** Disconnects local sockets whose session ended while this instance could not hear about it. */
+  /**
+   * Disconnects local sockets whose session ended while this instance could not hear about it. One that expired
+   * hears so first (`session:ended`); a revoked one cannot be told why, as its row is gone.
+   */
   async function dropRevokedSockets(): Promise<void> {
     const local = [...io._nsps.values()].flatMap((nsp) => [...nsp.sockets.values()]);
-    const valid = await sessions.stillValid([
-      ...new Set(local.map((s) => (s.data as { sessionId: string }).sessionId)),
-    ]);
-    for (const socket of local)
-      if (!valid.has((socket.data as { sessionId: string }).sessionId)) socket.disconnect(true);
+    const dataOf = (socket: (typeof local)[number]) => socket.data as { sessionId: string; expiresAt: number };
+    const valid = await sessions.stillValid([...new Set(local.map((s) => dataOf(s).sessionId))]);
+    const ended = local.filter((s) => !valid.has(dataOf(s).sessionId));
+    // Every namespace hears it before any socket drops: a page's sockets share one connection.
+    for (const socket of ended)
+      if (dataOf(socket).expiresAt <= Date.now()) socket.emit("session:ended", { reason: "expired" });
+    for (const socket of ended) socket.disconnect(true);
   }
 
   // Pushes published while the adapter's subscriber was reconnecting are lost: every local tab resyncs.

@@ -23,6 +23,23 @@ function disconnected(socket: ClientSocket, ms = 5000): Promise<string> {
   });
 }
 
+/**
+ * What `socket` hears until it is disconnected, in order: each `session:ended` with its reason, then the
+ * disconnect with its reason. Rejects after `ms`, saying what it heard.
+ */
+function howItEnds(socket: Socket, ms = 5000): Promise<string[]> {
+  const heard: string[] = [];
+  socket.on("session:ended", ({ reason }: { reason: string }) => heard.push(`session:ended ${reason}`));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`still connected, having heard ${JSON.stringify(heard)}`)), ms);
+    socket.once("disconnect", (reason) => {
+      clearTimeout(timer);
+      heard.push(`disconnect ${reason}`);
+      resolve(heard);
+    });
+  });
+}
+
 /** A socket whose handshake carries `origin`, as a browser page on that origin would send. */
 function socketFrom(url: string, origin: string, token: string, track: Client[]): Promise<Client> {
   const socket: Client = connect(url, {
@@ -194,6 +211,30 @@ describe("accounts, sessions and the front door", () => {
     expect((await h.http("/api/session", { token: other })).status).toBe(401);
   });
 
+  it("tells every socket of an ended session why before it drops, on every instance and in both namespaces", async () => {
+    const { token } = await h.signUp("sec_ended_why");
+    const other = await signIn(h, "sec_ended_why");
+    const lab = (instance: number, as: string) =>
+      connectSocket<Socket>(`${h.instances[instance]!.url}/lab`, as, clients);
+    // Two tabs of one browser (one session) on both instances, and its lab page; another device with the rest.
+    const browser = [await h.connect(token, 0), await h.connect(token, 1), await lab(1, token)];
+    const device = [await h.connect(other, 1), await lab(0, other)];
+    const browserHeard = browser.map((s) => howItEnds(s));
+    const deviceHeard = device.map((s) => howItEnds(s));
+
+    // "Sign out" in one tab of the browser (its other tabs share the cookie, so the session).
+    expect((await h.http("/api/session", { method: "DELETE", token, instance: 0 })).status).toBe(200);
+    const signedOut = ["session:ended signed_out", "disconnect io server disconnect"];
+    expect(await Promise.all(browserHeard)).toEqual([signedOut, signedOut, signedOut]);
+    expect(device.map((s) => s.connected)).toEqual([true, true]);
+
+    // "Sign out everywhere" from another device ends the device's session too; what the device heard shows it heard
+    // nothing of the browser's sign-out (a push to it would have come first on the same socket).
+    expect((await h.http("/api/sessions", { method: "DELETE", token: other, instance: 0 })).status).toBe(200);
+    const everywhere = ["session:ended signed_out_everywhere", "disconnect io server disconnect"];
+    expect(await Promise.all(deviceHeard)).toEqual([everywhere, everywhere]);
+  });
+
   it("has no socket of a revoked session left on any instance once the sign-out has answered", async () => {
     const { token, user } = await h.signUp("sec_signout_sync");
     const other = await signIn(h, "sec_signout_sync");
@@ -229,31 +270,31 @@ describe("accounts, sessions and the front door", () => {
     const localTab = await h.connect(token, 0);
     const gone = disconnected(localTab, 15_000);
     // The classic adapter disconnects even its own instance's sockets only once its publication comes back through
-    // Redis; here every broadcast to the instances is lost and no instance ever answers.
+    // Redis; here every broadcast and server-side event to the instances is lost and no instance ever answers.
     const adapter = h.instances[0]!.app.io.of("/").adapter;
-    const { disconnectSockets, fetchSockets } = adapter;
+    const { disconnectSockets, fetchSockets, serverSideEmit } = adapter;
     adapter.disconnectSockets = (opts, close) => {
       if (opts.flags?.local) disconnectSockets.call(adapter, opts, close);
     };
     adapter.fetchSockets = () => new Promise(() => undefined);
+    adapter.serverSideEmit = () => undefined;
     try {
       expect((await h.http("/api/session", { method: "DELETE", token, instance: 0 })).status).toBe(200);
       expect(await gone).toBe("io server disconnect");
     } finally {
       adapter.disconnectSockets = disconnectSockets;
       adapter.fetchSockets = fetchSockets;
+      adapter.serverSideEmit = serverSideEmit;
     }
   }, 30_000);
 
-  it("disconnects a socket when its session expires, on either namespace", async () => {
+  it("disconnects a socket when its session expires, on either namespace, saying so first", async () => {
     const { token, user } = await h.signUp("sec_expiry");
     await h.db.session.updateMany({ where: { userId: user.id }, data: { expiresAt: new Date(Date.now() + 1500) } });
     const chat = await h.connect(token, 1);
-    const lab = await connectSocket(`${h.instances[0]!.url}/lab`, token, clients);
-    expect(await Promise.all([disconnected(chat, 15_000), disconnected(lab, 15_000)])).toEqual([
-      "io server disconnect",
-      "io server disconnect",
-    ]);
+    const lab = await connectSocket<Socket>(`${h.instances[0]!.url}/lab`, token, clients);
+    const expired = ["session:ended expired", "disconnect io server disconnect"];
+    expect(await Promise.all([howItEnds(chat, 15_000), howItEnds(lab, 15_000)])).toEqual([expired, expired]);
     expect((await h.http("/api/session", { token })).status).toBe(401);
   });
 

@@ -32,6 +32,19 @@ export interface UserDTO {
 
 export type Ack<T extends object> = (res: Result<T>) => void;
 
+/**
+ * Why a session ended, as `session:ended` tells its sockets just before they are disconnected: `signed_out` (that
+ * session signed out: another tab of the same browser, or a lab bot stopped by its owner), `signed_out_everywhere`
+ * (its user signed out everywhere, from any device) or `expired`. A client shows a sentence per reason and a generic
+ * one for a reason it does not know, so the list may grow.
+ */
+export type SessionEndReason = "signed_out" | "signed_out_everywhere" | "expired";
+
+/** `session:ended`, in the chat's namespace and the lab's alike. */
+export interface SessionEnded {
+  reason: SessionEndReason;
+}
+
 export interface SocketData {
   user: UserDTO;
   /** The server-side session the socket was opened with; revoking it disconnects the socket. */

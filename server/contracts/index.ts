@@ -2,7 +2,7 @@
  * The realtime and HTTP contract shared by the server and the browser. Types only: importing this file never
  * pulls server code into the client bundle. docs/protocol.md describes the same contract in prose.
  */
-import type { Ack, UserDTO } from "./common.ts";
+import type { Ack, SessionEndReason, SessionEnded, UserDTO } from "./common.ts";
 import type { ListInput, MarkUnreadInput, MuteInput, ReadInput, SendInput, SyncInput } from "./inputs.ts";
 
 export type ConversationKind = "direct" | "group";
@@ -153,6 +153,8 @@ export interface ServerToClientEvents {
   "conversation:removed": (payload: { conversationId: number }) => void;
   /** Pushes to this user may have been lost (Redis reconnect, repair by reconciliation): call `sync`. */
   "unread:stale": () => void;
+  /** This socket's session ended, and why; the server disconnects the socket right after (`io server disconnect`). */
+  "session:ended": (payload: SessionEnded) => void;
 }
 
 /**
@@ -162,6 +164,8 @@ export interface ServerToClientEvents {
  */
 export interface InterServerEvents {
   "message:delivered": (delivery: MessageDelivery) => void;
+  /** Sessions ended: each instance tells their sockets why (`session:ended`), in every namespace, then drops them. */
+  "session:ended": (ended: { sessionIds: string[]; reason: SessionEndReason }) => void;
 }
 
 export interface MessageDelivery {

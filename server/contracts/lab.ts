@@ -2,7 +2,7 @@
  * The consistency lab's contract (the `/lab` Socket.IO namespace), shared by the server and the /lab page.
  * Types only. docs/benchmarks.md describes what the numbers mean; docs/protocol.md lists the events.
  */
-import type { Ack } from "./common.ts";
+import type { Ack, SessionEnded } from "./common.ts";
 
 /** The four ways to keep a conversation's unread and the total together (server/lab/strategies). */
 export type LabStrategyName = "naive" | "lock" | "watch" | "lua";
@@ -189,4 +189,6 @@ export interface LabServerToClientEvents {
   "lab:finished": (result: LabRunResult) => void;
   "lab:failed": (payload: { runId: string; message: string }) => void;
   "bots:changed": (bots: BotsStatus) => void;
+  /** As in the chat's namespace: this socket's session ended, and why; the socket is disconnected right after. */
+  "session:ended": (payload: SessionEnded) => void;
 }

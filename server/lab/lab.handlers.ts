@@ -110,7 +110,7 @@ export function registerLab({
     const ended = botSessions.get(ownerId) ?? [];
     botSessions.delete(ownerId);
     await Promise.all(ended.map((id) => sessions.revoke(id)));
-    await notifier.sessionsEnded(ended, { confirm });
+    await notifier.sessionsEnded(ended, "signed_out", { confirm });
     return status;
   }
 

@@ -1,5 +1,11 @@
 import { randomBytes } from "node:crypto";
-import type { ConversationDTO, MessageDelivery, MessageDTO, UnreadUpdate } from "../contracts/index.ts";
+import type {
+  ConversationDTO,
+  MessageDelivery,
+  MessageDTO,
+  SessionEndReason,
+  UnreadUpdate,
+} from "../contracts/index.ts";
 import type { Logger } from "../log.ts";
 import { withTimeout } from "../limits/deadline.ts";
 import type { RedisClient } from "../redis/client.ts";
@@ -29,11 +35,11 @@ export interface Notifier {
   conversationRemoved(userId: number, conversationId: number): void;
   unreadStale(userIds: number[] | "all-local"): void;
   /**
-   * Sessions were revoked: disconnects their sockets on every instance and in every namespace. Resolves once
-   * every instance has confirmed it, so that a sign-out answered to its caller has no socket left that could
-   * still send; or, with `confirm: false` or after CONFIRM_MS (logged), without waiting for that.
+   * Sessions ended: tells their sockets why (`session:ended`) and disconnects them, on every instance and in every
+   * namespace. Resolves once every instance has confirmed it, so that a sign-out answered to its caller has no
+   * socket left that could still send; or, with `confirm: false` or after CONFIRM_MS (logged), without waiting.
    */
-  sessionsEnded(sessionIds: string[], opts?: { confirm?: boolean }): Promise<void>;
+  sessionsEnded(sessionIds: string[], reason: SessionEndReason, opts?: { confirm?: boolean }): Promise<void>;
 }
 
 /**
@@ -44,6 +50,19 @@ function deliverLocally(io: TallyServer, { memberIds, message, updates }: Messag
   if (memberIds.length === 0) return;
   io.local.to(memberIds.map(userRoom)).emit("message:new", { message });
   for (const { userId, update } of updates) io.local.to(userRoom(userId)).emit("unread:changed", update);
+}
+
+/**
+ * Ends sessions on this instance: their sockets in every namespace hear why, then are disconnected (`io server
+ * disconnect`). Every namespace hears it before any is disconnected: one page's sockets share one connection, which
+ * the first disconnect closes.
+ */
+function endLocally(io: TallyServer, sessionIds: string[], reason: SessionEndReason): void {
+  if (sessionIds.length === 0) return; // to([]) would reach every socket
+  const rooms = sessionIds.map(sessionRoom);
+  const namespaces = [...io._nsps.values()];
+  for (const nsp of namespaces) nsp.local.to(rooms).emit("session:ended", { reason });
+  for (const nsp of namespaces) nsp.local.in(rooms).disconnectSockets(true);
 }
 
 /**
@@ -102,6 +121,16 @@ export function socketNotifier(
   const ownHead = `{"from":"${self}",`;
   const published = deliveries === "one-message" && subscriber !== undefined;
   if (deliveries === "one-message") io.on("message:delivered", (delivery) => deliverLocally(io, delivery));
+  io.on("session:ended", ({ sessionIds, reason }) => endLocally(io, sessionIds, reason));
+  /**
+   * Ends sessions here, then on the other instances: one server-side event on the chat's namespace, which each
+   * instance handles before the `fetchSockets` that confirms it (the adapter handles a namespace's requests in the
+   * order they were published), and which carries the reason, so a socket never drops without it.
+   */
+  const endEverywhere = (sessionIds: string[], reason: SessionEndReason) => {
+    endLocally(io, sessionIds, reason);
+    if (deliveries !== "local") io.serverSideEmit("session:ended", { sessionIds, reason });
+  };
   if (published) {
     // Subscribed (and, after a reconnection, subscribed again by ioredis) on the adapter's connection, whose
     // reconnections already make every local tab resync (app.ts).
@@ -138,29 +167,31 @@ export function socketNotifier(
       void io.to(userRoom(userId)).emit("conversation:removed", { conversationId }),
     unreadStale: (userIds) =>
       void (userIds === "all-local" ? io.local : io.to(userIds.map(userRoom))).emit("unread:stale"),
-    sessionsEnded: async (sessionIds, { confirm = true } = {}) => {
+    sessionsEnded: async (sessionIds, reason, { confirm = true } = {}) => {
       if (sessionIds.length === 0) return;
+      // This instance's own at once, the others' through the adapter.
+      endEverywhere(sessionIds, reason);
+      if (!confirm) return;
       const rooms = sessionIds.map(sessionRoom);
-      await Promise.all(
-        // The lab namespace holds sockets of the session too.
-        [...io._nsps.values()].map(async (nsp) => {
-          // This instance's own at once (the adapter does its own only once its publication comes back), then
-          // every instance's, through the adapter.
-          nsp.local.in(rooms).disconnectSockets(true);
-          nsp.in(rooms).disconnectSockets(true);
-          if (!confirm) return;
-          // Each instance handles the adapter's requests in the order they were published: once it has answered
-          // the fetch that follows the disconnect, it has disconnected them, and what it answers is what is left.
-          // The adapter's own timeout starts only once Redis has said how many instances there are, so the wait
-          // has a deadline of its own (a Redis away would hold a sign-out for over a minute).
-          try {
-            const left = await withTimeout(nsp.in(rooms).fetchSockets(), CONFIRM_MS);
-            if (left.length > 0) nsp.in(rooms).disconnectSockets(true);
-          } catch (err) {
-            log?.warn({ err, nsp: nsp.name }, "the instances did not confirm the end of a session in time");
-          }
-        }),
-      );
+      // Each instance handles a namespace's adapter requests in the order they were published: once it has answered
+      // the chat namespace's fetch that follows the event, it has ended the sessions in every namespace, and what the
+      // fetches answer is what is left (a socket that joined meanwhile). Then the lab's (on a cluster its requests
+      // may travel through another shard than the event). The adapter's own timeout starts only once Redis has said
+      // how many instances there are, so each wait has a deadline of its own (a Redis away would hold a sign-out
+      // for over a minute).
+      const leftIn = async (nsp: { name: string; in(rooms: string[]): { fetchSockets(): Promise<unknown[]> } }) => {
+        try {
+          return (await withTimeout(nsp.in(rooms).fetchSockets(), CONFIRM_MS)).length;
+        } catch (err) {
+          log?.warn({ err, nsp: nsp.name }, "the instances did not confirm the end of a session in time");
+          return 0;
+        }
+      };
+      const left = [await leftIn(io.of("/"))];
+      // The lab namespace holds sockets of the session too.
+      const others = [...io._nsps.values()].filter((nsp) => nsp.name !== "/");
+      left.push(...(await Promise.all(others.map(leftIn))));
+      if (left.some((n) => n > 0)) endEverywhere(sessionIds, reason);
     },
   };
 }

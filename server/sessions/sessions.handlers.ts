@@ -39,17 +39,17 @@ export function sessionActions(deps: { sessions: SessionService; limits: Limits;
       }
     },
 
-    /** Ends the presented session; its sockets on every instance are disconnected. */
+    /** Ends the presented session; its sockets on every instance hear why and are disconnected. */
     async signOut(session: Authenticated | null) {
       if (!session) return;
       await deps.sessions.revoke(session.sessionId);
-      await deps.notifier.sessionsEnded([session.sessionId]);
+      await deps.notifier.sessionsEnded([session.sessionId], "signed_out");
     },
 
     /** Ends every session of the user. */
     async signOutEverywhere(session: Authenticated) {
       const ended = await deps.sessions.revokeAll(session.user.id);
-      await deps.notifier.sessionsEnded(ended);
+      await deps.notifier.sessionsEnded(ended, "signed_out_everywhere");
       return { ended: ended.length };
     },
   };

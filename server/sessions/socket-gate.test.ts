@@ -143,13 +143,18 @@ describe("the socket gate's limit on handshakes without a valid session", () => 
 });
 
 describe("endAtExpiry", () => {
-  /** A connected socket whose session expires at `expiresAt`; `ended` says whether the server disconnected it. */
+  /**
+   * A connected socket whose session expires at `expiresAt`; `ended` says whether the server disconnected it, `heard`
+   * what it was sent and the disconnect, in order.
+   */
   function connected(expiresAt: number) {
-    const state = { ended: false, closeHandlers: [] as (() => void)[] };
+    const state = { ended: false, heard: [] as unknown[], closeHandlers: [] as (() => void)[] };
     const socket = {
       data: { expiresAt },
+      emit: (...args: unknown[]) => state.heard.push(args),
       disconnect: () => {
         state.ended = true;
+        state.heard.push("disconnect");
         for (const h of state.closeHandlers) h();
       },
       once: (_event: "disconnect", handler: () => void) => state.closeHandlers.push(handler),
@@ -169,6 +174,7 @@ describe("endAtExpiry", () => {
     expect(state.ended).toBe(false);
     await vi.advanceTimersByTimeAsync(1);
     expect(state.ended).toBe(true);
+    expect(state.heard).toEqual([["session:ended", { reason: "expired" }], "disconnect"]);
   });
 
   it("disconnects at once a socket whose session has already expired, and sets no timer for a closed one", async () => {

@@ -1,4 +1,5 @@
 import type { Socket } from "socket.io";
+import type { SessionEnded } from "../contracts/index.ts";
 import type { Logger } from "../log.ts";
 import { withTimeout } from "../limits/deadline.ts";
 import { oneAtATime } from "../limits/turns.ts";
@@ -137,8 +138,9 @@ export function requireSession(sessions: SessionService, log: Logger, gate: Sess
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
- * Disconnects a connected socket when its session expires, as a revocation would: an expired session answers 401
- * on HTTP, and its sockets must not outlive it. Called once the socket is connected (its `disconnect` clears it).
+ * Disconnects a connected socket when its session expires, as a revocation would, saying why first
+ * (`session:ended`, `expired`): an expired session answers 401 on HTTP, and its sockets must not outlive it. Called
+ * once the socket is connected (its `disconnect` clears it).
  */
 export function endAtExpiry(socket: Socket, now: () => number = Date.now): void {
   const { expiresAt } = socket.data as { expiresAt: number };
@@ -146,6 +148,7 @@ export function endAtExpiry(socket: Socket, now: () => number = Date.now): void 
   const check = () => {
     const left = expiresAt - now();
     if (left <= 0) {
+      socket.emit("session:ended", { reason: "expired" } satisfies SessionEnded);
       socket.disconnect(true);
       return;
     }
