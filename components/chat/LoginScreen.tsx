@@ -1,7 +1,7 @@
 "use client";
 
 import { useEffect, useState, type FormEvent } from "react";
-import type { DemoAccounts } from "@/server/contracts";
+import type { DemoAccounts, SessionEndReason } from "@/server/contracts";
 import { api } from "@/components/lib/api";
 import { returnPath } from "@/components/lib/return-path";
 import { useChatStore } from "@/components/providers/ChatProvider";
@@ -10,9 +10,19 @@ import { TallyMark } from "./TallyMark";
 
 type Mode = "signIn" | "signUp";
 
+/** Why this tab is signed out, as the server said (docs/protocol.md, "Why a session ended"). */
+const ENDED_BECAUSE: Record<SessionEndReason, string> = {
+  signed_out: "You signed out in another tab.",
+  signed_out_everywhere: "You signed out everywhere from another device or tab.",
+  expired: "Your session expired; sign in again.",
+};
+/** When it did not say (the session ended while this tab was offline). */
+const ENDED_SOMEHOW = "You were signed out: your session was ended on another device or in another tab, or it expired.";
+
 export function LoginScreen() {
   const signIn = useChatStore((s) => s.signIn);
   const sessionEnded = useChatStore((s) => s.sessionEnded);
+  const sessionEndReason = useChatStore((s) => s.sessionEndReason);
   const [mode, setMode] = useState<Mode>("signIn");
   const [name, setName] = useState("");
   const [password, setPassword] = useState("");
@@ -62,7 +72,7 @@ export function LoginScreen() {
         <p className="login-lead">Chat where the unread count is always right.</p>
         {sessionEnded && (
           <p className="login-ended" role="status" data-testid="session-ended">
-            You were signed out: your session was ended on another device or in another tab, or it expired.
+            {sessionEndReason ? ENDED_BECAUSE[sessionEndReason] : ENDED_SOMEHOW}
           </p>
         )}
         <div className="login-tabs" role="tablist" aria-label="Sign in or create an account">

@@ -67,6 +67,70 @@ describe("a session ended elsewhere", () => {
     }
   });
 
+  it("says why when the server said so before it dropped the socket, and in general when it did not", async () => {
+    for (const reason of ["signed_out", "signed_out_everywhere", "expired"] as const) {
+      const t = setup();
+      t.store.getState().handleSessionEnded(reason);
+      t.session.signedIn = false;
+      expect(await t.store.getState().verifySession()).toBe(false);
+      expect(t.store.getState()).toMatchObject({
+        sessionStatus: "signedOut",
+        sessionEnded: true,
+        sessionEndReason: reason,
+      });
+      // Signed in again, the reason has done its work.
+      expect(await t.store.getState().signIn({ name: ME.name, password: "right password" })).toBeNull();
+      expect(t.store.getState()).toMatchObject({ sessionEnded: false, sessionEndReason: null });
+    }
+    // A reason this client does not know (a newer server's), or none: the general sentence.
+    for (const reason of ["password_changed", undefined, 7]) {
+      const t = setup();
+      t.store.getState().handleSessionEnded(reason);
+      t.session.signedIn = false;
+      expect(await t.store.getState().verifySession()).toBe(false);
+      expect(t.store.getState()).toMatchObject({ sessionEnded: true, sessionEndReason: null });
+    }
+  });
+
+  it("forgets what the server said once it finds a session again (the cookie holds a newer one)", async () => {
+    const t = setup();
+    t.store.getState().handleSessionEnded("signed_out");
+    // Signed in again in another tab of this browser before this one asked: it stays signed in.
+    expect(await t.store.getState().verifySession()).toBe(true);
+    // Ended later with nothing said (this tab was offline then): not the old reason.
+    t.session.signedIn = false;
+    expect(await t.store.getState().verifySession()).toBe(false);
+    expect(t.store.getState()).toMatchObject({ sessionEnded: true, sessionEndReason: null });
+  });
+
+  it("gives no reason after the tab's own sign-out, whose socket hears the end of its session too", async () => {
+    for (const everywhere of [false, true]) {
+      const t = setup();
+      const { signOut, signOutEverywhere } = t.session;
+      let answer: () => void = () => undefined;
+      const answered = new Promise<void>((resolve) => (answer = resolve));
+      const slow = (end: typeof signOut) => async () => {
+        const res = await end();
+        await answered;
+        return res;
+      };
+      t.session.signOut = slow(signOut);
+      t.session.signOutEverywhere = slow(signOutEverywhere);
+      const done = t.store.getState().signOut(everywhere);
+      t.store.getState().handleSessionEnded(everywhere ? "signed_out_everywhere" : "signed_out");
+      expect(await t.store.getState().verifySession()).toBe(false);
+      answer();
+      await done;
+      // Heard after the sign-out was answered: nothing to explain either.
+      t.store.getState().handleSessionEnded("signed_out");
+      expect(t.store.getState()).toMatchObject({
+        sessionStatus: "signedOut",
+        sessionEnded: false,
+        sessionEndReason: null,
+      });
+    }
+  });
+
   it("is not marked at a page load without a session", async () => {
     const t = setup();
     t.session.signedIn = false;

@@ -1,17 +1,28 @@
 import type { StateCreator } from "zustand/vanilla";
+import type { SessionEndReason } from "@/server/contracts";
 import { initialConversationsState } from "./conversations";
 import { clearDrafts } from "./drafts";
 import { clearOutbox, type StoreRuntime } from "./runtime";
 import type { ChatState, SessionSlice } from "./types";
 import { initialUnreadState } from "./unread";
 
+/** The reasons this client knows (docs/protocol.md, "Why a session ended"); any other reads as none. */
+const KNOWN_REASONS: Record<SessionEndReason, true> = { signed_out: true, signed_out_everywhere: true, expired: true };
+
+function knownReason(reason: unknown): SessionEndReason | null {
+  return typeof reason === "string" && Object.hasOwn(KNOWN_REASONS, reason) ? (reason as SessionEndReason) : null;
+}
+
 export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, [], [], SessionSlice> {
   return (set, get) => {
     /** This tab's own sign-out is on its way: the session it ends is not "ended elsewhere". */
     let signingOut = false;
+    /** What the server said just before it dropped this tab's socket (`session:ended`), until verifySession. */
+    let heard: { reason: SessionEndReason | null } | null = null;
 
     /** Forgets everything of the signed-in user; window state (visible, focused) is not theirs. */
-    function reset(sessionEnded = false): void {
+    function reset(sessionEnded = false, sessionEndReason: SessionEndReason | null = null): void {
+      heard = null;
       rt.generation += 1;
       rt.sync.token += 1;
       rt.sync.buffer = [];
@@ -38,6 +49,7 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
         user: null,
         sessionStatus: "signedOut",
         sessionEnded,
+        sessionEndReason: sessionEnded ? sessionEndReason : null,
         connected: false,
       });
     }
@@ -48,6 +60,7 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
       connected: false,
       lab: false,
       sessionEnded: false,
+      sessionEndReason: null,
 
       async restoreSession() {
         const res = await rt.deps.session.current();
@@ -62,7 +75,8 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
       async signIn(credentials, create = false) {
         const res = await (create ? rt.deps.session.signUp(credentials) : rt.deps.session.signIn(credentials));
         if (!res.ok) return res.error.message;
-        set({ user: res.user, sessionStatus: "signedIn", sessionEnded: false });
+        heard = null;
+        set({ user: res.user, sessionStatus: "signedIn", sessionEnded: false, sessionEndReason: null });
         get().restoreQueue();
         return null;
       },
@@ -99,11 +113,20 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
         const res = await rt.deps.session.current();
         // Only a server that answers "no session" signs this tab out; an unreachable one proves nothing.
         const signedOut = res.ok ? res.user === null : res.error.code === "unauthorized";
+        // What the server said of the socket's session no longer tells anything once the cookie holds another one.
+        const said = heard;
+        if (res.ok) heard = null;
         if (!signedOut) return true;
         // Ended while this tab was signed in, and not by this tab's own sign-out (whose socket can drop before the
-        // sign-out is answered): the sign-in form then says why.
-        if (get().sessionStatus === "signedIn") reset(!signingOut);
+        // sign-out is answered): the sign-in form then says why, in general unless the server said.
+        if (get().sessionStatus === "signedIn") reset(!signingOut, said?.reason ?? null);
         return false;
+      },
+
+      handleSessionEnded(reason) {
+        // This tab's own sign-out ends its session too; and a tab already signed out has nothing to explain.
+        if (signingOut || get().sessionStatus !== "signedIn") return;
+        heard = { reason: knownReason(reason) };
       },
     };
   };

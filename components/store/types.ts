@@ -12,6 +12,7 @@ import type {
   Result,
   SendInput,
   Credentials,
+  SessionEndReason,
   SessionResponse,
   Snapshot,
   StartResponse,
@@ -104,10 +105,15 @@ export interface SessionSlice {
   lab: boolean;
   /**
    * This tab was signed in and found its session ended by someone else: "Sign out everywhere" on another device,
-   * "Sign out" in another tab, or its expiry (the server does not say which). The sign-in form says so. Not set by
-   * this tab's own sign-out, nor at a page load without a session.
+   * "Sign out" in another tab, or its expiry. The sign-in form says so. Not set by this tab's own sign-out, nor at a
+   * page load without a session.
    */
   sessionEnded: boolean;
+  /**
+   * Why, when the server said so (`session:ended`, just before it dropped the socket); null when it did not (the
+   * session ended while the tab was offline, or a reason this client does not know): the form then says it in general.
+   */
+  sessionEndReason: SessionEndReason | null;
   restoreSession(): Promise<void>;
   /** Resolves with the server's error message, or null on success. */
   /** Signs in, or with `create` makes the account first; returns the server's message on failure. */
@@ -119,6 +125,11 @@ export interface SessionSlice {
   handleDisconnected(): void;
   /** The socket was refused; forget the user locally when the cookie is no longer valid. */
   verifySession(): Promise<boolean>;
+  /**
+   * The server ended this tab's session (`session:ended`): kept until verifySession finds no session (the disconnect
+   * that follows makes it ask), ignored during this tab's own sign-out. `reason` is as received, checked here.
+   */
+  handleSessionEnded(reason: unknown): void;
 }
 
 export interface ConversationsSlice {
