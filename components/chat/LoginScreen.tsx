@@ -1,23 +1,15 @@
 "use client";
 
 import { useEffect, useState, type FormEvent } from "react";
-import type { DemoAccounts, SessionEndReason } from "@/server/contracts";
+import type { DemoAccounts } from "@/server/contracts";
 import { api } from "@/components/lib/api";
+import { sessionEndedText } from "@/components/lib/session-ended";
 import { returnPath } from "@/components/lib/return-path";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { TextField, useServerCall } from "./form";
 import { TallyMark } from "./TallyMark";
 
 type Mode = "signIn" | "signUp";
-
-/** Why this tab is signed out, as the server said (docs/protocol.md, "Why a session ended"). */
-const ENDED_BECAUSE: Record<SessionEndReason, string> = {
-  signed_out: "You signed out in another tab.",
-  signed_out_everywhere: "You signed out everywhere from another device or tab.",
-  expired: "Your session expired; sign in again.",
-};
-/** When it did not say (the session ended while this tab was offline). */
-const ENDED_SOMEHOW = "You were signed out: your session was ended on another device or in another tab, or it expired.";
 
 export function LoginScreen() {
   const signIn = useChatStore((s) => s.signIn);
@@ -72,7 +64,7 @@ export function LoginScreen() {
         <p className="login-lead">Chat where the unread count is always right.</p>
         {sessionEnded && (
           <p className="login-ended" role="status" data-testid="session-ended">
-            {sessionEndReason ? ENDED_BECAUSE[sessionEndReason] : ENDED_SOMEHOW}
+            {sessionEndedText(sessionEndReason)}
           </p>
         )}
         <div className="login-tabs" role="tablist" aria-label="Sign in or create an account">

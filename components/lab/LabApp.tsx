@@ -1,6 +1,7 @@
 "use client";
 
 import { TallyMark } from "@/components/chat/TallyMark";
+import { sessionEndedText } from "@/components/lib/session-ended";
 import { LabBadges } from "./LabBadges";
 import { LabBots } from "./LabBots";
 import { LabCharts } from "./LabCharts";
@@ -12,6 +13,7 @@ import { LabStoryMode } from "./LabStory";
 
 function Body() {
   const connection = useLabStore((s) => s.connection);
+  const ended = useLabStore((s) => s.ended);
   if (connection === "disabled") {
     return (
       <main className="lab-main">
@@ -24,6 +26,11 @@ function Body() {
   if (connection === "signedOut") {
     return (
       <main className="lab-main">
+        {ended && (
+          <p className="lab-lead" role="status" data-testid="lab-session-ended">
+            {sessionEndedText(ended.reason)}
+          </p>
+        )}
         <p className="lab-lead" data-testid="lab-signed-out">
           The lab is open to any signed-in user. <a href="/?next=/lab">Sign in</a> and you come back here.
         </p>

@@ -74,6 +74,7 @@ export function LabProvider({ children }: { children: ReactNode }) {
     socket.on("lab:finished", (result) => state().receiveFinished(result));
     socket.on("lab:failed", ({ runId, message }) => state().receiveFailed(runId, message));
     socket.on("bots:changed", (bots) => state().receiveBots(bots));
+    socket.on("session:ended", (payload) => state().receiveSessionEnded(payload?.reason));
     return () => {
       link.detach();
       socket.removeAllListeners();

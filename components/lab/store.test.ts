@@ -109,6 +109,23 @@ describe("lab store", () => {
     expect(store.getState().botsError).toBe("No such user: bob.");
   });
 
+  it("says why its session ended, and stays signed out when the disconnect that follows comes", () => {
+    const store = createLabStore(transport());
+    store.getState().setConnection("connected");
+    store.getState().receiveSessionEnded("signed_out_everywhere");
+    store.getState().setConnection("offline");
+    expect(store.getState()).toMatchObject({ connection: "signedOut", ended: { reason: "signed_out_everywhere" } });
+
+    // A reason this client does not know: signed out all the same, without one.
+    const other = createLabStore(transport());
+    other.getState().receiveSessionEnded("password_changed");
+    expect(other.getState()).toMatchObject({ connection: "signedOut", ended: { reason: null } });
+    // A visit without a session: nothing ended.
+    const visitor = createLabStore(transport());
+    visitor.getState().setConnection("signedOut");
+    expect(visitor.getState()).toMatchObject({ connection: "signedOut", ended: null });
+  });
+
   it("steps through a story within its bounds", async () => {
     const story = (n: number) => ({
       strategy: "lua" as const,

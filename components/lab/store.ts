@@ -10,11 +10,13 @@ import type {
   LabSample,
   LabStory,
   LabStoryScenario,
+  SessionEndReason,
   LabStrategyName,
   LabWorkload,
   Result,
 } from "@/server/contracts";
 import { DEFAULT_WORKLOAD, STRATEGIES } from "@/server/contracts/lab-defaults";
+import { knownEndReason } from "@/components/lib/session-ended";
 
 /** What the lab page needs from the server; the provider implements it over the `/lab` socket. */
 export interface LabTransport {
@@ -39,6 +41,11 @@ export type RunStatus = "idle" | "starting" | "running" | "finished" | "stopped"
 export interface LabState {
   /** `disabled`: this server runs without the lab (LAB=0). */
   connection: "connecting" | "connected" | "signedOut" | "offline" | "disabled";
+  /**
+   * The server ended this page's session while it was connected (`session:ended`), and why (null: a reason this
+   * client does not know); null when it did not (a visit without a session).
+   */
+  ended: { reason: SessionEndReason | null } | null;
   form: LabForm;
   strategies: LabStrategyName[];
   status: RunStatus;
@@ -69,7 +76,10 @@ export interface LabState {
   receiveFailed(runId: string, message: string): void;
   /** The socket (re)connected: what the server is doing now. */
   receiveStatus(status: { run: LabRunInfo | null; bots: BotsStatus }): void;
+  /** Once signed out, a disconnect changes nothing: the socket is not coming back. */
   setConnection(connection: LabState["connection"]): void;
+  /** `session:ended`: signed out, with the reason as received (checked here); the disconnect follows. */
+  receiveSessionEnded(reason: unknown): void;
   loadStory(scenario: LabStoryScenario): Promise<void>;
   /** Moves the story's cursor; every strategy's timeline shows the steps up to it. */
   stepStory(delta: number): void;
@@ -87,6 +97,7 @@ const MAX_SAMPLES = 600;
 export function createLabStore(transport: LabTransport) {
   return createStore<LabState>()((set, get) => ({
     connection: "connecting",
+    ended: null,
     form: DEFAULT_FORM,
     strategies: [...STRATEGY_NAMES],
     status: "idle",
@@ -160,7 +171,12 @@ export function createLabStore(transport: LabTransport) {
       }
     },
 
-    setConnection: (connection) => set({ connection }),
+    setConnection: (connection) => {
+      if (connection === "offline" && get().connection === "signedOut") return;
+      set({ connection });
+    },
+
+    receiveSessionEnded: (reason) => set({ connection: "signedOut", ended: { reason: knownEndReason(reason) } }),
 
     async loadStory(scenario) {
       set({ story: { scenario, stories: [], step: 0, loading: true, error: null } });

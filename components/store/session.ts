@@ -1,17 +1,11 @@
 import type { StateCreator } from "zustand/vanilla";
 import type { SessionEndReason } from "@/server/contracts";
+import { knownEndReason } from "@/components/lib/session-ended";
 import { initialConversationsState } from "./conversations";
 import { clearDrafts } from "./drafts";
 import { clearOutbox, type StoreRuntime } from "./runtime";
 import type { ChatState, SessionSlice } from "./types";
 import { initialUnreadState } from "./unread";
-
-/** The reasons this client knows (docs/protocol.md, "Why a session ended"); any other reads as none. */
-const KNOWN_REASONS: Record<SessionEndReason, true> = { signed_out: true, signed_out_everywhere: true, expired: true };
-
-function knownReason(reason: unknown): SessionEndReason | null {
-  return typeof reason === "string" && Object.hasOwn(KNOWN_REASONS, reason) ? (reason as SessionEndReason) : null;
-}
 
 export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, [], [], SessionSlice> {
   return (set, get) => {
@@ -126,7 +120,7 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
       handleSessionEnded(reason) {
         // This tab's own sign-out ends its session too; and a tab already signed out has nothing to explain.
         if (signingOut || get().sessionStatus !== "signedIn") return;
-        heard = { reason: knownReason(reason) };
+        heard = { reason: knownEndReason(reason) };
       },
     };
   };
