@@ -1,5 +1,15 @@
-import { E2E_PASSWORD, expect, test, uniqueName } from "./fixtures.ts";
-import { appShell } from "./support/tally-page.ts";
+import type { Page } from "@playwright/test";
+import { E2E_PASSWORD, expect, test, uniqueName, type TestUser } from "./fixtures.ts";
+import { appShell, conversationItem } from "./support/tally-page.ts";
+
+/**
+ * Waits until every tab's socket is connected: a new conversation reaches a tab only through it. A tab whose
+ * session ends before its socket connects is refused at the handshake, and the server cannot tell it why.
+ */
+async function socketsConnected(user: TestUser, partner: TestUser, tabs: Page[]): Promise<void> {
+  const { id } = await user.createConversation([partner.name]);
+  for (const tab of tabs) await expect(conversationItem(tab, id)).toBeVisible();
+}
 
 test("sign up, sign out and sign in again from the form; a wrong password and a taken name are refused", async ({
   newContext,
@@ -46,6 +56,7 @@ test("signing out in one tab ends that session in its other tabs on both instanc
   // The same person on another device: a session of its own.
   const device = await signIn(fay);
   const otherDevice = await device.openTab(env.serverB);
+  await socketsConnected(fay, await signUp("fay_friend"), [tabA, tabB, otherDevice]);
 
   await tabA.getByTestId("sign-out").click();
   await expect(tabA.getByTestId("login-name")).toBeVisible();
@@ -73,6 +84,7 @@ test("on a phone, Sign out everywhere is behind More, and the other devices' sig
   // A second tab of the laptop's browser (its session), on the other instance.
   const laptopTab = await gus.openTab(env.serverB);
   const phone = await (await signIn(gus)).openTab(env.serverB);
+  await socketsConnected(gus, await signUp("gus_friend"), [laptop, laptopTab, phone]);
   await phone.setViewportSize({ width: 375, height: 740 });
   const everywhere = phone.getByTestId("sign-out-everywhere");
   await expect(everywhere).toBeHidden();
