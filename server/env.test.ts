@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -66,6 +67,29 @@ describe("a Redis Cluster's AUTH", () => {
     expect(redisTargetOf(readEnv(nodes))).toEqual({ clusterNodes: ["10.0.0.5:7000", "10.0.0.6:7000"] });
     expect(() => readEnv({ REDIS_CLUSTER_PASSWORD: "s3cret" })).toThrow(/REDIS_CLUSTER_PASSWORD: is for/);
     expect(() => readEnv({ ...nodes, REDIS_CLUSTER_USERNAME: "tally" })).toThrow(/REDIS_CLUSTER_USERNAME: needs/);
+  });
+});
+
+describe("a Redis Cluster over TLS", () => {
+  it("goes to every node of REDIS_CLUSTER_NODES with the CA file given, and is refused without them", () => {
+    const nodes = { REDIS_CLUSTER_NODES: "10.0.0.5:7000" };
+    const ca = fileURLToPath(import.meta.url); // any file that exists
+    expect(redisTargetOf(readEnv({ ...nodes, REDIS_CLUSTER_TLS: "1" }))).toEqual({
+      clusterNodes: ["10.0.0.5:7000"],
+      tls: {},
+    });
+    expect(redisTargetOf(readEnv({ ...nodes, REDIS_CLUSTER_TLS: "1", REDIS_CLUSTER_TLS_CA: ca }))).toEqual({
+      clusterNodes: ["10.0.0.5:7000"],
+      tls: { caFile: ca },
+    });
+    expect(() => readEnv({ REDIS_CLUSTER_TLS: "1" })).toThrow(/REDIS_CLUSTER_TLS: is for REDIS_CLUSTER_NODES/);
+    expect(() => readEnv({ ...nodes, REDIS_CLUSTER_TLS_CA: ca })).toThrow(
+      /REDIS_CLUSTER_TLS_CA: needs REDIS_CLUSTER_TLS=1/,
+    );
+    expect(() => readEnv({ ...nodes, REDIS_CLUSTER_TLS: "1", REDIS_CLUSTER_TLS_CA: "/no/such/ca.pem" })).toThrow(
+      /REDIS_CLUSTER_TLS_CA: no such file/,
+    );
+    expect(() => readEnv({ ...nodes, REDIS_CLUSTER_TLS: "yes" })).toThrow(/REDIS_CLUSTER_TLS/);
   });
 });
 

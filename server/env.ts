@@ -73,6 +73,10 @@ const schema = z.object({
   /** The cluster's password (`requirepass`, or an ACL user's with REDIS_CLUSTER_USERNAME), sent to every node. */
   REDIS_CLUSTER_PASSWORD: z.string().min(1).optional(),
   REDIS_CLUSTER_USERNAME: z.string().min(1).optional(),
+  /** Every node of the cluster over TLS (their `tls-port`s in REDIS_CLUSTER_NODES; `tls-cluster yes` on the nodes). */
+  REDIS_CLUSTER_TLS: flag("0"),
+  /** A PEM file of the CA that signed the nodes' certificates; without it, Node's trusted CAs. */
+  REDIS_CLUSTER_TLS_CA: z.string().min(1).optional(),
   DATA_DIR: z.string().min(1).default(".data"),
   /** As root only: let the embedded PostgreSQL's user be granted search permission on DATA_DIR's parents. */
   EMBEDDED_PG_GRANT_ACCESS: flag("0"),
@@ -147,6 +151,18 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): Env {
     .refine((e) => !(e.REDIS_CLUSTER_USERNAME && !e.REDIS_CLUSTER_PASSWORD), {
       path: ["REDIS_CLUSTER_USERNAME"],
       message: "needs REDIS_CLUSTER_PASSWORD",
+    })
+    .refine((e) => e.REDIS_CLUSTER_NODES || e.REDIS_CLUSTER_TLS === "0", {
+      path: ["REDIS_CLUSTER_TLS"],
+      message: "is for REDIS_CLUSTER_NODES (a single Redis takes TLS as a rediss:// REDIS_URL)",
+    })
+    .refine((e) => !e.REDIS_CLUSTER_TLS_CA || e.REDIS_CLUSTER_TLS === "1", {
+      path: ["REDIS_CLUSTER_TLS_CA"],
+      message: "needs REDIS_CLUSTER_TLS=1",
+    })
+    .refine((e) => !e.REDIS_CLUSTER_TLS_CA || existsSync(e.REDIS_CLUSTER_TLS_CA), {
+      path: ["REDIS_CLUSTER_TLS_CA"],
+      message: "no such file",
     })
 
     .safeParse(env);

@@ -31,6 +31,12 @@ export interface RedisClusterOptions {
    * (a failover takes about twice this), Redis' default 15 s is for real networks.
    */
   nodeTimeoutMs?: number;
+  /**
+   * A TLS port on every node as well (its certificate and key, and the CA that signed them, as PEM files), with the
+   * cluster bus and replication over TLS (`tls-cluster yes`): a client on a TLS port is told the nodes' TLS ports,
+   * one on a plain port (this module's own commands, redis-cli) their plain ones. Clients need no certificate.
+   */
+  tls?: { certFile: string; keyFile: string; caFile: string };
 }
 
 /** Slots assigned to the master on `port`: every other live node gave them to it, its own view to no one. */
@@ -56,6 +62,8 @@ export interface ClusterNodeInfo {
  * `redis-cli --cluster reshard`.
  */
 export interface LocalRedisCluster {
+  /** `127.0.0.1:<tls-port>` of every node when started with `tls`, else none: REDIS_CLUSTER_NODES over TLS. */
+  tlsNodes: string[];
   /** `127.0.0.1:<port>` of every node: REDIS_CLUSTER_NODES. */
   nodes: string[];
   ports: number[];
@@ -139,12 +147,14 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
           String(nodeTimeoutMs),
           "--cluster-port",
           String(await freePort()),
+          ...(opts.tls ? tlsArgs(opts.tls, await freePort()) : []),
         ],
       });
       servers.set(server.port, server);
       alive.add(server.port);
     }
     const ports = [...servers.keys()];
+    const tlsNodes = opts.tls ? await Promise.all(ports.map(async (port) => `127.0.0.1:${await tlsPortOf(port)}`)) : [];
     const nodes = ports.map((port) => `127.0.0.1:${port}`);
     await cli(["--cluster", "create", ...nodes, "--cluster-replicas", String(replicas), "--cluster-yes"]);
 
@@ -228,6 +238,7 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
 
     return {
       nodes,
+      tlsNodes,
       ports,
       describe,
       settled,
@@ -457,4 +468,30 @@ async function until<T>(probe: () => Promise<T | undefined>, what: string): Prom
     if (Date.now() > deadline) throw new Error(`timed out after ${SETTLE_TIMEOUT_MS} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** A node's TLS port (`tls-port`) and the settings that put its cluster bus and replication on TLS. */
+function tlsArgs(tls: NonNullable<RedisClusterOptions["tls"]>, port: number): string[] {
+  return [
+    "--tls-port",
+    String(port),
+    "--tls-cert-file",
+    path.resolve(tls.certFile),
+    "--tls-key-file",
+    path.resolve(tls.keyFile),
+    "--tls-ca-cert-file",
+    path.resolve(tls.caFile),
+    "--tls-cluster",
+    "yes",
+    "--tls-replication",
+    "yes",
+    "--tls-auth-clients",
+    "no",
+  ];
+}
+
+/** The TLS port of the node on plain `port`, as it says itself. */
+async function tlsPortOf(port: number): Promise<number> {
+  const [, value] = await onNode(port, (redis) => redis.config("GET", "tls-port") as Promise<[string, string]>);
+  return Number(value);
 }

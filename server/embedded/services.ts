@@ -28,6 +28,8 @@ export async function startServices(
     REDIS_CLUSTER_NODES?: string[] | undefined;
     REDIS_CLUSTER_PASSWORD?: string | undefined;
     REDIS_CLUSTER_USERNAME?: string | undefined;
+    REDIS_CLUSTER_TLS?: "0" | "1" | undefined;
+    REDIS_CLUSTER_TLS_CA?: string | undefined;
     EMBEDDED_PG_GRANT_ACCESS: "0" | "1";
   },
   options: {

@@ -1,6 +1,8 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, expect, inject, it } from "vitest";
 import { Redis } from "ioredis";
 import { createTestDatabase, type TestDatabase } from "../testing/db.ts";
@@ -9,6 +11,8 @@ import { freePort } from "./ports.ts";
 import { startRedisServer } from "./redis.ts";
 import { startRedisCluster } from "./redis-cluster.ts";
 import { TallyProcess } from "./tally-process.ts";
+
+const run = promisify(execFile);
 
 let database: TestDatabase;
 let dataRoot: string;
@@ -127,6 +131,114 @@ it("runs on a Redis Cluster that asks for a password (REDIS_CLUSTER_PASSWORD), a
       readyTimeoutMs: 5_000,
     }).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(Error);
+  } finally {
+    await cluster.stop();
+  }
+}, 120_000);
+
+/** A CA and a certificate it signed for 127.0.0.1 (an IP SAN, server and client use), as PEM files in `dir`. */
+async function testCertificates(dir: string) {
+  await mkdir(dir, { recursive: true });
+  const file = (name: string) => path.join(dir, name);
+  const openssl = (args: string[]) => run("openssl", args, { cwd: dir });
+  await openssl(
+    ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=Tally test CA"].concat([
+      "-keyout",
+      "ca.key",
+      "-out",
+      "ca.crt",
+    ]),
+  );
+  await openssl([
+    "req",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-subj",
+    "/CN=127.0.0.1",
+    "-keyout",
+    "node.key",
+    "-out",
+    "node.csr",
+  ]);
+  await writeFile(file("ext.cnf"), "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n");
+  await openssl([
+    "x509",
+    "-req",
+    "-in",
+    "node.csr",
+    "-CA",
+    "ca.crt",
+    "-CAkey",
+    "ca.key",
+    "-CAcreateserial",
+    "-days",
+    "2",
+    "-extfile",
+    "ext.cnf",
+    "-out",
+    "node.crt",
+  ]);
+  return { caFile: file("ca.crt"), certFile: file("node.crt"), keyFile: file("node.key") };
+}
+
+it("runs on a Redis Cluster over TLS (REDIS_CLUSTER_TLS, REDIS_CLUSTER_TLS_CA), and cannot become healthy in plain TCP or without the CA", async () => {
+  const tls = await testCertificates(path.join(dataRoot, "tls"));
+  const cluster = await startRedisCluster({
+    dir: path.join(dataRoot, "tls-cluster"),
+    masters: 3,
+    replicasPerMaster: 0,
+    tls,
+  });
+  const sockets: { disconnect(): void }[] = [];
+  try {
+    const instance = await TallyProcess.start({
+      ...(await options("cluster-tls")),
+      redis: { clusterNodes: cluster.tlsNodes, tls: { caFile: tls.caFile } },
+    });
+    try {
+      expect((await fetch(`${instance.url}/api/health`)).status).toBe(200);
+      // A message goes through the counters and the adapter's sharded pub/sub, both over TLS.
+      const signUp = async (name: string) => {
+        const res = await fetch(`${instance.url}/api/users`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ name, password: "a good password" }),
+        });
+        return (await res.json()) as { token: string };
+      };
+      const alice = await signUp("tls_alice");
+      const bob = await signUp("tls_bob");
+      const created = await fetch(`${instance.url}/api/conversations`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${alice.token}` },
+        body: JSON.stringify({ memberNames: ["tls_bob"] }),
+      });
+      const { conversation } = (await created.json()) as { conversation: { id: number } };
+      const bobSocket = await connectSocket<ClientSocket>(instance.url, bob.token, sockets);
+      const aliceSocket = await connectSocket<ClientSocket>(instance.url, alice.token, sockets);
+      const changed = nextEvent(bobSocket, "unread:changed");
+      const sent = await aliceSocket.emitWithAck("message:send", {
+        conversationId: conversation.id,
+        clientMsgId: "tls-1",
+        content: "over a cluster with TLS",
+      });
+      expect(sent).toMatchObject({ ok: true });
+      expect(await changed).toMatchObject({ conversationId: conversation.id, unreadCount: 1, totalUnread: 1 });
+    } finally {
+      for (const s of sockets) s.disconnect();
+      await instance.stop();
+    }
+    // Plain TCP to the TLS ports, and TLS that does not trust the cluster's CA: never healthy.
+    for (const [name, redis] of [
+      ["cluster-plain", { clusterNodes: cluster.tlsNodes }],
+      ["cluster-untrusted", { clusterNodes: cluster.tlsNodes, tls: {} }],
+    ] as const) {
+      const error: unknown = await TallyProcess.start({ ...(await options(name)), redis, readyTimeoutMs: 5_000 }).catch(
+        (err: unknown) => err,
+      );
+      expect(error, name).toBeInstanceOf(Error);
+    }
   } finally {
     await cluster.stop();
   }

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import type { Writable } from "node:stream";
 import calculateSlot from "cluster-key-slot";
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
@@ -7,13 +8,16 @@ import { defineScripts } from "./scripts.ts";
 /**
  * Where Tally's Redis is: one server (REDIS_URL) or a Redis Cluster given by some of its nodes
  * (REDIS_CLUSTER_NODES, `host:port` each; the client discovers the rest) with the AUTH every node asks for
- * (REDIS_CLUSTER_PASSWORD, REDIS_CLUSTER_USERNAME). A bare string is a URL.
+ * (REDIS_CLUSTER_PASSWORD, REDIS_CLUSTER_USERNAME) and TLS (REDIS_CLUSTER_TLS, REDIS_CLUSTER_TLS_CA). A bare string
+ * is a URL.
  */
 export type RedisTarget = { url: string } | ClusterTarget;
 export interface ClusterTarget {
   clusterNodes: string[];
   /** AUTH for every node: `requirepass`'s password, or an ACL user's. */
   auth?: { username?: string; password: string };
+  /** TLS to every node, checked against the CA in `caFile` (a PEM file), or Node's trusted CAs without it. */
+  tls?: { caFile?: string };
 }
 
 /** A command connection: one server's, or a cluster's (which routes each command to the node of its slot). */
@@ -29,12 +33,15 @@ export function redisTargetOf(env: {
   REDIS_CLUSTER_NODES?: string[] | undefined;
   REDIS_CLUSTER_PASSWORD?: string | undefined;
   REDIS_CLUSTER_USERNAME?: string | undefined;
+  REDIS_CLUSTER_TLS?: "0" | "1" | undefined;
+  REDIS_CLUSTER_TLS_CA?: string | undefined;
 }): RedisTarget | undefined {
   if (env.REDIS_CLUSTER_NODES) {
-    const { REDIS_CLUSTER_PASSWORD: password, REDIS_CLUSTER_USERNAME: username } = env;
+    const { REDIS_CLUSTER_PASSWORD: password, REDIS_CLUSTER_USERNAME: username, REDIS_CLUSTER_TLS_CA: caFile } = env;
     return {
       clusterNodes: env.REDIS_CLUSTER_NODES,
       ...(password ? { auth: username ? { username, password } : { password } } : {}),
+      ...(env.REDIS_CLUSTER_TLS === "1" ? { tls: caFile ? { caFile } : {} } : {}),
     };
   }
   return env.REDIS_URL ? { url: env.REDIS_URL } : undefined;
@@ -44,9 +51,16 @@ export function isClusterTarget(target: RedisTarget | string): target is Cluster
   return typeof target !== "string" && "clusterNodes" in target;
 }
 
-/** The options every node connection of a cluster takes: its AUTH. */
+/**
+ * The options every node connection of a cluster takes, the ones it discovers too: its AUTH and its TLS. A node's
+ * certificate must name the address the cluster announces for it (an IP address as an IP SAN).
+ */
 export function clusterNodeOptions(target: ClusterTarget): RedisOptions {
-  return { ...target.auth };
+  const { tls } = target;
+  return {
+    ...target.auth,
+    ...(tls ? { tls: tls.caFile ? { ca: readFileSync(tls.caFile) } : {} } : {}),
+  };
 }
 
 export function isCluster(redis: RedisClient): redis is Cluster {
@@ -62,19 +76,23 @@ export function redisTargetEnv(target: RedisTarget | string): Record<string, str
         REDIS_CLUSTER_NODES: t.clusterNodes.join(","),
         REDIS_CLUSTER_PASSWORD: t.auth?.password,
         REDIS_CLUSTER_USERNAME: t.auth?.username,
+        REDIS_CLUSTER_TLS: t.tls ? "1" : undefined,
+        REDIS_CLUSTER_TLS_CA: t.tls?.caFile,
       }
     : {
         REDIS_URL: t.url,
         REDIS_CLUSTER_NODES: undefined,
         REDIS_CLUSTER_PASSWORD: undefined,
         REDIS_CLUSTER_USERNAME: undefined,
+        REDIS_CLUSTER_TLS: undefined,
+        REDIS_CLUSTER_TLS_CA: undefined,
       };
 }
 
 /** For logs: the URL, or the cluster's seed nodes. */
 export function describeRedisTarget(target: RedisTarget | string): string {
   const t = redisTarget(target);
-  return isClusterTarget(t) ? `cluster ${t.clusterNodes.join(",")}` : t.url;
+  return isClusterTarget(t) ? `cluster ${t.clusterNodes.join(",")}${t.tls ? " (TLS)" : ""}` : t.url;
 }
 
 /** `host:port` strings as ioredis' Cluster takes its startup nodes. */
