@@ -152,7 +152,7 @@ export function NewConversationForm({ onDone, onCancel }: { onDone: () => void; 
         id="title-input"
         label={
           <>
-            Title <span className="optional">(optional, for groups)</span>
+            Title <span className="optional">(optional; makes a group, even of two)</span>
           </>
         }
         value={title}

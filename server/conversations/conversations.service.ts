@@ -7,7 +7,8 @@ export type ConversationService = ReturnType<typeof createConversationService>;
 /** Membership changes in the database: creating, leaving and deleting conversations. */
 export function createConversationService({ db }: { db: Db }) {
   /**
-   * One other member: the pair's direct conversation (created once, returned afterwards). More: a new group.
+   * One other member and no title: the pair's direct conversation (created once, returned afterwards). More, or a
+   * title: a new group.
    * Returns the conversation, its members, and `shownTo`: the members whose lists it joins now, so the caller can
    * tell them. A new group joins every member's list; a new direct conversation only the creator's, since it is
    * hidden from the other member until its first message (`hiddenFrom`), or until they start it too, which shows it
@@ -35,7 +36,8 @@ export function createConversationService({ db }: { db: Db }) {
     if (missing.length > 0) throw new AppError("not_found", noSuchUsers(missing));
     const memberIds = [creator.id, ...users.map((u) => u.id)];
 
-    if (users.length === 1) {
+    // A title asks for a group, even of two ("Title (optional, for groups)"): a direct conversation has none.
+    if (users.length === 1 && !input.title?.trim()) {
       const other = users[0]!;
       const directKey = `${Math.min(creator.id, other.id)}:${Math.max(creator.id, other.id)}`;
       const existing = await db.conversation.findUnique({ where: { directKey }, select: { id: true } });

@@ -342,6 +342,15 @@ describe("the conversation list", () => {
     expect(created.filter((id) => id === direct2.id)).toHaveLength(1);
   });
 
+  it("makes a group of two, not a direct conversation, of one other member with a title", async () => {
+    const [a, b] = [await user("lta"), await user("ltb")];
+    const titled = await create(a.token, [b.user.name], "Project X");
+    expect(titled).toMatchObject({ kind: "group", title: "Project X" });
+    // The pair's direct conversation is another one, and a group shows to its members at once.
+    expect((await create(a.token, [b.user.name])).id).not.toBe(titled.id);
+    expect((await list(b.token)).conversations.map((c) => c.id)).toContain(titled.id);
+  });
+
   it("refuses a page it cannot read as one, and changes nothing", async () => {
     const [a, b] = [await user("lra"), await user("lrb")];
     await create(a.token, [b.user.name]);
