@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { AppError, parse } from "../errors.ts";
-import { createConversationInput, credentialsInput, historyQuery, readInput, sendInput } from "./inputs.ts";
+import {
+  conversationIdParam,
+  createConversationInput,
+  credentialsInput,
+  historyQuery,
+  readInput,
+  sendInput,
+} from "./inputs.ts";
 
 function code(fn: () => unknown): string | undefined {
   try {
@@ -62,6 +69,12 @@ describe("payload validation", () => {
 
   it("reads history paging from query strings with defaults and bounds", () => {
     expect(parse(historyQuery, {})).toEqual({ limit: 50 });
+    // A number too big is told its bound, naming the field; a conversation's id in a path is named too.
+    expect(() => parse(historyQuery, { before: "99999999999" })).toThrow("'before' must be at most 2147483647.");
+    expect(() => parse(conversationIdParam, "2147483648")).toThrow("The conversation's id must be at most 2147483647.");
+    expect(() => parse(conversationIdParam, "0")).toThrow("The conversation's id must be at least 1.");
+    expect(() => parse(conversationIdParam, "5e0")).toThrow("The conversation's id is a whole number in plain digits.");
+    expect(parse(conversationIdParam, "42")).toBe(42);
     expect(parse(historyQuery, { before: "10", limit: "200" })).toEqual({ before: 10, limit: 200 });
     expect(code(() => parse(historyQuery, { limit: "201" }))).toBe("invalid");
     expect(code(() => parse(historyQuery, { before: "5", after: "1" }))).toBe("invalid");

@@ -142,7 +142,8 @@ export type CreateConversationInput = z.input<typeof createConversationInput>;
 const queryInt = (min: number, max = 2_147_483_647) =>
   z
     .string()
-    .regex(/^(0|[1-9]\d{0,9})$/, "Expected a whole number in plain digits.")
+    // Up to 16 digits, so a number too big is told its bound (the next check), not that it has the wrong digits.
+    .regex(/^(0|[1-9]\d{0,15})$/, "Expected a whole number in plain digits.")
     .transform(Number)
     .pipe(wholeNumber(min, max));
 export const historyQuery = z
@@ -162,4 +163,14 @@ export const listQuery = z
   .strictObject({ at: activityTime, id: queryInt(1), limit: queryInt(1, MAX_LIST_PAGE) })
   .transform(({ at, id, limit }): ListInput => ({ before: { at, id }, limit }));
 
-export const conversationIdParam = queryInt(1);
+/** A conversation's id in a path: named in its errors, which have no field to name it by. */
+export const conversationIdParam = z
+  .string()
+  .regex(/^(0|[1-9]\d{0,15})$/, "The conversation's id is a whole number in plain digits.")
+  .transform(Number)
+  .pipe(
+    z
+      .number()
+      .min(1, "The conversation's id must be at least 1.")
+      .max(2_147_483_647, "The conversation's id must be at most 2147483647."),
+  );
