@@ -95,7 +95,12 @@ const ConversationItem = memo(function ConversationItem({ id }: { id: number }) 
           <span className="conversation-preview">
             {last ? (
               <>
-                <span className="preview-sender">{last.senderId === myId ? "You" : last.senderName}:</span>{" "}
+                {/* In a direct conversation the title already names the other person: only "You" is said. */}
+                {(last.senderId === myId || conversation.kind === "group") && (
+                  <>
+                    <span className="preview-sender">{last.senderId === myId ? "You" : last.senderName}:</span>{" "}
+                  </>
+                )}
                 <bdi>{last.content}</bdi>
               </>
             ) : (

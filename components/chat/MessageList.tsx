@@ -322,7 +322,7 @@ export function MessageList({ conversationId }: { conversationId: number }) {
             {kind === "direct" && (
               <>
                 <br />
-                Until someone writes, a direct conversation shows only in the list of whoever started it.
+                Until one of you writes, <bdi>{conversation?.title}</bdi> may not see this conversation in their list.
               </>
             )}
           </p>

@@ -118,7 +118,7 @@ export function NewConversationForm({ onDone, onCancel }: { onDone: () => void; 
           onKeyDown={onKeyDown}
           onBlur={() => setDismissed(true)}
           onFocus={() => setDismissed(false)}
-          placeholder="names, separated by commas or spaces"
+          placeholder="names, commas or spaces between"
           autoCapitalize="none"
           autoComplete="off"
           spellCheck={false}
