@@ -18,7 +18,7 @@ import type { AppModule, SocketsByRoom } from "./modules.ts";
 import { createOutbox } from "./outbox/outbox.ts";
 import { createRelay } from "./outbox/relay.ts";
 import { withTimeout } from "./limits/deadline.ts";
-import { endAtExpiry, requireSession } from "./sessions/socket-gate.ts";
+import { endAtExpiry, joinSessionRooms, requireSession } from "./sessions/socket-gate.ts";
 import { socketNotifier, type Notifier } from "./realtime/notifier.ts";
 import { MAX_FRAME_BYTES, textOnlyParser } from "./realtime/parser.ts";
 import { answerUnknownCommands, commandsSettled, observeCommands } from "./realtime/command.ts";
@@ -198,7 +198,7 @@ export function createApp({
   io.use(gate(io));
 
   io.on("connection", (socket) => {
-    void socket.join([userRoom(socket.data.user.id), sessionRoom(socket.data.sessionId)]);
+    void joinSessionRooms(socket, [userRoom(socket.data.user.id), sessionRoom(socket.data.sessionId)], sessions, log);
     answerUnknownCommands(socket);
     endAtExpiry(socket);
     registerMessageHandlers(socket, {

@@ -248,6 +248,37 @@ describe("accounts, sessions and the front door", () => {
     expect(mine()).toBe(1);
   });
 
+  it("drops a socket whose session was revoked while its handshake was being looked up", async () => {
+    const { token, user } = await h.signUp("sec_signout_race");
+    // Last used long ago, so the handshake's look-up also touches the session's row, and waits on its lock.
+    await h.db.session.updateMany({ where: { userId: user.id }, data: { lastUsedAt: new Date(0) } });
+    const io0 = h.instances[0]!.app.io.of("/");
+    const mine = () => [...io0.sockets.values()].filter((s) => s.data.user.id === user.id).length;
+    let connecting: Promise<unknown> = Promise.resolve();
+    await h.db.$transaction(
+      async (tx) => {
+        // The sign-out, not yet committed: the handshake reads the session as valid, then waits on the row.
+        await tx.session.deleteMany({ where: { userId: user.id } });
+        connecting = h.connect(token, 0).catch((err: unknown) => err);
+        await expect
+          .poll(
+            async () =>
+              (await h.db.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`)[0]!.n,
+            {
+              timeout: 20_000,
+            },
+          )
+          .toBeGreaterThan(0);
+      },
+      { timeout: 30_000 },
+    );
+    // Committed: the session is gone, and its sign-out's broadcast (none here) would have found the socket in no
+    // room yet. The socket is admitted on what its look-up read, then dropped once it has joined its rooms.
+    await connecting;
+    await expect.poll(() => mine(), { timeout: 10_000 }).toBe(0);
+    expect(await h.db.session.count({ where: { userId: user.id } })).toBe(0);
+  });
+
   it("answers a sign-out even when the other instances never confirm, and their sockets still go", async () => {
     const { token } = await h.signUp("sec_signout_deadline");
     const remoteTab = await h.connect(token, 1);

@@ -13,7 +13,7 @@ import { oneAtATime } from "../limits/turns.ts";
 import { CONFIRM_MS } from "../realtime/notifier.ts";
 import { AppError, parse } from "../errors.ts";
 import type { ModuleContext } from "../modules.ts";
-import { endAtExpiry } from "../sessions/socket-gate.ts";
+import { endAtExpiry, joinSessionRooms } from "../sessions/socket-gate.ts";
 import { answerUnknownCommands, command } from "../realtime/command.ts";
 import { sessionRoom, userRoom } from "../redis/keys.ts";
 import { IDLE_BOTS } from "./bots.ts";
@@ -151,7 +151,7 @@ export function registerLab({
   nsp.on("connection", (socket) => {
     const user = socket.data.user;
     const room = userRoom(user.id);
-    void socket.join([room, sessionRoom(socket.data.sessionId)]);
+    void joinSessionRooms(socket, [room, sessionRoom(socket.data.sessionId)], sessions, log);
     answerUnknownCommands(socket);
     endAtExpiry(socket);
 

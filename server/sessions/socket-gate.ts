@@ -158,3 +158,27 @@ export function endAtExpiry(socket: Socket, now: () => number = Date.now): void 
   socket.once("disconnect", () => clearTimeout(timer));
   check();
 }
+
+/**
+ * Joins a connected socket to `rooms` (its user's and its session's), then looks its session up once more: a
+ * revocation that ran after the gate's look-up and before this join broadcast to a session room the socket was not
+ * in yet, so it missed the socket, which would stay connected until an instance's sweep. Found revoked (or expired)
+ * once joined, the socket is disconnected; a revocation after the join reaches it through the room. One look-up per
+ * connection, none per event.
+ */
+export async function joinSessionRooms(
+  socket: Socket,
+  rooms: string[],
+  sessions: Pick<SessionService, "stillValid">,
+  log: Logger,
+): Promise<void> {
+  const { sessionId } = socket.data as { sessionId: string };
+  try {
+    await socket.join(rooms);
+    if (!(await sessions.stillValid([sessionId])).has(sessionId)) socket.disconnect(true);
+  } catch (err) {
+    // Not known to be valid: dropped, as a revocation would; the client reconnects and is asked again.
+    log.warn({ err, nsp: socket.nsp.name }, "could not confirm a new socket's session; disconnecting it");
+    socket.disconnect(true);
+  }
+}
