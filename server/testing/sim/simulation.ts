@@ -636,6 +636,18 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
   };
   const settle = (calls: Promise<unknown>[]) => Promise.allSettled(calls);
   /**
+   * Scrolls `tab`'s list to conversation `id` before acting on it, as a person does. A row that does not come may be
+   * a direct conversation someone else started that nobody has written in yet: hidden from the user (hiddenFrom),
+   * so the UI offers no way to act on it, and the operation is skipped; anything else is acted on as a link would.
+   */
+  const showOrSkip = async (tab: BrowserTab, userId: number, id: number) => {
+    if (await tab.showConversation(id)) return;
+    const hidden = await env.db.membership.count({
+      where: { userId, conversationId: id, hidden: true, conversation: { lastSeq: 0 } },
+    });
+    if (hidden > 0) throw new Skip(`#${id} is hidden from ${tab.name}'s user: nobody has written in it yet`);
+  };
+  /**
    * A reload of the tab while its message was queued: the dead page's promise never settles, and the next page
    * restores the queue from the tab's sessionStorage and sends the message with its clientMsgId. The operation ends
    * when that page has it stored or refused, so traffic is over when the last operation is.
@@ -783,7 +795,7 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
     switch (op.kind) {
       case "send": {
         const id = await conversationOf(op.conv);
-        await tab.showConversation(id);
+        await showOrSkip(tab, users[op.user]!.id, id);
         report.sends++;
         if (op.mention) report.mentionSends++;
         const { value, calls, unloaded } = tab.act((s) => {
@@ -806,7 +818,7 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
       }
       case "open": {
         const id = await conversationOf(op.conv);
-        await tab.showConversation(id);
+        await showOrSkip(tab, users[op.user]!.id, id);
         const { calls } = tab.act((s) => {
           s.setFocused(true);
           s.openConversation(id);
@@ -818,7 +830,7 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
       case "mark": {
         // As the row menu (or its shortcut) does it, for any row, whether or not it is the open conversation.
         const id = await conversationOf(op.conv);
-        await tab.showConversation(id);
+        await showOrSkip(tab, users[op.user]!.id, id);
         const { value, calls } = tab.act((s) => {
           s.setFocused(true);
           return op.kind === "mute" ? s.mute(id, op.muted) : s.markUnread(id);
@@ -842,7 +854,7 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
       case "leave":
       case "delete": {
         const id = await conversationOf(op.conv);
-        await tab.showConversation(id);
+        await showOrSkip(tab, users[op.user]!.id, id);
         const { value } = tab.act((s) => {
           s.setFocused(true);
           s.openConversation(id);
