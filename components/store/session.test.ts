@@ -46,18 +46,7 @@ describe("a session ended elsewhere", () => {
 
   it("is not marked by the tab's own sign-out, even when its socket drops before the sign-out is answered", async () => {
     for (const everywhere of [false, true]) {
-      const t = setup();
-      const { signOut, signOutEverywhere } = t.session;
-      let answer: () => void = () => undefined;
-      const answered = new Promise<void>((resolve) => (answer = resolve));
-      const slow = (end: typeof signOut) => async () => {
-        const res = await end();
-        await answered;
-        return res;
-      };
-      t.session.signOut = slow(signOut);
-      t.session.signOutEverywhere = slow(signOutEverywhere);
-      const done = t.store.getState().signOut(everywhere);
+      const { t, answer, done } = signingOut(everywhere);
       t.session.signedIn = false;
       expect(await t.store.getState().verifySession()).toBe(false);
       expect(t.store.getState().sessionEnded).toBe(false);
@@ -105,18 +94,7 @@ describe("a session ended elsewhere", () => {
 
   it("gives no reason after the tab's own sign-out, whose socket hears the end of its session too", async () => {
     for (const everywhere of [false, true]) {
-      const t = setup();
-      const { signOut, signOutEverywhere } = t.session;
-      let answer: () => void = () => undefined;
-      const answered = new Promise<void>((resolve) => (answer = resolve));
-      const slow = (end: typeof signOut) => async () => {
-        const res = await end();
-        await answered;
-        return res;
-      };
-      t.session.signOut = slow(signOut);
-      t.session.signOutEverywhere = slow(signOutEverywhere);
-      const done = t.store.getState().signOut(everywhere);
+      const { t, answer, done } = signingOut(everywhere);
       t.store.getState().handleSessionEnded(everywhere ? "signed_out_everywhere" : "signed_out");
       expect(await t.store.getState().verifySession()).toBe(false);
       answer();
@@ -139,3 +117,23 @@ describe("a session ended elsewhere", () => {
     expect(t.store.getState()).toMatchObject({ sessionStatus: "signedOut", sessionEnded: false });
   });
 });
+
+/**
+ * A new store's tab signing out (`everywhere` or not), its answer held back until `answer()`: what happens while the
+ * tab's own sign-out is on its way. `done` is the sign-out's promise.
+ */
+function signingOut(everywhere: boolean) {
+  const t = setup();
+  const { signOut, signOutEverywhere } = t.session;
+  let answer: () => void = () => undefined;
+  const answered = new Promise<void>((resolve) => (answer = resolve));
+  const slow = (end: typeof signOut) => async () => {
+    const res = await end();
+    await answered;
+    return res;
+  };
+  t.session.signOut = slow(signOut);
+  t.session.signOutEverywhere = slow(signOutEverywhere);
+  const done = t.store.getState().signOut(everywhere);
+  return { t, answer: () => answer(), done };
+}

@@ -94,32 +94,7 @@ it("runs on a Redis Cluster that asks for a password (REDIS_CLUSTER_PASSWORD), a
     try {
       expect((await fetch(`${instance.url}/api/health`)).status).toBe(200);
       // A message goes through the counters and the adapter's sharded pub/sub, both on the cluster.
-      const signUp = async (name: string) => {
-        const res = await fetch(`${instance.url}/api/users`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ name, password: "a good password" }),
-        });
-        return (await res.json()) as { token: string };
-      };
-      const alice = await signUp("auth_alice");
-      const bob = await signUp("auth_bob");
-      const created = await fetch(`${instance.url}/api/conversations`, {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${alice.token}` },
-        body: JSON.stringify({ memberNames: ["auth_bob"] }),
-      });
-      const { conversation } = (await created.json()) as { conversation: { id: number } };
-      const bobSocket = await connectSocket<ClientSocket>(instance.url, bob.token, sockets);
-      const aliceSocket = await connectSocket<ClientSocket>(instance.url, alice.token, sockets);
-      const changed = nextEvent(bobSocket, "unread:changed");
-      const sent = await aliceSocket.emitWithAck("message:send", {
-        conversationId: conversation.id,
-        clientMsgId: "auth-1",
-        content: "over a cluster with a password",
-      });
-      expect(sent).toMatchObject({ ok: true });
-      expect(await changed).toMatchObject({ conversationId: conversation.id, unreadCount: 1, totalUnread: 1 });
+      await expectMessageCounted(instance.url, "auth", sockets);
     } finally {
       for (const s of sockets) s.disconnect();
       await instance.stop();
@@ -135,6 +110,39 @@ it("runs on a Redis Cluster that asks for a password (REDIS_CLUSTER_PASSWORD), a
     await cluster.stop();
   }
 }, 120_000);
+
+/**
+ * Through the instance at `url`: `<prefix>_alice` writes to `<prefix>_bob` (both signed up here), and bob's socket
+ * hears the message counted (so the counters and the pushes both work on the instance's Redis).
+ */
+async function expectMessageCounted(url: string, prefix: string, sockets: { disconnect(): void }[]) {
+  const signUp = async (name: string) => {
+    const res = await fetch(`${url}/api/users`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name, password: "a good password" }),
+    });
+    return (await res.json()) as { token: string };
+  };
+  const alice = await signUp(`${prefix}_alice`);
+  const bob = await signUp(`${prefix}_bob`);
+  const created = await fetch(`${url}/api/conversations`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${alice.token}` },
+    body: JSON.stringify({ memberNames: [`${prefix}_bob`] }),
+  });
+  const { conversation } = (await created.json()) as { conversation: { id: number } };
+  const bobSocket = await connectSocket<ClientSocket>(url, bob.token, sockets);
+  const aliceSocket = await connectSocket<ClientSocket>(url, alice.token, sockets);
+  const changed = nextEvent(bobSocket, "unread:changed");
+  const sent = await aliceSocket.emitWithAck("message:send", {
+    conversationId: conversation.id,
+    clientMsgId: `${prefix}-1`,
+    content: `over a cluster (${prefix})`,
+  });
+  expect(sent).toMatchObject({ ok: true });
+  expect(await changed).toMatchObject({ conversationId: conversation.id, unreadCount: 1, totalUnread: 1 });
+}
 
 /** A CA and a certificate it signed for 127.0.0.1 (an IP SAN, server and client use), as PEM files in `dir`. */
 async function testCertificates(dir: string) {
@@ -199,32 +207,7 @@ it("runs on a Redis Cluster over TLS (REDIS_CLUSTER_TLS, REDIS_CLUSTER_TLS_CA), 
     try {
       expect((await fetch(`${instance.url}/api/health`)).status).toBe(200);
       // A message goes through the counters and the adapter's sharded pub/sub, both over TLS.
-      const signUp = async (name: string) => {
-        const res = await fetch(`${instance.url}/api/users`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ name, password: "a good password" }),
-        });
-        return (await res.json()) as { token: string };
-      };
-      const alice = await signUp("tls_alice");
-      const bob = await signUp("tls_bob");
-      const created = await fetch(`${instance.url}/api/conversations`, {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${alice.token}` },
-        body: JSON.stringify({ memberNames: ["tls_bob"] }),
-      });
-      const { conversation } = (await created.json()) as { conversation: { id: number } };
-      const bobSocket = await connectSocket<ClientSocket>(instance.url, bob.token, sockets);
-      const aliceSocket = await connectSocket<ClientSocket>(instance.url, alice.token, sockets);
-      const changed = nextEvent(bobSocket, "unread:changed");
-      const sent = await aliceSocket.emitWithAck("message:send", {
-        conversationId: conversation.id,
-        clientMsgId: "tls-1",
-        content: "over a cluster with TLS",
-      });
-      expect(sent).toMatchObject({ ok: true });
-      expect(await changed).toMatchObject({ conversationId: conversation.id, unreadCount: 1, totalUnread: 1 });
+      await expectMessageCounted(instance.url, "tls", sockets);
     } finally {
       for (const s of sockets) s.disconnect();
       await instance.stop();
