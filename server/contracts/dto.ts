@@ -45,6 +45,14 @@ export function hiddenFrom(row: Pick<ConversationRow, "lastSeq" | "memberships">
   return row.lastSeq === 0 && row.memberships.some((m) => m.userId === viewerId && m.hidden === true);
 }
 
+/**
+ * Not `hiddenFrom`, as a condition in SQL: the `Membership` aliased `membership` is in its user's list, given its
+ * conversation's lastSeq (`lastSeq`: an expression). Only aliases and fixed text, never input, go in.
+ */
+export function shownSql(membership: string, lastSeq: string): string {
+  return `NOT (${membership}."hidden" AND ${lastSeq} = 0)`;
+}
+
 export function toMessageDTO(m: MessageRow): MessageDTO {
   return {
     id: m.id,

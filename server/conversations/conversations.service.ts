@@ -36,7 +36,7 @@ export function createConversationService({ db }: { db: Db }) {
     if (missing.length > 0) throw new AppError("not_found", noSuchUsers(missing));
     const memberIds = [creator.id, ...users.map((u) => u.id)];
 
-    // A title asks for a group, even of two ("Title (optional, for groups)"): a direct conversation has none.
+    // A title asks for a group, even of two (the form says so): a direct conversation has none.
     if (users.length === 1 && !input.title?.trim()) {
       const other = users[0]!;
       const directKey = `${Math.min(creator.id, other.id)}:${Math.max(creator.id, other.id)}`;

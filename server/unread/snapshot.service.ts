@@ -1,4 +1,4 @@
-import { hiddenFrom, toConversationDTO, toUnreadEntry, type ConversationRow } from "../contracts/dto.ts";
+import { hiddenFrom, shownSql, toConversationDTO, toUnreadEntry, type ConversationRow } from "../contracts/dto.ts";
 import type {
   ConversationDTO,
   ConversationPage,
@@ -168,7 +168,7 @@ interface Listing {
  * Not `hiddenFrom` the viewer, as a condition on their `Membership` row `w` and its `Conversation` row `c` for a
  * page's statements (the whole list applies `hiddenFrom` in Node, where it has the hidden rows' ids too).
  */
-const SHOWN = `NOT (w."hidden" AND c."lastSeq" = 0)`;
+const SHOWN = shownSql("w", `c."lastSeq"`);
 
 /** What a tab syncs from: the user's conversations with their unread counts, whole or one at a time. */
 export function createSnapshotService({

@@ -1,5 +1,6 @@
 import type { UnreadUpdate, UserDTO } from "../contracts/index.ts";
 import { Prisma } from "../db/generated/client.ts";
+import { shownSql } from "../contracts/dto.ts";
 import type { Db } from "../db/prisma.ts";
 import { AppError } from "../errors.ts";
 import type { Outbox, OutboxEntry } from "../outbox/outbox.ts";
@@ -32,7 +33,9 @@ type StateRow = MembershipRegisters & { outboxId: number | null };
  * (hiddenFrom, server/contracts/dto.ts). One hidden is no conversation of theirs to mute or mark: a mark would count 1
  * in a badge whose list has no row for it.
  */
-const LISTED = Prisma.sql`NOT (m."hidden" AND (SELECT c0."lastSeq" FROM "Conversation" AS c0 WHERE c0."id" = m."conversationId") = 0)`;
+const LISTED = Prisma.raw(
+  shownSql("m", `(SELECT c0."lastSeq" FROM "Conversation" AS c0 WHERE c0."id" = m."conversationId")`),
+);
 
 export function createStateService(deps: { db: Db; unread: UnreadService; notifier: Notifier; outbox: Outbox }) {
   const { db, unread, notifier, outbox } = deps;

@@ -1,5 +1,10 @@
 import type { UserDTO } from "../contracts/index.ts";
 import type { Db } from "../db/prisma.ts";
+import { Prisma } from "../db/generated/client.ts";
+import { shownSql } from "../contracts/dto.ts";
+
+/** A conversation the caller's list shows: one hidden from them is no acquaintance (hiddenFrom). */
+const SHOWN_TO_CALLER = Prisma.raw(shownSql("mine", `c."lastSeq"`));
 
 export type UserDirectory = ReturnType<typeof createUserDirectory>;
 
@@ -24,8 +29,7 @@ export function createUserDirectory({ db }: { db: Db }) {
           SELECT 1 FROM "Membership" theirs
             JOIN "Membership" mine ON mine."conversationId" = theirs."conversationId" AND mine."userId" = ${user.id}
             JOIN "Conversation" c ON c."id" = mine."conversationId"
-          -- Not a conversation the caller's list leaves out (hiddenFrom, server/contracts/dto.ts).
-          WHERE theirs."userId" = u."id" AND NOT (mine."hidden" AND c."lastSeq" = 0))
+          WHERE theirs."userId" = u."id" AND ${SHOWN_TO_CALLER})
       ORDER BY LOWER(u."name"), u."name"
       LIMIT ${LOOKUP_LIMIT}`;
     return rows.map((r) => r.name);
