@@ -164,6 +164,18 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
       return port;
     };
     const describe = () => describeCluster(livePort());
+    /** Every live node's view, and the replication state and last log lines of the nodes in `focus`. */
+    const diagnose = async (focus: number[]): Promise<string> => {
+      const parts = [await clusterViews([...alive])];
+      for (const port of focus.filter((p) => alive.has(p))) {
+        const replication = await onNode(port, (redis) => redis.info("replication")).catch(String);
+        parts.push(
+          `node ${port} replication:\n${replication.trim()}`,
+          `node ${port} log:\n${servers.get(port)!.output()}`,
+        );
+      }
+      return parts.join("\n");
+    };
     const settled = () => waitSettled([...alive]);
     /**
      * reclaimSlots without the wait for the cluster to settle: nothing unless the node on `port` is a master in its
@@ -251,18 +263,22 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
         if (!victim) throw new Error(`no live master serving slots${port ? ` on port ${port}` : ""}`);
         servers.get(victim.port)!.kill("SIGKILL");
         alive.delete(victim.port);
-        const promoted = await until(async () => {
-          const now = await describe();
-          const heir = now.find(
-            (n) =>
-              n.role === "master" &&
-              !n.failed &&
-              n.port !== victim.port &&
-              n.slots > 0 &&
-              before.find((b) => b.port === n.port)?.role === "replica",
-          );
-          return heir && now.find((n) => n.port === victim.port)?.failed ? heir.port : undefined;
-        }, `a replica of ${victim.port} to take over`);
+        const promoted = await until(
+          async () => {
+            const now = await describe();
+            const heir = now.find(
+              (n) =>
+                n.role === "master" &&
+                !n.failed &&
+                n.port !== victim.port &&
+                n.slots > 0 &&
+                before.find((b) => b.port === n.port)?.role === "replica",
+            );
+            return heir && now.find((n) => n.port === victim.port)?.failed ? heir.port : undefined;
+          },
+          `a replica of ${victim.port} to take over`,
+          () => diagnose(before.filter((n) => n.masterId === victim.id).map((n) => n.port)),
+        );
         return { killed: victim.port, promoted, reclaimed: await settle() };
       },
       async killShard(masterPort) {
@@ -437,35 +453,60 @@ export function slotOwnership(clusterNodes: string): string {
 }
 
 async function waitSettled(ports: number[]): Promise<void> {
-  await until(async () => {
-    // Every live node must also see the same owner for every slot: a master that lost a slot from its own view
-    // (settle repairs it) serves it in every view but its own, and answers CLUSTERDOWN for all its slots until then.
-    const views = new Set<string>();
-    for (const port of ports) {
-      const ok = await onNode(port, async (redis) => {
-        const info = String(await redis.call("CLUSTER", "INFO"));
-        if (!info.includes("cluster_state:ok") || !info.includes("cluster_slots_ok:16384")) return false;
-        const replication = await redis.info("replication");
-        if (replication.includes("role:slave") && !replication.includes("master_link_status:up")) return false;
-        // Every live node must agree on who is failed and who serves what, and see no slot being migrated
-        // ("[slot->-id]" or "[slot-<-id]" in CLUSTER NODES).
-        const text = String(await redis.call("CLUSTER", "NODES"));
-        if (text.includes("[")) return false;
-        views.add(slotOwnership(text));
-        return parseClusterNodes(text).every((n) => ports.includes(n.port) === !n.failed);
-      }).catch(() => false);
-      if (!ok) return undefined;
-    }
-    return views.size === 1 ? true : undefined;
-  }, "the local Redis Cluster to settle");
+  await until(
+    async () => {
+      // Every live node must also see the same owner for every slot: a master that lost a slot from its own view
+      // (settle repairs it) serves it in every view but its own, and answers CLUSTERDOWN for all its slots until then.
+      const views = new Set<string>();
+      for (const port of ports) {
+        const ok = await onNode(port, async (redis) => {
+          const info = String(await redis.call("CLUSTER", "INFO"));
+          if (!info.includes("cluster_state:ok") || !info.includes("cluster_slots_ok:16384")) return false;
+          const replication = await redis.info("replication");
+          if (replication.includes("role:slave") && !replication.includes("master_link_status:up")) return false;
+          // Every live node must agree on who is failed and who serves what, and see no slot being migrated
+          // ("[slot->-id]" or "[slot-<-id]" in CLUSTER NODES).
+          const text = String(await redis.call("CLUSTER", "NODES"));
+          if (text.includes("[")) return false;
+          views.add(slotOwnership(text));
+          return parseClusterNodes(text).every((n) => ports.includes(n.port) === !n.failed);
+        }).catch(() => false);
+        if (!ok) return undefined;
+      }
+      return views.size === 1 ? true : undefined;
+    },
+    "the local Redis Cluster to settle",
+    () => clusterViews(ports),
+  );
 }
 
-async function until<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
+/** What each node on `ports` says of the cluster (CLUSTER NODES), for a failure's message. */
+async function clusterViews(ports: number[]): Promise<string> {
+  const views = await Promise.all(
+    ports.map(async (port) => {
+      const text = await onNode(port, async (redis) => String(await redis.call("CLUSTER", "NODES"))).catch(String);
+      return `node ${port} sees:\n${text.trim()}`;
+    }),
+  );
+  return views.join("\n");
+}
+
+/** `explain`, when given, adds to the time-out's message what the cluster looked like then. */
+async function until<T>(
+  probe: () => Promise<T | undefined>,
+  what: string,
+  explain?: () => Promise<string>,
+): Promise<T> {
   const deadline = Date.now() + SETTLE_TIMEOUT_MS;
   for (;;) {
     const value = await probe().catch(() => undefined);
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${SETTLE_TIMEOUT_MS} ms waiting for ${what}`);
+    if (Date.now() > deadline) {
+      const detail = explain
+        ? `\n${await explain().catch((err: unknown) => `(could not say why: ${String(err)})`)}`
+        : "";
+      throw new Error(`timed out after ${SETTLE_TIMEOUT_MS} ms waiting for ${what}${detail}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

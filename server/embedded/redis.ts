@@ -36,6 +36,8 @@ export interface RedisServer {
   kill(signal?: NodeJS.Signals): void;
   /** Stops (or reaps a killed) server and starts an empty one on the same port. */
   restart(): Promise<void>;
+  /** The running server's last lines of output, e.g. to say why a cluster node did not fail over. */
+  output(): string;
 }
 
 /** A throw-away redis-server on 127.0.0.1 that persists nothing. Starting it again on the same port works. */
@@ -63,6 +65,7 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
       await current.stop();
       current = await spawnUntilReady(port, opts, true);
     },
+    output: () => current.output(),
   };
 }
 
@@ -73,6 +76,7 @@ interface Running {
   pid: number;
   stop(): Promise<void>;
   kill(signal: NodeJS.Signals): void;
+  output(): string;
 }
 
 async function spawnUntilReady(port: number, opts: RedisServerOptions, retryBusyPort: boolean): Promise<Running> {
@@ -123,7 +127,7 @@ async function spawnOnce(port: number, dir: string | undefined, extra: string[])
     throw err;
   }
   logger.debug({ port, pid: child.pid }, "started redis-server");
-  return { port, pid: child.pid!, stop, kill: (signal) => void child.kill(signal) };
+  return { port, pid: child.pid!, stop, kill: (signal) => void child.kill(signal), output: () => log.text() };
 }
 
 // Ready means *our* process answers: another Redis on the port (say the machine's own) would answer PING too.
