@@ -37,6 +37,11 @@ export interface RedisClusterOptions {
    * one on a plain port (this module's own commands, redis-cli) their plain ones. Clients need no certificate.
    */
   tls?: { certFile: string; keyFile: string; caFile: string };
+  /**
+   * How long killMaster waits for Redis to promote a replica by itself before it does what an operator would, and
+   * promotes one with CLUSTER FAILOVER TAKEOVER (default 30 s; a failover takes about twice nodeTimeoutMs).
+   */
+  failoverTimeoutMs?: number;
 }
 
 /** Slots assigned to the master on `port`: every other live node gave them to it, its own view to no one. */
@@ -72,8 +77,10 @@ export interface LocalRedisCluster {
   /**
    * SIGKILLs a master (the one on `port`, else the first serving slots) and resolves once a replica has taken over.
    * `reclaimed`: what it took `settle` to give masters (the promoted replica, as seen) that claimed too few slots.
+   * `forced`: no replica was elected within `failoverTimeoutMs` (seen once in CI, after a fault model's run), so one
+   * was promoted with CLUSTER FAILOVER TAKEOVER; it says what the cluster looked like then.
    */
-  killMaster(port?: number): Promise<{ killed: number; promoted: number; reclaimed: Reclaimed[] }>;
+  killMaster(port?: number): Promise<{ killed: number; promoted: number; reclaimed: Reclaimed[]; forced?: string }>;
   /**
    * The slots every other live node gives the master on `port` but its own view gives to no one, assigned to it
    * (CLUSTER ADDSLOTS, then BUMPEPOCH so the claim wins); resolves with them once the cluster has settled. What a
@@ -124,6 +131,7 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
   const masters = opts.masters ?? 3;
   const replicas = opts.replicasPerMaster ?? 1;
   const nodeTimeoutMs = opts.nodeTimeoutMs ?? 2000;
+  const failoverTimeoutMs = opts.failoverTimeoutMs ?? SETTLE_TIMEOUT_MS;
   const servers = new Map<number, RedisServer>();
   const alive = new Set<number>();
   const stopAll = async () => {
@@ -138,6 +146,7 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
       await mkdir(dir, { recursive: true });
       const server = await startRedisServer({
         dir,
+        keepLines: 500,
         args: [
           "--cluster-enabled",
           "yes",
@@ -171,7 +180,7 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
         const replication = await onNode(port, (redis) => redis.info("replication")).catch(String);
         parts.push(
           `node ${port} replication:\n${replication.trim()}`,
-          `node ${port} log:\n${servers.get(port)!.output()}`,
+          `node ${port} log:\n${withoutRetries(servers.get(port)!.output())}`,
         );
       }
       return parts.join("\n");
@@ -263,23 +272,35 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
         if (!victim) throw new Error(`no live master serving slots${port ? ` on port ${port}` : ""}`);
         servers.get(victim.port)!.kill("SIGKILL");
         alive.delete(victim.port);
+        const probe = async () => {
+          const now = await describe();
+          const heir = now.find(
+            (n) =>
+              n.role === "master" &&
+              !n.failed &&
+              n.port !== victim.port &&
+              n.slots > 0 &&
+              before.find((b) => b.port === n.port)?.role === "replica",
+          );
+          return heir && now.find((n) => n.port === victim.port)?.failed ? heir.port : undefined;
+        };
+        const replicas = before.filter((n) => n.masterId === victim.id && alive.has(n.port)).map((n) => n.port);
+        const explain = () => diagnose(replicas);
+        let forced: string | undefined;
         const promoted = await until(
-          async () => {
-            const now = await describe();
-            const heir = now.find(
-              (n) =>
-                n.role === "master" &&
-                !n.failed &&
-                n.port !== victim.port &&
-                n.slots > 0 &&
-                before.find((b) => b.port === n.port)?.role === "replica",
-            );
-            return heir && now.find((n) => n.port === victim.port)?.failed ? heir.port : undefined;
-          },
+          probe,
           `a replica of ${victim.port} to take over`,
-          () => diagnose(before.filter((n) => n.masterId === victim.id).map((n) => n.port)),
-        );
-        return { killed: victim.port, promoted, reclaimed: await settle() };
+          explain,
+          failoverTimeoutMs,
+        ).catch(async (err: unknown) => {
+          const heir = replicas[0];
+          if (heir === undefined) throw err;
+          forced = String(err);
+          logger.warn({ forced }, "no replica took over a killed master; promoting one with CLUSTER FAILOVER TAKEOVER");
+          await onNode(heir, (redis) => redis.call("CLUSTER", "FAILOVER", "TAKEOVER"));
+          return until(probe, `replica ${heir} to take over with CLUSTER FAILOVER TAKEOVER`, explain);
+        });
+        return { killed: victim.port, promoted, reclaimed: await settle(), ...(forced ? { forced } : {}) };
       },
       async killShard(masterPort) {
         const nodes = await describe();
@@ -394,6 +415,8 @@ async function onNode<T>(port: number, call: (redis: Redis) => Promise<T>): Prom
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
     connectTimeout: 1000,
+    // A node that accepts but does not answer (stopped, or starved) fails the call instead of hanging the wait.
+    commandTimeout: 5000,
   });
   redis.on("error", () => undefined);
   try {
@@ -480,6 +503,16 @@ async function waitSettled(ports: number[]): Promise<void> {
   );
 }
 
+/** A node's last 40 lines of log but the ones it writes every second while its master is down. */
+function withoutRetries(log: string): string {
+  const retry = /Connecting to MASTER|MASTER <-> REPLICA sync started|Error condition on socket for SYNC/;
+  return log
+    .split("\n")
+    .filter((line) => !retry.test(line))
+    .slice(-40)
+    .join("\n");
+}
+
 /** What each node on `ports` says of the cluster (CLUSTER NODES), for a failure's message. */
 async function clusterViews(ports: number[]): Promise<string> {
   const views = await Promise.all(
@@ -496,8 +529,9 @@ async function until<T>(
   probe: () => Promise<T | undefined>,
   what: string,
   explain?: () => Promise<string>,
+  timeoutMs = SETTLE_TIMEOUT_MS,
 ): Promise<T> {
-  const deadline = Date.now() + SETTLE_TIMEOUT_MS;
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe().catch(() => undefined);
     if (value !== undefined) return value;
@@ -505,7 +539,7 @@ async function until<T>(
       const detail = explain
         ? `\n${await explain().catch((err: unknown) => `(could not say why: ${String(err)})`)}`
         : "";
-      throw new Error(`timed out after ${SETTLE_TIMEOUT_MS} ms waiting for ${what}${detail}`);
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${detail}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

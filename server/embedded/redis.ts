@@ -23,6 +23,8 @@ export interface RedisServerOptions {
   dir?: string;
   /** More redis-server arguments, e.g. a cluster node's (server/embedded/redis-cluster.ts). */
   args?: string[];
+  /** How many of its last lines of output `output()` keeps (default 40). */
+  keepLines?: number;
 }
 
 export interface RedisServer {
@@ -83,7 +85,7 @@ async function spawnUntilReady(port: number, opts: RedisServerOptions, retryBusy
   const deadline = Date.now() + PORT_RETRY_MS;
   for (;;) {
     try {
-      return await spawnOnce(port, opts.dir, opts.args ?? []);
+      return await spawnOnce(port, opts.dir, opts.args ?? [], opts.keepLines);
     } catch (err) {
       if (!(err instanceof PortInUseError) || !retryBusyPort || Date.now() > deadline) throw err;
       await sleep(100);
@@ -91,7 +93,7 @@ async function spawnUntilReady(port: number, opts: RedisServerOptions, retryBusy
   }
 }
 
-async function spawnOnce(port: number, dir: string | undefined, extra: string[]): Promise<Running> {
+async function spawnOnce(port: number, dir: string | undefined, extra: string[], keepLines?: number): Promise<Running> {
   const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...extra];
   if (dir !== undefined) {
     // A pidfile lets the next start stop a redis-server whose Tally process was killed without stopping it.
@@ -101,7 +103,7 @@ async function spawnOnce(port: number, dir: string | undefined, extra: string[])
     args.push("--dir", dir, "--pidfile", pidFile);
   }
   const child = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
-  const log = collectOutput(child, "redis");
+  const log = collectOutput(child, "redis", keepLines);
   const spawnFailed = new Promise<never>((_, reject) =>
     child.once("error", (err) =>
       reject("code" in err && err.code === "ENOENT" ? new Error(REDIS_SERVER_MISSING, { cause: err }) : err),

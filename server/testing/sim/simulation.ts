@@ -706,7 +706,8 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
         const back = await env.cluster.restartNode(killed);
         const note = (reclaimed: Reclaimed[]) =>
           reclaimed.map((r) => ` (${r.port} claimed too few slots: ${r.slots.join(", ")} assigned to it)`).join("");
-        return `master ${killed} killed, replica ${promoted} promoted${note(failover.reclaimed)}, ${killed} back as a replica${note(back.reclaimed)}`;
+        const forced = failover.forced ? " with CLUSTER FAILOVER TAKEOVER (none was elected)" : "";
+        return `master ${killed} killed, replica ${promoted} promoted${forced}${note(failover.reclaimed)}, ${killed} back as a replica${note(back.reclaimed)}`;
       }
       const from = pick(op.user);
       const to = pick(op.user + 1);
