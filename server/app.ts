@@ -36,6 +36,7 @@ import { registerUnreadHandlers } from "./unread/unread.handlers.ts";
 import { createUnreadService } from "./unread/unread.service.ts";
 import { userActions } from "./users/users.handlers.ts";
 import { createUserDirectory } from "./users/users.service.ts";
+import { createBlockService } from "./users/blocks.service.ts";
 
 export interface AppDeps {
   httpServer: HttpServer;
@@ -136,6 +137,7 @@ export function createApp({
     onGroup: metrics.sendGroup,
     chargeMentions: (sender, mentioned) => limits.consume("mention", { userId: sender.id }, mentioned),
   });
+  const blocks = createBlockService({ db });
   const conversations = createConversationService({ db });
   const removal = createRemoval({ unread, notifier, outbox, log });
   const relay = createRelay({
@@ -148,7 +150,7 @@ export function createApp({
     sessions,
     accounts: sessionActions({ sessions, limits, notifier }),
     conversations: conversationActions({ conversations, snapshots, removal, notifier, limits }),
-    users: userActions({ users: createUserDirectory({ db }), limits }),
+    users: userActions({ users: createUserDirectory({ db }), blocks, limits, notifier }),
     lab: config.lab,
     unread: { snapshots, limits },
     messages: { messages, limits },

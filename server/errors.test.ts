@@ -1,8 +1,7 @@
 import { z } from "zod";
 import { describe, expect, it } from "vitest";
 import { createConversationInput, credentialsInput, historyQuery, readInput, sendInput } from "./contracts/inputs.ts";
-import { noSuchUsers } from "./conversations/conversations.service.ts";
-import { AppError, parse } from "./errors.ts";
+import { AppError, noSuchUsers, parse } from "./errors.ts";
 
 /** The message `parse` refuses `input` with (and that it refuses it as `invalid`). */
 function refusal(schema: z.ZodType, input: unknown): string {

@@ -137,3 +137,10 @@ export function parse<S extends z.ZodType>(schema: S, input: unknown): z.infer<S
   const result = schema.safeParse(input, { error: plainIssueMessage });
   throw new AppError("invalid", (!result.success && result.error.issues[0]?.message) || "The request is not valid.");
 }
+
+/** "No user called 'x'." / "No users called 'x', 'y' or 'z'." */
+export function noSuchUsers(names: string[]): string {
+  const quoted = names.map((n) => `'${n}'`);
+  if (quoted.length === 1) return `No user called ${quoted[0]}.`;
+  return `No users called ${quoted.slice(0, -1).join(", ")} or ${quoted.at(-1)}.`;
+}

@@ -662,6 +662,7 @@ describe("limits per user and per address, across sockets and instances", () => 
         create: 3,
         groupAdd: 4,
         remove: 1,
+        block: 1000,
         lookup: 3,
         signUp: 20,
         signIn: 8,

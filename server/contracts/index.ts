@@ -155,6 +155,8 @@ export interface ServerToClientEvents {
   "unread:stale": () => void;
   /** This socket's session ended, and why; the server disconnects the socket right after (`io server disconnect`). */
   "session:ended": (payload: SessionEnded) => void;
+  /** The user blocked or unblocked someone (in this tab or another): the whole list as it is now. */
+  "blocks:changed": (payload: BlockList) => void;
 }
 
 /**
@@ -189,6 +191,12 @@ export interface DemoAccounts {
 /** `GET /api/users?prefix=`: names of people who share a conversation with the caller, at most 10. */
 export interface UserLookup {
   names: string[];
+}
+
+/** `GET /api/blocks`, and what `POST` / `DELETE` answer and `blocks:changed` pushes: the people the user blocked. */
+export interface BlockList {
+  /** By name, in any letter case. */
+  blocked: UserDTO[];
 }
 /**
  * `GET /api/start`: what a page needs before anything else. `user` is null without a valid session (a 200, so a

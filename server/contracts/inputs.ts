@@ -163,14 +163,19 @@ export const listQuery = z
   .strictObject({ at: activityTime, id: queryInt(1), limit: queryInt(1, MAX_LIST_PAGE) })
   .transform(({ at, id, limit }): ListInput => ({ before: { at, id }, limit }));
 
-/** A conversation's id in a path: named in its errors, which have no field to name it by. */
-export const conversationIdParam = z
-  .string()
-  .regex(/^(0|[1-9]\d{0,15})$/, "The conversation's id is a whole number in plain digits.")
-  .transform(Number)
-  .pipe(
-    z
-      .number()
-      .min(1, "The conversation's id must be at least 1.")
-      .max(2_147_483_647, "The conversation's id must be at most 2147483647."),
-  );
+/** `POST /api/blocks`: whom to block, by name (any letter case, as at sign-in). */
+export const blockInput = z.strictObject({ name: userName });
+
+/** An id in a path, named in its errors, which have no field to name it by ("The conversation's id"). */
+const pathId = (what: string) =>
+  z
+    .string()
+    .regex(/^(0|[1-9]\d{0,15})$/, `${what} is a whole number in plain digits.`)
+    .transform(Number)
+    .pipe(z.number().min(1, `${what} must be at least 1.`).max(2_147_483_647, `${what} must be at most 2147483647.`));
+
+/** A conversation's id in a path (`DELETE /api/conversations/:id`). */
+export const conversationIdParam = pathId("The conversation's id");
+
+/** A user's id in a path (`DELETE /api/blocks/:userId`). */
+export const userIdParam = pathId("The user's id");

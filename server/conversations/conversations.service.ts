@@ -1,6 +1,6 @@
 import type { CreateConversationInput, UserDTO } from "../contracts/index.ts";
 import type { Db } from "../db/prisma.ts";
-import { AppError } from "../errors.ts";
+import { AppError, noSuchUsers } from "../errors.ts";
 
 export type ConversationService = ReturnType<typeof createConversationService>;
 
@@ -31,9 +31,28 @@ export function createConversationService({ db }: { db: Db }) {
     const users = await db.$queryRaw<{ id: number; name: string }[]>`
       SELECT "id", "name" FROM "User"
       WHERE LOWER("name") = ANY(${[...byKey.keys()]}::text[]) AND (${options.withBots === true} OR NOT "isBot")`;
-    const found = new Set(users.map((u) => u.name.toLowerCase()));
+    // Blocks between the creator and those named (docs/security.md, "Blocking"). Whoever blocked the creator is
+    // answered as a name nobody has, so the creator cannot tell the two apart; whom the creator blocked is named.
+    const blocks = await db.block.findMany({
+      where: {
+        OR: [
+          { blockerId: { in: users.map((u) => u.id) }, blockedId: creator.id },
+          { blockerId: creator.id, blockedId: { in: users.map((u) => u.id) } },
+        ],
+      },
+      select: { blockerId: true, blockedId: true },
+    });
+    const blockedCreator = new Set(blocks.filter((b) => b.blockedId === creator.id).map((b) => b.blockerId));
+    const found = new Set(users.filter((u) => !blockedCreator.has(u.id)).map((u) => u.name.toLowerCase()));
     const missing = [...byKey].filter(([key]) => !found.has(key)).map(([, n]) => n);
     if (missing.length > 0) throw new AppError("not_found", noSuchUsers(missing));
+    const blockedByCreator = users.filter((u) =>
+      blocks.some((b) => b.blockerId === creator.id && b.blockedId === u.id),
+    );
+    if (blockedByCreator.length > 0) {
+      const names = blockedByCreator.map((u) => `'${u.name}'`).join(", ");
+      throw new AppError("forbidden", `You blocked ${names}; unblock them first.`);
+    }
     const memberIds = [creator.id, ...users.map((u) => u.id)];
 
     // A title asks for a group, even of two (the form says so): a direct conversation has none.
@@ -140,11 +159,4 @@ export function createConversationService({ db }: { db: Db }) {
   }
 
   return { create, leave, remove };
-}
-
-/** "No user called 'x'." / "No users called 'x', 'y' or 'z'." */
-export function noSuchUsers(names: string[]): string {
-  const quoted = names.map((n) => `'${n}'`);
-  if (quoted.length === 1) return `No user called ${quoted[0]}.`;
-  return `No users called ${quoted.slice(0, -1).join(", ")} or ${quoted.at(-1)}.`;
 }

@@ -169,6 +169,27 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
     },
     {
       method: "GET",
+      path: /^\/api\/blocks$/,
+      auth: true,
+      takes: "nothing",
+      run: ({ session }) => deps.users.blocked(session!.user),
+    },
+    {
+      method: "POST",
+      path: /^\/api\/blocks$/,
+      auth: true,
+      takes: "body",
+      run: async ({ req, session }) => deps.users.block(session!.user, await readJson(req)),
+    },
+    {
+      method: "DELETE",
+      path: /^\/api\/blocks\/([^/]+)$/,
+      auth: true,
+      takes: "nothing",
+      run: ({ params, session }) => deps.users.unblock(session!.user, params[0]),
+    },
+    {
+      method: "GET",
       path: /^\/api\/session$/,
       auth: true,
       takes: "nothing",

@@ -94,7 +94,7 @@ export function createMessageService({
   }
 
   interface StoredRow {
-    status: "stored" | "duplicate" | "forbidden";
+    status: "stored" | "duplicate" | "forbidden" | "blocked" | "blocking";
     id: number;
     seq: number;
     createdAt: Date | string;
@@ -125,8 +125,8 @@ export function createMessageService({
    * Stores messages with one call of `tally_store_messages` (prisma/migrations/20261125200000_store_messages): for
    * each, in the order given, membership checked, the next seq (the conversation's row lock orders concurrent
    * sends), the message, the sender's read cursor moved to it and an outbox entry for the counters, answered with
-   * the members' ids and the conversation's kind (which the mention rule needs); or `duplicate` / `forbidden`
-   * with nothing written. Outside a transaction it runs as a named prepared statement on the pool under Prisma
+   * the members' ids and the conversation's kind (which the mention rule needs); or `duplicate` / `forbidden` /
+   * `blocked` / `blocking` (prisma/migrations/20261207000000_blocks) with nothing written. Outside a transaction it runs as a named prepared statement on the pool under Prisma
    * (planned once per connection, none of Prisma's per-query work: the send path's hottest statement), and also
    * deletes the outbox entries completed since the last group (outbox.take): given back if the statement fails.
    */
@@ -262,7 +262,7 @@ export function createMessageService({
         : storeGrouped({ sender, input }).then((row) => ({ row, mentionedIds: [] as number[] })));
       const resent = row?.status === "duplicate" ? await resend(sender, input) : null;
       if (resent) return resent;
-      if (row?.status !== "stored") throw new AppError("forbidden", "You are not a member of this conversation.");
+      if (row?.status !== "stored") throw refusal(row?.status);
       const message: MessageDTO = {
         id: row.id,
         conversationId,
@@ -280,6 +280,15 @@ export function createMessageService({
       if (!resent) throw err;
       return resent;
     }
+  }
+
+  /** Why `tally_store_messages` stored nothing: not a member, or a block between the two of a direct conversation. */
+  function refusal(status: StoredRow["status"] | undefined): AppError {
+    if (status === "blocking")
+      return new AppError("forbidden", "You blocked this person; unblock them to write to them again.");
+    // Not "blocked": who blocked whom is the blocker's to know.
+    if (status === "blocked") return new AppError("forbidden", "You cannot write in this conversation.");
+    return new AppError("forbidden", "You are not a member of this conversation.");
   }
 
   /** A retried send (its clientMsgId is stored already): the original, with the members and mentions it has. */

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type {
+  BlockList,
   ConversationDTO,
   MessageDelivery,
   MessageDTO,
@@ -34,6 +35,8 @@ export interface Notifier {
   conversationUpdated(userId: number, conversation: ConversationDTO): void;
   conversationRemoved(userId: number, conversationId: number): void;
   unreadStale(userIds: number[] | "all-local"): void;
+  /** The user's block list changed: every tab of theirs gets it whole. */
+  blocksChanged(userId: number, list: BlockList): void;
   /**
    * Sessions ended: tells their sockets why (`session:ended`) and disconnects them, on every instance and in every
    * namespace. Resolves once every instance has confirmed it, so that a sign-out answered to its caller has no
@@ -165,6 +168,7 @@ export function socketNotifier(
       void io.to(userRoom(userId)).emit("conversation:updated", { conversation }),
     conversationRemoved: (userId, conversationId) =>
       void io.to(userRoom(userId)).emit("conversation:removed", { conversationId }),
+    blocksChanged: (userId, list) => void io.to(userRoom(userId)).emit("blocks:changed", list),
     unreadStale: (userIds) =>
       void (userIds === "all-local" ? io.local : io.to(userIds.map(userRoom))).emit("unread:stale"),
     sessionsEnded: async (sessionIds, reason, { confirm = true } = {}) => {

@@ -1,18 +1,47 @@
-import type { UserDTO, UserLookup } from "../contracts/index.ts";
-import { userLookupQuery } from "../contracts/inputs.ts";
+import type { BlockList, UserDTO, UserLookup } from "../contracts/index.ts";
+import { blockInput, userIdParam, userLookupQuery } from "../contracts/inputs.ts";
 import { parse } from "../errors.ts";
 import type { Limits } from "../limits/limits.ts";
+import type { Notifier } from "../realtime/notifier.ts";
+import type { BlockService } from "./blocks.service.ts";
 import type { UserDirectory } from "./users.service.ts";
 
 export type UserActions = ReturnType<typeof userActions>;
 
-/** Looking people up as the API offers it: validated, limited per user. */
-export function userActions(deps: { users: UserDirectory; limits: Limits }) {
+/** Looking people up and blocking them as the API offers it: validated, limited per user, changes pushed. */
+export function userActions(deps: {
+  users: UserDirectory;
+  blocks: BlockService;
+  limits: Limits;
+  notifier: Pick<Notifier, "blocksChanged">;
+}) {
+  /** The list after a change, to the caller and to every tab of theirs (the one that asked included). */
+  const changed = (user: UserDTO, blocked: UserDTO[]): BlockList => {
+    deps.notifier.blocksChanged(user.id, { blocked });
+    return { blocked };
+  };
+
   return {
     async lookup(user: UserDTO, query: unknown): Promise<UserLookup> {
       const { prefix } = parse(userLookupQuery, query);
       await deps.limits.consume("lookup", { userId: user.id });
       return { names: await deps.users.acquaintances(user, prefix) };
+    },
+
+    async blocked(user: UserDTO): Promise<BlockList> {
+      return { blocked: await deps.blocks.list(user.id) };
+    },
+
+    async block(user: UserDTO, body: unknown): Promise<BlockList> {
+      const { name } = parse(blockInput, body);
+      await deps.limits.consume("block", { userId: user.id });
+      return changed(user, await deps.blocks.block(user, name));
+    },
+
+    async unblock(user: UserDTO, idParam: unknown): Promise<BlockList> {
+      const blockedId = parse(userIdParam, idParam);
+      await deps.limits.consume("block", { userId: user.id });
+      return changed(user, await deps.blocks.unblock(user, blockedId));
     },
   };
 }

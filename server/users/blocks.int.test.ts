@@ -1,0 +1,178 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Snapshot } from "../contracts/index.ts";
+import { nextEvent, startHarness, type Harness } from "../testing/harness.ts";
+import type { ClientSocket } from "../testing/harness.ts";
+import { MAX_BLOCKS } from "./blocks.service.ts";
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness(2, { limits: { block: { points: 12, durationS: 600 } } });
+});
+afterAll(() => h.close());
+
+type Who = Awaited<ReturnType<Harness["signUp"]>>;
+
+const block = (who: Who, body: unknown, instance = 0) =>
+  h.http("/api/blocks", { method: "POST", token: who.token, body: JSON.stringify(body), instance });
+const unblock = (who: Who, id: number | string) => h.http(`/api/blocks/${id}`, { method: "DELETE", token: who.token });
+const blocked = (who: Who) => h.http("/api/blocks", { token: who.token });
+const converse = (who: Who, memberNames: string[], title?: string) =>
+  h.http("/api/conversations", {
+    method: "POST",
+    token: who.token,
+    body: JSON.stringify(title === undefined ? { memberNames } : { memberNames, title }),
+  });
+const send = (socket: ClientSocket, conversationId: number, clientMsgId: string) =>
+  socket.emitWithAck("message:send", { conversationId, clientMsgId, content: clientMsgId });
+async function unreadOf(socket: ClientSocket, conversationId: number) {
+  const ack = (await socket.emitWithAck("sync")) as { ok: true; snapshot: Snapshot };
+  return {
+    total: ack.snapshot.totalUnread,
+    here: ack.snapshot.conversations.find((c) => c.id === conversationId)?.unreadCount ?? 0,
+  };
+}
+
+describe("blocking someone", () => {
+  it("blocks by name in any letter case, once, lists and unblocks, and tells every tab of the blocker", async () => {
+    const ann = await h.signUp("bl_ann");
+    const mal = await h.signUp("bl_Mal");
+    const otherTab = await h.connect(ann.token, 1);
+
+    const pushed = nextEvent(otherTab, "blocks:changed");
+    expect(await block(ann, { name: "BL_MAL" })).toMatchObject({
+      status: 200,
+      body: { ok: true, blocked: [{ id: mal.user.id, name: "bl_Mal" }] },
+    });
+    expect(await pushed).toEqual({ blocked: [{ id: mal.user.id, name: "bl_Mal" }] });
+    expect((await block(ann, { name: "bl_mal" })).body.blocked).toHaveLength(1);
+    expect((await blocked(ann)).body).toEqual({ ok: true, blocked: [{ id: mal.user.id, name: "bl_Mal" }] });
+    // Blocking is one way: the blocked person's own list is empty.
+    expect((await blocked(mal)).body.blocked).toEqual([]);
+
+    const unpushed = nextEvent(otherTab, "blocks:changed");
+    expect(await unblock(ann, mal.user.id)).toMatchObject({ status: 200, body: { ok: true, blocked: [] } });
+    expect(await unpushed).toEqual({ blocked: [] });
+    // Unblocking someone not blocked changes nothing and is no error.
+    expect(await unblock(ann, mal.user.id)).toMatchObject({ status: 200, body: { ok: true, blocked: [] } });
+  });
+
+  it("answers bad input, oneself, bots, unknown names and strangers without a session with a typed error", async () => {
+    const ann = await h.signUp("bi_ann");
+    await h.db.user.create({ data: { name: "bi_bot", isBot: true } });
+    const cases: [unknown, number, string, RegExp][] = [
+      [{}, 400, "invalid", /name/i],
+      [{ name: 7 }, 400, "invalid", /name/i],
+      [{ name: "bad name!" }, 400, "invalid", /1–32 letters/],
+      [{ name: "bi_ann", extra: 1 }, 400, "invalid", /extra/],
+      [{ name: "BI_ANN" }, 400, "invalid", /^You cannot block yourself\.$/],
+      [{ name: "bi_nobody" }, 404, "not_found", /^No user called 'bi_nobody'\.$/],
+      [{ name: "bi_bot" }, 404, "not_found", /^No user called 'bi_bot'\.$/],
+    ];
+    for (const [body, status, code, message] of cases) {
+      expect(await block(ann, body)).toMatchObject({
+        status,
+        body: { ok: false, error: { code, message: expect.stringMatching(message) } },
+      });
+    }
+    expect(await unblock(ann, "x1")).toMatchObject({
+      status: 400,
+      body: { error: { code: "invalid", message: "The user's id is a whole number in plain digits." } },
+    });
+    expect(await unblock(ann, 0)).toMatchObject({
+      status: 400,
+      body: { error: { code: "invalid", message: "The user's id must be at least 1." } },
+    });
+    expect(await h.http("/api/blocks")).toMatchObject({ status: 401, body: { error: { code: "unauthorized" } } });
+    expect(await h.http("/api/blocks", { method: "POST", body: JSON.stringify({ name: "bi_ann" }) })).toMatchObject({
+      status: 401,
+    });
+    expect(await h.db.block.count({ where: { blockerId: ann.user.id } })).toBe(0);
+  });
+
+  it("stops both from writing in their direct conversation, and counts nothing, until the blocker unblocks", async () => {
+    const ann = await h.signUp("bw_ann");
+    const mal = await h.signUp("bw_mal");
+    const { body } = await converse(mal, [ann.user.name]);
+    const conversationId = body.conversation.id as number;
+    const annTab = await h.connect(ann.token);
+    const malTab = await h.connect(mal.token, 1);
+    expect(await send(malTab, conversationId, "before")).toMatchObject({ ok: true });
+    expect(await unreadOf(annTab, conversationId)).toEqual({ total: 1, here: 1 });
+
+    await block(ann, { name: "bw_mal" });
+    expect(await send(malTab, conversationId, "after")).toEqual({
+      ok: false,
+      error: { code: "forbidden", message: "You cannot write in this conversation." },
+    });
+    expect(await send(annTab, conversationId, "reply")).toEqual({
+      ok: false,
+      error: { code: "forbidden", message: "You blocked this person; unblock them to write to them again." },
+    });
+    // A retry of a message stored before the block gets its first answer; nothing new is stored or counted.
+    expect(await send(malTab, conversationId, "before")).toMatchObject({ ok: true, message: { seq: 1 } });
+    expect(await h.db.message.count({ where: { conversationId } })).toBe(1);
+    expect((await h.db.conversation.findUniqueOrThrow({ where: { id: conversationId } })).lastSeq).toBe(1);
+    expect(await unreadOf(annTab, conversationId)).toEqual({ total: 1, here: 1 });
+
+    await unblock(ann, mal.user.id);
+    expect(await send(malTab, conversationId, "again")).toMatchObject({ ok: true, message: { seq: 2 } });
+    expect(await unreadOf(annTab, conversationId)).toEqual({ total: 2, here: 2 });
+  });
+
+  it("keeps the blocked from starting a conversation with the blocker as if the name did not exist", async () => {
+    const ann = await h.signUp("bc_ann");
+    const mal = await h.signUp("bc_mal");
+    const cat = await h.signUp("bc_cat");
+    await block(ann, { name: "bc_mal" });
+
+    const nobody = await converse(mal, ["bc_nobody"]);
+    const direct = await converse(mal, ["bc_ann"]);
+    expect(direct).toEqual({
+      status: 404,
+      body: { ok: false, error: { code: "not_found", message: "No user called 'bc_ann'." } },
+    });
+    expect(nobody.body.error.code).toBe(direct.body.error.code);
+    expect(await converse(mal, ["bc_ann", "bc_cat"], "a group")).toMatchObject({
+      status: 404,
+      body: { error: { code: "not_found", message: "No user called 'bc_ann'." } },
+    });
+    // The blocker is told whom they blocked.
+    expect(await converse(ann, ["bc_mal"])).toMatchObject({
+      status: 403,
+      body: { error: { code: "forbidden", message: "You blocked 'bc_mal'; unblock them first." } },
+    });
+    expect(await h.db.membership.count({ where: { userId: { in: [ann.user.id, mal.user.id] } } })).toBe(0);
+
+    // Someone else may still put both in a group, and there the block changes nothing: mal's message counts for ann.
+    const group = await converse(cat, ["bc_ann", "bc_mal"], "the club");
+    expect(group.status).toBe(200);
+    const annTab = await h.connect(ann.token);
+    const malTab = await h.connect(mal.token);
+    expect(await send(malTab, group.body.conversation.id, "group-message")).toMatchObject({ ok: true });
+    expect(await unreadOf(annTab, group.body.conversation.id)).toEqual({ total: 1, here: 1 });
+  });
+
+  it(`blocks at most ${MAX_BLOCKS} people, and limits blocks and unblocks per user`, async () => {
+    const ann = await h.signUp("bm_ann");
+    const last = await h.signUp("bm_last");
+    await h.db.user.createMany({ data: Array.from({ length: MAX_BLOCKS }, (_, i) => ({ name: `bm_u${i}` })) });
+    const many = await h.db.user.findMany({ where: { name: { startsWith: "bm_u" } }, select: { id: true } });
+    await h.db.block.createMany({ data: many.map((u) => ({ blockerId: ann.user.id, blockedId: u.id })) });
+
+    expect(await block(ann, { name: "bm_last" })).toMatchObject({
+      status: 409,
+      body: { error: { code: "conflict", message: expect.stringMatching(/^You have blocked 1000 people/) } },
+    });
+    // Blocking someone already blocked is still one block, at the cap too.
+    expect((await block(ann, { name: "bm_u0" })).status).toBe(200);
+    await unblock(ann, many[0]!.id);
+    expect((await block(ann, { name: "bm_last" })).body.blocked).toContainEqual({ id: last.user.id, name: "bm_last" });
+
+    // 12 points a user: 4 used above; 8 more pass, the next is refused, on either instance.
+    for (let i = 0; i < 8; i++) expect((await unblock(ann, last.user.id)).status).toBe(200);
+    expect(await block(ann, { name: "bm_last" }, 1)).toMatchObject({
+      status: 429,
+      body: { error: { code: "rate_limited", message: "Too many blocks and unblocks; try again shortly." } },
+    });
+  });
+});
