@@ -4,6 +4,7 @@ import { useState } from "react";
 import type { ConversationDTO } from "@/server/contracts";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { selectActiveConversationId, selectConversation, selectConversationError } from "@/components/store/selectors";
+import { BlockedNote, BlockToggle, useIsBlocked, useOtherPerson } from "./Blocking";
 import { Composer } from "./Composer";
 import { MessageList } from "./MessageList";
 
@@ -11,9 +12,16 @@ import { MessageList } from "./MessageList";
  * Leave (groups) and delete: "Delete" only where the server would take it (`canDelete`: either member of a direct
  * conversation, a group's creator); its refusal is still shown should that change meanwhile.
  */
-function ConversationActions({ conversation }: { conversation: ConversationDTO }) {
+function ConversationActions({
+  conversation,
+  onBlockError,
+}: {
+  conversation: ConversationDTO;
+  onBlockError(message: string | null): void;
+}) {
   const leave = useChatStore((s) => s.leaveConversation);
   const remove = useChatStore((s) => s.deleteConversation);
+  const person = useOtherPerson(conversation);
   const [busy, setBusy] = useState(false);
   const group = conversation.kind === "group";
 
@@ -26,6 +34,7 @@ function ConversationActions({ conversation }: { conversation: ConversationDTO }
 
   return (
     <div className="pane-actions">
+      {person && <BlockToggle person={person} onError={onBlockError} />}
       {group && (
         <button
           type="button"
@@ -67,6 +76,7 @@ function OpenConversation({ id }: { id: number }) {
   const conversation = useChatStore(selectConversation(id));
   const close = useChatStore((s) => s.closeConversation);
   const actionError = useChatStore(selectConversationError(id));
+  const [blockError, setBlockError] = useState<string | null>(null);
   if (!conversation) return <EmptyPane text="This conversation is not available." />;
 
   return (
@@ -83,17 +93,25 @@ function OpenConversation({ id }: { id: number }) {
             {conversation.members.map((m) => (m.bot ? `${m.name} (bot)` : m.name)).join(", ")}
           </p>
         </div>
-        <ConversationActions key={id} conversation={conversation} />
+        <ConversationActions key={id} conversation={conversation} onBlockError={setBlockError} />
       </header>
-      {actionError && (
+      {(actionError ?? blockError) && (
         <p className="form-error pane-error" role="alert" data-testid="conversation-action-error">
-          {actionError}
+          {actionError ?? blockError}
         </p>
       )}
       <MessageList key={id} conversationId={id} />
-      <Composer key={`composer-${id}`} conversationId={id} />
+      <ComposerOrBlocked key={`composer-${id}`} conversation={conversation} />
     </section>
   );
+}
+
+/** The composer, or while the user has blocked the other member, a note that says so (the server refuses a send). */
+function ComposerOrBlocked({ conversation }: { conversation: ConversationDTO }) {
+  const person = useOtherPerson(conversation);
+  const blocked = useIsBlocked(person);
+  if (person && blocked) return <BlockedNote person={person} />;
+  return <Composer conversationId={conversation.id} />;
 }
 
 function EmptyPane({ text }: { text: string }) {

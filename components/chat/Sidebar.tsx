@@ -1,6 +1,7 @@
 "use client";
 
 import { useRef, useState } from "react";
+import { BlockedPeople } from "./Blocking";
 import { ConversationList } from "./ConversationList";
 import { NewConversationForm } from "./NewConversationForm";
 
@@ -34,6 +35,7 @@ export function Sidebar() {
         />
       )}
       <ConversationList />
+      <BlockedPeople />
     </aside>
   );
 }

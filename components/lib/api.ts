@@ -1,5 +1,6 @@
 import type {
   ApiError,
+  BlockList,
   ConversationDTO,
   CreateConversationInput,
   Credentials,
@@ -76,6 +77,9 @@ export function createApi(send: Fetch = (path, init) => fetch(path, init)) {
     /** The session if any (200 with `user: null` without one, so a signed-out page logs no error) and the features. */
     start: () => request<StartResponse>("GET", "/api/start"),
     lookupUsers: (prefix: string) => request<UserLookup>("GET", `/api/users?prefix=${encodeURIComponent(prefix)}`),
+    blocks: () => request<BlockList>("GET", "/api/blocks"),
+    block: (name: string) => request<BlockList>("POST", "/api/blocks", { name }),
+    unblock: (userId: number) => request<BlockList>("DELETE", `/api/blocks/${userId}`),
     signIn: (credentials: Credentials) => request<SessionResponse>("POST", "/api/session", credentials),
     signUp: (credentials: Credentials) => request<SessionResponse>("POST", "/api/users", credentials),
     signOut: () => request("DELETE", "/api/session"),

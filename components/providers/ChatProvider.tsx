@@ -53,6 +53,13 @@ export function ChatProvider({ children }: { children: ReactNode }) {
     // The httpOnly session cookie authenticates the handshake. WebSocket first: it needs no sticky sessions.
     const socket: ChatSocket = io({ transports: ["websocket", "polling"], withCredentials: true });
     const unbind = bindSocket(store, link, socket);
+    // The block list whole at every connect: pushes while disconnected are not replayed.
+    store.getState().setBlocked([]);
+    socket.on("connect", () => {
+      void api.blocks().then((res) => {
+        if (res.ok && store.getState().user?.id === userId) store.getState().setBlocked(res.blocked);
+      });
+    });
     // The browser knows at once when the network goes. Engine.IO closes the transport on "offline" itself, except
     // for a server on localhost (where the demo and workshops run), which then noticed only when a ping went
     // unanswered (some 45 s): closed here too, so the banner says offline at once and sends wait in the queue;

@@ -1,4 +1,5 @@
 import { createStore } from "zustand/vanilla";
+import { createBlocksSlice } from "./blocks";
 import { createConversationsSlice } from "./conversations";
 import { createMessagesSlice } from "./messages";
 import { createRuntime } from "./runtime";
@@ -16,6 +17,7 @@ export function createChatStore(deps: ChatStoreDeps) {
     ...createConversationsSlice(rt)(...a),
     ...createMessagesSlice(rt)(...a),
     ...createUnreadSlice(rt)(...a),
+    ...createBlocksSlice()(...a),
   }));
 }
 

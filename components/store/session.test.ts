@@ -137,3 +137,13 @@ function signingOut(everywhere: boolean) {
   const done = t.store.getState().signOut(everywhere);
   return { t, answer: () => answer(), done };
 }
+
+describe("the people a user blocked", () => {
+  it("are forgotten at sign-out, so the next person to sign in on the page never sees them", async () => {
+    const t = setup();
+    t.store.getState().setBlocked([{ id: 7, name: "mal" }]);
+    expect(t.store.getState().blocked).toEqual([{ id: 7, name: "mal" }]);
+    await t.store.getState().signOut();
+    expect(t.store.getState().blocked).toEqual([]);
+  });
+});

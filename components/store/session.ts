@@ -1,6 +1,7 @@
 import type { StateCreator } from "zustand/vanilla";
 import type { SessionEndReason } from "@/server/contracts";
 import { knownEndReason } from "@/components/lib/session-ended";
+import { initialBlocksState } from "./blocks";
 import { initialConversationsState } from "./conversations";
 import { clearDrafts } from "./drafts";
 import { clearOutbox, type StoreRuntime } from "./runtime";
@@ -37,6 +38,7 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
       set({
         ...initialUnreadState,
         ...initialConversationsState,
+        ...initialBlocksState,
         messages: {},
         pending: {},
         conversationErrors: {},

@@ -294,4 +294,10 @@ export interface UnreadSlice {
   applySnapshot(snapshot: Snapshot): void;
 }
 
-export type ChatState = SessionSlice & ConversationsSlice & MessagesSlice & UnreadSlice;
+export interface BlocksSlice {
+  /** The people the user blocked, by name (`GET /api/blocks`, `blocks:changed`). */
+  blocked: UserDTO[];
+  setBlocked(blocked: UserDTO[]): void;
+}
+
+export type ChatState = SessionSlice & ConversationsSlice & MessagesSlice & UnreadSlice & BlocksSlice;

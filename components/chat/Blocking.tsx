@@ -1,0 +1,120 @@
+"use client";
+
+import { useEffect, useState } from "react";
+import type { ConversationDTO, UserDTO } from "@/server/contracts";
+import { api } from "@/components/lib/api";
+import { useChatStore } from "@/components/providers/ChatProvider";
+import { selectUser } from "@/components/store/selectors";
+
+/** The person at the other end of a direct conversation, whom its member may block (a lab bot cannot be). */
+export function useOtherPerson(conversation: ConversationDTO): UserDTO | null {
+  const me = useChatStore(selectUser);
+  if (conversation.kind !== "direct") return null;
+  const other = conversation.members.find((m) => m.id !== me?.id);
+  return other && !other.bot ? other : null;
+}
+
+export function useIsBlocked(person: UserDTO | null): boolean {
+  return useChatStore((s) => person !== null && s.blocked.some((b) => b.id === person.id));
+}
+
+/**
+ * Block and unblock over HTTP; the answer is the whole list (every other tab hears it as `blocks:changed`). Keeps
+ * the server's refusal to show, and `busy` while a call is out.
+ */
+function useBlocking() {
+  const setBlocked = useChatStore((s) => s.setBlocked);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  async function run(call: () => ReturnType<typeof api.blocks>) {
+    setBusy(true);
+    setError(null);
+    const res = await call();
+    setBusy(false);
+    if (res.ok) setBlocked(res.blocked);
+    else setError(res.error.message);
+  }
+  return {
+    busy,
+    error,
+    block: (person: UserDTO) => run(() => api.block(person.name)),
+    unblock: (person: UserDTO) => run(() => api.unblock(person.id)),
+  };
+}
+
+/** "Block" / "Unblock" among a direct conversation's actions; a refusal goes to `onError` (null: none). */
+export function BlockToggle({ person, onError }: { person: UserDTO; onError(message: string | null): void }) {
+  const blocked = useIsBlocked(person);
+  const { busy, error, block, unblock } = useBlocking();
+  useEffect(() => onError(error), [error, onError]);
+  const question =
+    `Block ${person.name}? Neither of you will be able to write in this conversation, and ${person.name} will not ` +
+    "be able to start a conversation with you. Groups you share are not affected. You can unblock them later.";
+  return (
+    <button
+      type="button"
+      className="button small ghost"
+      data-testid="block-toggle"
+      disabled={busy}
+      onClick={() => {
+        if (blocked) void unblock(person);
+        else if (window.confirm(question)) void block(person);
+      }}
+    >
+      {blocked ? "Unblock" : "Block"}
+    </button>
+  );
+}
+
+/** In place of the composer while the user has blocked the other member. */
+export function BlockedNote({ person }: { person: UserDTO }) {
+  const { busy, error, unblock } = useBlocking();
+  return (
+    <div className="composer blocked-note" data-testid="blocked-note">
+      <p>
+        You blocked {person.name}. Neither of you can write here until you unblock them.{" "}
+        <button type="button" className="button small" disabled={busy} onClick={() => void unblock(person)}>
+          Unblock
+        </button>
+      </p>
+      {error && (
+        <p className="form-error" role="alert">
+          {error}
+        </p>
+      )}
+    </div>
+  );
+}
+
+/** The people the user blocked, under the list, so that one whose conversation is gone can still be unblocked. */
+export function BlockedPeople() {
+  const blocked = useChatStore((s) => s.blocked);
+  const { busy, error, unblock } = useBlocking();
+  if (blocked.length === 0) return null;
+  return (
+    <details className="blocked-people" data-testid="blocked-people">
+      <summary>Blocked ({blocked.length})</summary>
+      <ul>
+        {blocked.map((person) => (
+          <li key={person.id}>
+            <span>{person.name}</span>
+            <button
+              type="button"
+              className="button small ghost"
+              disabled={busy}
+              aria-label={`Unblock ${person.name}`}
+              onClick={() => void unblock(person)}
+            >
+              Unblock
+            </button>
+          </li>
+        ))}
+      </ul>
+      {error && (
+        <p className="form-error" role="alert">
+          {error}
+        </p>
+      )}
+    </details>
+  );
+}
