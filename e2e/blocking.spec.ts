@@ -29,7 +29,8 @@ test("blocking someone stops their messages in the direct conversation, in every
   );
   await expect(front.getByTestId("message-input")).toHaveCount(0);
   // Every tab of Alice's heard it: the list under the conversations names Bob.
-  await expect(behind.getByTestId("blocked-people")).toContainText("Blocked (1)");
+  const blockedList = behind.getByTestId("blocked-people").locator("summary");
+  await expect(blockedList).toHaveText("Blocked people (1)");
 
   const input = bobPage.getByTestId("message-input");
   await input.fill("are you there?");
@@ -41,11 +42,37 @@ test("blocking someone stops their messages in the direct conversation, in every
   await expectTotalUnread(behind, 0);
 
   // Unblocked from the other tab, by the list under the conversations: the composer is back in the first.
-  await behind.getByTestId("blocked-people").locator("summary").click();
+  await blockedList.click();
   await behind.getByRole("button", { name: `Unblock ${bob.name}` }).click();
-  await expect(behind.getByTestId("blocked-people")).toHaveCount(0);
+  await expect(blockedList).toHaveText("Blocked people");
   await expect(front.getByTestId("message-input")).toBeVisible();
   await expect(front.getByTestId("block-toggle")).toHaveText("Block");
   await sendMessage(bobPage, "back again");
   await expect(messages(front).filter({ hasText: "back again" })).toHaveAttribute("data-seq", "2");
+});
+
+test("someone met only in a group can be blocked by name, and can no longer put the blocker in a new group", async ({
+  alice,
+  bob,
+  carol,
+  env,
+}) => {
+  await carol.createConversation([alice.name, bob.name], "spam");
+  const page = await alice.openTab(env.serverA);
+  await page.getByTestId("blocked-people").locator("summary").click();
+  await page.getByTestId("block-name").fill("nobody-by-that-name");
+  await page.getByTestId("block-name").press("Enter");
+  await expect(page.getByTestId("block-error")).toHaveText("No user called 'nobody-by-that-name'.");
+  await page.getByTestId("block-name").fill(carol.name.toUpperCase());
+  await page.getByTestId("block-name").press("Enter");
+  await expect(page.getByRole("button", { name: `Unblock ${carol.name}` })).toBeVisible();
+  await expect(page.getByTestId("block-name")).toHaveValue("");
+
+  // Carol's New form is told what it would be told of a name nobody has.
+  const carolPage = await carol.openTab(env.serverB);
+  await carolPage.getByTestId("new-conversation").click();
+  await carolPage.getByTestId("member-input").fill(`${alice.name} ${bob.name}`);
+  await carolPage.getByTestId("title-input").fill("more spam");
+  await carolPage.getByTestId("create-conversation").click();
+  await expect(carolPage.getByTestId("create-error")).toHaveText(`No user called '${alice.name}'.`);
 });

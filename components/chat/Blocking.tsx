@@ -1,10 +1,11 @@
 "use client";
 
 import { useEffect, useState } from "react";
-import type { ConversationDTO, UserDTO } from "@/server/contracts";
+import type { BlockList, ConversationDTO, Result, UserDTO } from "@/server/contracts";
 import { api } from "@/components/lib/api";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { selectUser } from "@/components/store/selectors";
+import { TextField, useServerCall } from "./form";
 
 /** The person at the other end of a direct conversation, whom its member may block (a lab bot cannot be). */
 export function useOtherPerson(conversation: ConversationDTO): UserDTO | null {
@@ -19,25 +20,23 @@ export function useIsBlocked(person: UserDTO | null): boolean {
 }
 
 /**
- * Block and unblock over HTTP; the answer is the whole list (every other tab hears it as `blocks:changed`). Keeps
- * the server's refusal to show, and `busy` while a call is out.
+ * Block (by name) and unblock (by id) over HTTP; the answer is the whole list, which every other tab hears as
+ * `blocks:changed`. `busy` while a call is out, `error` the server's refusal. Each resolves with whether it worked.
  */
 function useBlocking() {
   const setBlocked = useChatStore((s) => s.setBlocked);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  async function run(call: () => ReturnType<typeof api.blocks>) {
-    setBusy(true);
-    setError(null);
-    const res = await call();
-    setBusy(false);
-    if (res.ok) setBlocked(res.blocked);
-    else setError(res.error.message);
-  }
+  const { busy, error, call } = useServerCall();
+  const run = (request: () => Promise<Result<BlockList>>) =>
+    call(async () => {
+      const res = await request();
+      if (!res.ok) return res.error.message;
+      setBlocked(res.blocked);
+      return null;
+    });
   return {
     busy,
     error,
-    block: (person: UserDTO) => run(() => api.block(person.name)),
+    block: (name: string) => run(() => api.block(name)),
     unblock: (person: UserDTO) => run(() => api.unblock(person.id)),
   };
 }
@@ -58,7 +57,7 @@ export function BlockToggle({ person, onError }: { person: UserDTO; onError(mess
       disabled={busy}
       onClick={() => {
         if (blocked) void unblock(person);
-        else if (window.confirm(question)) void block(person);
+        else if (window.confirm(question)) void block(person.name);
       }}
     >
       {blocked ? "Unblock" : "Block"}
@@ -86,32 +85,58 @@ export function BlockedNote({ person }: { person: UserDTO }) {
   );
 }
 
-/** The people the user blocked, under the list, so that one whose conversation is gone can still be unblocked. */
+/**
+ * The people the user blocked, under the list, and a name to block: one whose conversation is gone can still be
+ * unblocked, and someone met only in a group (a stranger who keeps adding you to new ones) can be blocked.
+ */
 export function BlockedPeople() {
   const blocked = useChatStore((s) => s.blocked);
-  const { busy, error, unblock } = useBlocking();
-  if (blocked.length === 0) return null;
+  const { busy, error, block, unblock } = useBlocking();
+  const [name, setName] = useState("");
   return (
     <details className="blocked-people" data-testid="blocked-people">
-      <summary>Blocked ({blocked.length})</summary>
-      <ul>
-        {blocked.map((person) => (
-          <li key={person.id}>
-            <span>{person.name}</span>
-            <button
-              type="button"
-              className="button small ghost"
-              disabled={busy}
-              aria-label={`Unblock ${person.name}`}
-              onClick={() => void unblock(person)}
-            >
-              Unblock
-            </button>
-          </li>
-        ))}
-      </ul>
+      <summary>Blocked people{blocked.length > 0 ? ` (${blocked.length})` : ""}</summary>
+      {blocked.length > 0 && (
+        <ul>
+          {blocked.map((person) => (
+            <li key={person.id}>
+              <span>{person.name}</span>
+              <button
+                type="button"
+                className="button small ghost"
+                disabled={busy}
+                aria-label={`Unblock ${person.name}`}
+                onClick={() => void unblock(person)}
+              >
+                Unblock
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+      <form
+        className="block-form"
+        noValidate
+        onSubmit={(event) => {
+          event.preventDefault();
+          void block(name.trim()).then((done) => done && setName(""));
+        }}
+      >
+        <TextField
+          id="block-name"
+          label="Block someone by name"
+          value={name}
+          onValue={setName}
+          autoCapitalize="none"
+          autoComplete="off"
+          spellCheck={false}
+        />
+        <button type="submit" className="button small" disabled={busy || name.trim() === ""}>
+          Block
+        </button>
+      </form>
       {error && (
-        <p className="form-error" role="alert">
+        <p className="form-error" role="alert" data-testid="block-error">
           {error}
         </p>
       )}
