@@ -30,6 +30,13 @@ describe("the notification rule", () => {
     expect(shouldNotify(message(5, 1, { content: "@all lunch", senderId: CAROL.id }), ctx(muted))).toBe(true);
   });
 
+  it("never of someone the user blocked, mentions included", () => {
+    const blockedIds = [BOB.id];
+    expect(shouldNotify(message(5, 1, { content: "lunch?" }), { ...ctx(), blockedIds })).toBe(false);
+    expect(shouldNotify(message(5, 1, { content: "@all lunch" }), { ...ctx(muted), blockedIds })).toBe(false);
+    expect(shouldNotify(message(5, 1, { senderId: CAROL.id }), { ...ctx(), blockedIds })).toBe(true);
+  });
+
   it("names the sender in a group and shortens long texts", () => {
     expect(notificationText(message(5, 1, { content: "hi" }), group)).toEqual({ title: "Team", body: "bob: hi" });
     const direct = conversation(6, { title: "bob" });

@@ -108,7 +108,9 @@ export function bindNotifications(
     const conversation = state.conversations[message.conversationId];
     // The mute as the latest unread state says (the row shows the same), not the snapshot's conversation.
     const muted = state.unreadDetails[message.conversationId]?.muted ?? conversation?.muted ?? false;
-    if (!shouldNotify(message, { me: userId, conversation, muted, anyTabLooking: presence.anyLooking() })) return;
+    const blockedIds = state.blocked.map((b) => b.id);
+    const anyTabLooking = presence.anyLooking();
+    if (!shouldNotify(message, { me: userId, conversation, muted, anyTabLooking, blockedIds })) return;
     const { title, body } = notificationText(message, conversation!);
     const notification = new Note(title, { body, tag: `tally:${message.conversationId}:${message.seq}` });
     notification.onclick = () => {

@@ -4,14 +4,23 @@ import { mentionedUserIds } from "@/server/contracts/mentions";
 /**
  * Whether a message that just arrived deserves a system notification: someone else's, in a conversation the user
  * is in, while no tab of the user is being looked at (one that is would show it), and, in a muted conversation,
- * only when it mentions the user (the same rule that lets a muted conversation's mentions reach the badge).
+ * only when it mentions the user (the same rule that lets a muted conversation's mentions reach the badge). Never
+ * of someone the user blocked (`blockedIds`): a group both are in still counts their messages, but does not call the
+ * user to them.
  */
 export function shouldNotify(
   message: MessageDTO,
-  context: { me: number; conversation: ConversationDTO | undefined; muted: boolean; anyTabLooking: boolean },
+  context: {
+    me: number;
+    conversation: ConversationDTO | undefined;
+    muted: boolean;
+    anyTabLooking: boolean;
+    blockedIds?: readonly number[];
+  },
 ): boolean {
-  const { me, conversation, muted, anyTabLooking } = context;
+  const { me, conversation, muted, anyTabLooking, blockedIds = [] } = context;
   if (message.senderId === me || !conversation || anyTabLooking) return false;
+  if (blockedIds.includes(message.senderId)) return false;
   if (!muted) return true;
   return mentionedUserIds(message.content, conversation.members, message.senderId, conversation.kind).includes(me);
 }
