@@ -32,7 +32,9 @@ export function createConversationService({ db }: { db: Db }) {
       SELECT "id", "name" FROM "User"
       WHERE LOWER("name") = ANY(${[...byKey.keys()]}::text[]) AND (${options.withBots === true} OR NOT "isBot")`;
     // Blocks between the creator and those named (docs/security.md, "Blocking"). Whoever blocked the creator is
-    // answered as a name nobody has, so the creator cannot tell the two apart; whom the creator blocked is named.
+    // answered as a name nobody has, so the creator cannot tell the two apart; whom the creator blocked is named,
+    // also when they blocked the creator back: were that `not_found`, blocking someone and then naming them would
+    // tell whether they had blocked you.
     const blocks = await db.block.findMany({
       where: {
         OR: [
@@ -42,15 +44,16 @@ export function createConversationService({ db }: { db: Db }) {
       },
       select: { blockerId: true, blockedId: true },
     });
-    const blockedCreator = new Set(blocks.filter((b) => b.blockedId === creator.id).map((b) => b.blockerId));
-    const found = new Set(users.filter((u) => !blockedCreator.has(u.id)).map((u) => u.name.toLowerCase()));
+    const blockedByCreator = new Set(blocks.filter((b) => b.blockerId === creator.id).map((b) => b.blockedId));
+    const hiddenFromCreator = new Set(
+      blocks.filter((b) => b.blockedId === creator.id && !blockedByCreator.has(b.blockerId)).map((b) => b.blockerId),
+    );
+    const found = new Set(users.filter((u) => !hiddenFromCreator.has(u.id)).map((u) => u.name.toLowerCase()));
     const missing = [...byKey].filter(([key]) => !found.has(key)).map(([, n]) => n);
     if (missing.length > 0) throw new AppError("not_found", noSuchUsers(missing));
-    const blockedByCreator = users.filter((u) =>
-      blocks.some((b) => b.blockerId === creator.id && b.blockedId === u.id),
-    );
-    if (blockedByCreator.length > 0) {
-      const names = blockedByCreator.map((u) => `'${u.name}'`).join(", ");
+    const namedBlocked = users.filter((u) => blockedByCreator.has(u.id));
+    if (namedBlocked.length > 0) {
+      const names = namedBlocked.map((u) => `'${u.name}'`).join(", ");
       throw new AppError("forbidden", `You blocked ${names}; unblock them first.`);
     }
     const memberIds = [creator.id, ...users.map((u) => u.id)];

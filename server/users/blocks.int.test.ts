@@ -152,6 +152,33 @@ describe("blocking someone", () => {
     expect(await unreadOf(annTab, group.body.conversation.id)).toEqual({ total: 1, here: 1 });
   });
 
+  it("answers whom one blocked alike whether or not they blocked one back, so blocking tells nobody of a block", async () => {
+    const ann = await h.signUp("bb_ann");
+    const mal = await h.signUp("bb_mal");
+    await h.signUp("bb_cat");
+    // ann blocked mal; mal blocks ann and cat, and names each: both answers must be the same words.
+    await block(ann, { name: "bb_mal" });
+    await block(mal, { name: "bb_ann" });
+    await block(mal, { name: "bb_cat" });
+    expect(await converse(mal, ["bb_cat"])).toMatchObject({
+      status: 403,
+      body: { error: { code: "forbidden", message: "You blocked 'bb_cat'; unblock them first." } },
+    });
+    expect(await converse(mal, ["bb_ann"])).toMatchObject({
+      status: 403,
+      body: { error: { code: "forbidden", message: "You blocked 'bb_ann'; unblock them first." } },
+    });
+    expect(await converse(mal, ["bb_ann", "bb_cat"], "a group")).toMatchObject({
+      status: 403,
+      body: { error: { code: "forbidden", message: "You blocked 'bb_ann', 'bb_cat'; unblock them first." } },
+    });
+    // A name nobody has is still named first.
+    expect(await converse(mal, ["bb_ann", "bb_nobody"])).toMatchObject({
+      status: 404,
+      body: { error: { code: "not_found", message: "No user called 'bb_nobody'." } },
+    });
+  });
+
   it(`blocks at most ${MAX_BLOCKS} people, and limits blocks and unblocks per user`, async () => {
     const ann = await h.signUp("bm_ann");
     const last = await h.signUp("bm_last");
