@@ -179,6 +179,50 @@ describe("blocking someone", () => {
     });
   });
 
+  it("stores no send that waited on the conversation's row past a block, and tells a blocker blocked back of their own block", async () => {
+    const ann = await h.signUp("br_ann");
+    const mal = await h.signUp("br_mal");
+    const conversationId = (await converse(mal, [ann.user.name])).body.conversation.id as number;
+    const annTab = await h.connect(ann.token);
+    const malTab = await h.connect(mal.token, 1);
+    expect(await send(malTab, conversationId, "before")).toMatchObject({ ok: true });
+    const lastSeq = async () => (await h.db.conversation.findUniqueOrThrow({ where: { id: conversationId } })).lastSeq;
+
+    // Something else holds the conversation's row (as a group of sends ahead would): mal's send waits on it, and
+    // ann blocks mal meanwhile. Whatever the order, nothing may be stored after ann's block has been answered.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const holder = h.db.$transaction(
+      async (tx) => {
+        await tx.$queryRaw`SELECT 1 FROM "Conversation" WHERE "id" = ${conversationId} FOR UPDATE`;
+        locked();
+        await released;
+      },
+      { timeout: 10_000 },
+    );
+    await isLocked;
+    const racing = send(malTab, conversationId, "racing");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const blocking = block(ann, { name: "br_mal" }).then(async (res) => ({ res, seq: await lastSeq() }));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    release();
+    await holder;
+    await racing;
+    const { res, seq } = await blocking;
+    expect(res.status).toBe(200);
+    expect(await lastSeq()).toBe(seq);
+    expect(await send(malTab, conversationId, "after")).toMatchObject({ ok: false, error: { code: "forbidden" } });
+
+    // Both blocked: each hears of their own block, so neither learns of the other's.
+    await block(mal, { name: "br_ann" });
+    expect(await send(annTab, conversationId, "reply")).toEqual({
+      ok: false,
+      error: { code: "forbidden", message: "You blocked this person; unblock them to write to them again." },
+    });
+  });
+
   it(`blocks at most ${MAX_BLOCKS} people, and limits blocks and unblocks per user`, async () => {
     const ann = await h.signUp("bm_ann");
     const last = await h.signUp("bm_last");

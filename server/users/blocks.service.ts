@@ -31,13 +31,20 @@ export function createBlockService({ db }: { db: Db }) {
     const [target] = await db.$queryRaw<{ id: number }[]>`
       SELECT "id" FROM "User" WHERE LOWER("name") = ${name.toLowerCase()} AND NOT "isBot"`;
     if (!target) throw new AppError("not_found", noSuchUsers([name]));
+    // The pair's direct conversation's row is locked first, as tally_store_messages locks it before it looks for a
+    // block (prisma/migrations/20261207010000_blocks_lock): a send in it either commits before this block or sees
+    // it, never is stored after the block was answered.
+    const directKey = `${Math.min(user.id, target.id)}:${Math.max(user.id, target.id)}`;
     // One statement: the cap holds however many blocks of one user arrive at once (READ COMMITTED may let two
     // concurrent ones both see 999; the overshoot is one per concurrent request, bounded by the `block` limit).
-    const inserted = await db.$executeRaw`
-      INSERT INTO "Block" ("blockerId", "blockedId")
-      SELECT ${user.id}, ${target.id}
-      WHERE (SELECT COUNT(*) FROM "Block" WHERE "blockerId" = ${user.id}) < ${MAX_BLOCKS}
-      ON CONFLICT DO NOTHING`;
+    const [, inserted] = await db.$transaction([
+      db.$queryRaw`SELECT 1 FROM "Conversation" WHERE "directKey" = ${directKey} FOR UPDATE`,
+      db.$executeRaw`
+        INSERT INTO "Block" ("blockerId", "blockedId")
+        SELECT ${user.id}, ${target.id}
+        WHERE (SELECT COUNT(*) FROM "Block" WHERE "blockerId" = ${user.id}) < ${MAX_BLOCKS}
+        ON CONFLICT DO NOTHING`,
+    ]);
     if (inserted === 0 && !(await blocks(user.id, target.id))) {
       throw new AppError(
         "conflict",
