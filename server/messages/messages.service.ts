@@ -122,13 +122,14 @@ export function createMessageService({
   }
 
   /**
-   * Stores messages with one call of `tally_store_messages` (prisma/migrations/20261125200000_store_messages): for
-   * each, in the order given, membership checked, the next seq (the conversation's row lock orders concurrent
-   * sends), the message, the sender's read cursor moved to it and an outbox entry for the counters, answered with
-   * the members' ids and the conversation's kind (which the mention rule needs); or `duplicate` / `forbidden` /
-   * `blocked` / `blocking` (prisma/migrations/20261207000000_blocks) with nothing written. Outside a transaction it runs as a named prepared statement on the pool under Prisma
-   * (planned once per connection, none of Prisma's per-query work: the send path's hottest statement), and also
-   * deletes the outbox entries completed since the last group (outbox.take): given back if the statement fails.
+   * Stores messages with one call of `tally_store_messages` (first 20261125200000_store_messages, as it is now
+   * prisma/migrations/20261207000000_blocks): for each, in the order given, membership checked, the next seq (the
+   * conversation's row lock orders concurrent sends), the message, the sender's read cursor moved to it and an outbox
+   * entry for the counters, answered with the members' ids and the conversation's kind (which the mention rule
+   * needs); or `duplicate` / `forbidden` / `blocked` / `blocking` with nothing written. Outside a transaction it runs
+   * as a named prepared statement on the pool under Prisma (planned once per connection, none of Prisma's per-query
+   * work: the send path's hottest statement), and also deletes the outbox entries completed since the last group
+   * (outbox.take): given back if the statement fails.
    */
   async function storeMessages(
     items: { sender: UserDTO; input: SendInput }[],

@@ -203,10 +203,25 @@ describe("blocking someone", () => {
       { timeout: 10_000 },
     );
     await isLocked;
+    // Waits for what PostgreSQL says, not for time: the send is waiting on a lock before ann blocks, and the block is
+    // waiting too (or, as before the fix, has been answered) before the row is let go.
+    const waitingOnLocks = async () =>
+      (
+        await h.db.$queryRaw<{ n: number }[]>`
+          SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock'`
+      )[0]!.n;
+    const until = async (done: () => Promise<boolean>) => {
+      while (!(await done())) await new Promise((resolve) => setTimeout(resolve, 20));
+    };
     const racing = send(malTab, conversationId, "racing");
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const blocking = block(ann, { name: "br_mal" }).then(async (res) => ({ res, seq: await lastSeq() }));
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await until(async () => (await waitingOnLocks()) === 1);
+    let answered = false;
+    const blocking = block(ann, { name: "br_mal" }).then(async (res) => {
+      answered = true;
+      return { res, seq: await lastSeq() };
+    });
+    await until(async () => answered || (await waitingOnLocks()) === 2);
     release();
     await holder;
     await racing;

@@ -32,7 +32,7 @@ export function createBlockService({ db }: { db: Db }) {
       SELECT "id" FROM "User" WHERE LOWER("name") = ${name.toLowerCase()} AND NOT "isBot"`;
     if (!target) throw new AppError("not_found", noSuchUsers([name]));
     // The pair's direct conversation's row is locked first, as tally_store_messages locks it before it looks for a
-    // block (prisma/migrations/20261207010000_blocks_lock): a send in it either commits before this block or sees
+    // block (prisma/migrations/20261207000000_blocks): a send in it either commits before this block or sees
     // it, never is stored after the block was answered.
     const directKey = `${Math.min(user.id, target.id)}:${Math.max(user.id, target.id)}`;
     // One statement: the cap holds however many blocks of one user arrive at once (READ COMMITTED may let two

@@ -1,10 +1,14 @@
 -- Blocking (docs/security.md, "Blocking"): one user blocks another. The blocked user can no longer start a
 -- conversation with the blocker or put them in a group (server/conversations/conversations.service.ts), and neither
 -- of the two can write in their direct conversation until the blocker unblocks: tally_store_messages answers
--- 'blocked' (the other member blocked the sender) or 'blocking' (the sender blocked them) and stores nothing. A send
--- retried after a block still gets its first answer ('duplicate' is judged first). Groups they share are unchanged.
--- The statement is tally_store_messages of 20261204010000_read_cursor_lock with that one check added before the
--- conversation's row is locked; a group's send skips the join on its kind.
+-- 'blocking' (the sender blocked the other member; said first, so a blocker never learns they were blocked back) or
+-- 'blocked' (the other member blocked the sender) and stores nothing. A send retried after a block still gets its
+-- first answer ('duplicate' is judged first). Groups they share are unchanged.
+-- The statement is tally_store_messages of 20261204010000_read_cursor_lock with the check added: a direct
+-- conversation's row is locked first (members only), then the block looked up in a statement of its own, which sees
+-- a block committed while the send waited for the lock; POST /api/blocks locks the same row
+-- (server/users/blocks.service.ts). Looked up before the lock, a send waiting behind a group of sends was stored
+-- after the block had been answered (found by review before this migration was released).
 
 CREATE TABLE "Block" (
     "blockerId" INTEGER NOT NULL,
@@ -52,21 +56,31 @@ BEGIN
             RETURN NEXT;
             CONTINUE;
         END IF;
-        -- A direct conversation of two people one of whom blocked the other takes no message from either: 'blocked'
-        -- when the other member blocked the sender, 'blocking' when the sender blocked them (the two are told apart).
-        SELECT CASE WHEN b."blockerId" = p_sender[i] THEN 'blocking' ELSE 'blocked' END INTO r_status
-        FROM "Conversation" c
-          JOIN "Membership" other ON other."conversationId" = c."id" AND other."userId" <> p_sender[i]
-          JOIN "Block" b ON (b."blockerId" = other."userId" AND b."blockedId" = p_sender[i])
-                         OR (b."blockerId" = p_sender[i] AND b."blockedId" = other."userId")
+        -- A direct conversation's row is locked before its block is looked up, and the look-up, a statement of its
+        -- own, sees every block committed while this waited for the lock: POST /api/blocks locks the same row
+        -- (blocks.service.ts), so a send either commits before the block or sees it. Checked before the lock, a send
+        -- waiting on the row (a group of sends ahead of it) was stored after the block had been answered. A group's
+        -- row is not locked here, nor anyone's by a non-member (both filtered first; the UPDATE below refuses them).
+        PERFORM 1 FROM "Conversation" c
         WHERE c."id" = p_conversation[i] AND c."kind" = 'direct'
           AND EXISTS (SELECT 1 FROM "Membership" mb
                       WHERE mb."userId" = p_sender[i] AND mb."conversationId" = p_conversation[i])
-        ORDER BY b."blockerId" = p_sender[i]
-        LIMIT 1;
-        IF r_status IS NOT NULL THEN
-            RETURN NEXT;
-            CONTINUE;
+        FOR UPDATE OF c;
+        IF FOUND THEN
+            -- 'blocking' when the sender blocked the other member, else 'blocked' when the other blocked the sender.
+            -- The sender's own block comes first: someone who blocked a person is not told that person blocked them
+            -- back.
+            SELECT CASE WHEN b."blockerId" = p_sender[i] THEN 'blocking' ELSE 'blocked' END INTO r_status
+            FROM "Membership" other
+              JOIN "Block" b ON (b."blockerId" = other."userId" AND b."blockedId" = p_sender[i])
+                             OR (b."blockerId" = p_sender[i] AND b."blockedId" = other."userId")
+            WHERE other."conversationId" = p_conversation[i] AND other."userId" <> p_sender[i]
+            ORDER BY b."blockerId" = p_sender[i] DESC
+            LIMIT 1;
+            IF r_status IS NOT NULL THEN
+                RETURN NEXT;
+                CONTINUE;
+            END IF;
         END IF;
         UPDATE "Conversation" c SET "lastSeq" = c."lastSeq" + 1, "lastActivityAt" = CURRENT_TIMESTAMP
         WHERE c."id" = p_conversation[i]
