@@ -43,7 +43,10 @@ export const defaultLimits = {
   remove: { points: 30, durationS: 3600 },
   /** Blocks and unblocks by one user: each pushes the whole list to every tab of theirs. */
   block: { points: 30, durationS: 60 },
-  /** Name look-ups (`GET /api/users?prefix=`) by one user: one per keystroke or so in the "New" form. */
+  /**
+   * Name look-ups (`GET /api/users?prefix=`) by one user: one per keystroke or so in the "New" form; and reads of
+   * their block list (`GET /api/blocks`, one per tab connect).
+   */
   lookup: { points: 60, durationS: 10 },
   /** Accounts created from one address. */
   signUp: { points: 20, durationS: 3600 },

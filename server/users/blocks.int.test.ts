@@ -6,7 +6,9 @@ import { MAX_BLOCKS } from "./blocks.service.ts";
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness(2, { limits: { block: { points: 12, durationS: 600 } } });
+  h = await startHarness(2, {
+    limits: { block: { points: 12, durationS: 600 }, lookup: { points: 10, durationS: 600 } },
+  });
 });
 afterAll(() => h.close());
 
@@ -260,5 +262,8 @@ describe("blocking someone", () => {
       status: 429,
       body: { error: { code: "rate_limited", message: "Too many blocks and unblocks; try again shortly." } },
     });
+    // Reading the list is limited as name look-ups are (10 here): a reload storm cannot read 1000 rows at will.
+    for (let i = 0; i < 10; i++) expect((await blocked(ann)).status).toBe(200);
+    expect(await blocked(ann)).toMatchObject({ status: 429, body: { error: { code: "rate_limited" } } });
   });
 });

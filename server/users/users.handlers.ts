@@ -28,7 +28,9 @@ export function userActions(deps: {
       return { names: await deps.users.acquaintances(user, prefix) };
     },
 
+    /** Read by every tab at each connect: limited as look-ups are (up to 1000 rows each). */
     async blocked(user: UserDTO): Promise<BlockList> {
+      await deps.limits.consume("lookup", { userId: user.id });
       return { blocked: await deps.blocks.list(user.id) };
     },
 
