@@ -217,3 +217,24 @@ test("a live badge, agreeing or not, reads at WCAG AA contrast (4.5:1) in light 
     expect(ratio, `${className}, ${colorScheme} mode`).toBeGreaterThanOrEqual(4.5);
   }
 });
+
+test("a story asked for while the lab's socket is still connecting waits for it instead of failing", async ({
+  signUp,
+  env,
+}) => {
+  const presenter = await signUp("lab_early");
+  const page = await presenter.context.newPage();
+  // The lab's socket reaches the server only once the click is made (seen in CI: a click right after the page
+  // loaded answered "No answer from the server." at once).
+  let letThrough!: () => void;
+  const clicked = new Promise<void>((resolve) => (letThrough = resolve));
+  await page.routeWebSocket(/\/socket\.io\//, async (ws) => {
+    await clicked;
+    ws.connectToServer();
+  });
+  await page.goto(`${env.serverA}/lab`);
+  await page.getByTestId("lab-story-race").click();
+  letThrough();
+  await expect(page.getByTestId("lab-story-column")).toHaveCount(4, { timeout: 30_000 });
+  await expect(page.getByTestId("lab-story-position")).toHaveText(/^step 1 \/ \d+$/);
+});

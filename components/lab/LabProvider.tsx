@@ -4,6 +4,7 @@ import { createContext, useContext, useEffect, useState, type ReactNode } from "
 import { io, type Socket } from "socket.io-client";
 import { useStore } from "zustand";
 import type { LabClientToServerEvents, LabServerToClientEvents } from "@/server/contracts";
+import { whenConnected } from "@/components/lib/when-connected";
 import { createLabStore, type LabState, type LabStore, type LabTransport } from "./store";
 
 type LabSocket = Socket<LabServerToClientEvents, LabClientToServerEvents>;
@@ -14,16 +15,16 @@ const REPLAY_TIMEOUT_MS = 60_000;
 
 function createLabLink() {
   let socket: LabSocket | null = null;
-  const live = (): LabSocket => {
-    if (!socket?.connected) throw new Error("not connected");
-    return socket;
-  };
+  // A click right after the page loads, while the socket still connects, waits for it (it answered "No answer
+  // from the server." at once, seen in CI).
+  const live = (): Promise<LabSocket> =>
+    socket ? whenConnected(socket, ACK_TIMEOUT_MS) : Promise.reject(new Error("not connected"));
   const transport: LabTransport = {
-    start: async (input) => live().timeout(ACK_TIMEOUT_MS).emitWithAck("lab:start", input),
-    stop: async (runId) => live().timeout(ACK_TIMEOUT_MS).emitWithAck("lab:stop", { runId }),
-    replay: async (scenario) => live().timeout(REPLAY_TIMEOUT_MS).emitWithAck("lab:replay", { scenario }),
-    startBots: async (input) => live().timeout(ACK_TIMEOUT_MS).emitWithAck("bots:start", input),
-    stopBots: async () => live().timeout(ACK_TIMEOUT_MS).emitWithAck("bots:stop"),
+    start: async (input) => (await live()).timeout(ACK_TIMEOUT_MS).emitWithAck("lab:start", input),
+    stop: async (runId) => (await live()).timeout(ACK_TIMEOUT_MS).emitWithAck("lab:stop", { runId }),
+    replay: async (scenario) => (await live()).timeout(REPLAY_TIMEOUT_MS).emitWithAck("lab:replay", { scenario }),
+    startBots: async (input) => (await live()).timeout(ACK_TIMEOUT_MS).emitWithAck("bots:start", input),
+    stopBots: async () => (await live()).timeout(ACK_TIMEOUT_MS).emitWithAck("bots:stop"),
   };
   return {
     transport,

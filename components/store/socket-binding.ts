@@ -1,5 +1,6 @@
 import type { Socket } from "socket.io-client";
 import type { ClientToServerEvents, ServerToClientEvents } from "@/server/contracts";
+import { whenConnected } from "@/components/lib/when-connected";
 import type { ChatStore } from "./index";
 import type { ChatTransport } from "./types";
 
@@ -36,23 +37,7 @@ export function createSocketLink(http: HttpTransport): SocketLink {
   let socket: ChatSocket | null = null;
 
   function connected(): Promise<ChatSocket> {
-    const current: ChatSocket | null = socket;
-    if (!current) return Promise.reject(new Error("no socket"));
-    const waiting: ChatSocket = current;
-    if (current.connected) return Promise.resolve(current);
-    // Waiting here instead of letting socket.io buffer the emit keeps a message we reported as failed from
-    // being delivered later by the buffer.
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        waiting.off("connect", onConnect);
-        reject(new Error("not connected"));
-      }, ACK_TIMEOUT_MS);
-      function onConnect() {
-        clearTimeout(timer);
-        resolve(waiting);
-      }
-      waiting.once("connect", onConnect);
-    });
+    return socket ? whenConnected(socket, ACK_TIMEOUT_MS) : Promise.reject(new Error("no socket"));
   }
 
   const transport: ChatTransport = {
