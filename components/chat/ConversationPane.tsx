@@ -125,5 +125,6 @@ function EmptyPane({ text }: { text: string }) {
 export function ConversationPane() {
   const active = useChatStore(selectActiveConversationId);
   if (active === null) return <EmptyPane text="Pick a conversation, or start a new one." />;
-  return <OpenConversation id={active} />;
+  // Keyed: what one conversation showed (a refused block) does not stay on the next.
+  return <OpenConversation key={active} id={active} />;
 }
