@@ -1,6 +1,11 @@
 import type { CreateConversationInput, UserDTO } from "../contracts/index.ts";
 import type { Db } from "../db/prisma.ts";
+import { isUniqueViolation } from "../db/unique.ts";
 import { AppError, noSuchUsers } from "../errors.ts";
+import { lockPairs } from "../users/blocks.service.ts";
+
+/** The client inside a transaction. */
+type Tx = Parameters<Parameters<Db["$transaction"]>[0]>[0];
 
 export type ConversationService = ReturnType<typeof createConversationService>;
 
@@ -31,11 +36,68 @@ export function createConversationService({ db }: { db: Db }) {
     const users = await db.$queryRaw<{ id: number; name: string }[]>`
       SELECT "id", "name" FROM "User"
       WHERE LOWER("name") = ANY(${[...byKey.keys()]}::text[]) AND (${options.withBots === true} OR NOT "isBot")`;
-    // Blocks between the creator and those named (docs/security.md, "Blocking"). Whoever blocked the creator is
-    // answered as a name nobody has, so the creator cannot tell the two apart; whom the creator blocked is named,
-    // also when they blocked the creator back: were that `not_found`, blocking someone and then naming them would
-    // tell whether they had blocked you.
-    const blocks = await db.block.findMany({
+    const memberIds = [creator.id, ...users.map((u) => u.id)];
+
+    // A title asks for a group, even of two (the form says so): a direct conversation has none.
+    const other = users.length === 1 && !input.title?.trim() ? users[0]! : null;
+    const directKey = other && `${Math.min(creator.id, other.id)}:${Math.max(creator.id, other.id)}`;
+    // Under the pairs' locks, a block between the creator and someone named is made before this looks (and is
+    // seen) or after this commits (and flags the direct conversation this made; blocks.service.ts).
+    const guarded = <T>(body: (tx: Tx) => Promise<T>) =>
+      db.$transaction(async (tx) => {
+        const ids = users.map((u) => u.id);
+        await lockPairs(tx, creator.id, ids, "shared");
+        await refuseMissing(tx, creator, byKey, users);
+        return body(tx);
+      });
+    try {
+      return await guarded(async (tx) => {
+        if (!directKey || !other) {
+          const conv = await tx.conversation.create({
+            data: {
+              kind: "group",
+              title: input.title?.trim() || null,
+              createdById: creator.id,
+              memberships: { create: memberIds.map((userId) => ({ userId })) },
+            },
+            select: { id: true },
+          });
+          return { conversationId: conv.id, memberIds, shownTo: memberIds };
+        }
+        const existing = await tx.conversation.findUnique({ where: { directKey }, select: { id: true } });
+        if (existing) return startedToo(tx, existing.id, creator.id, memberIds);
+        const conv = await tx.conversation.create({
+          data: {
+            kind: "direct",
+            directKey,
+            createdById: creator.id,
+            memberships: {
+              create: [{ userId: creator.id }, { userId: other.id, hidden: options.withBots !== true }],
+            },
+          },
+          select: { id: true },
+        });
+        return { conversationId: conv.id, memberIds, shownTo: [creator.id] };
+      });
+    } catch (err) {
+      // Both members created their direct conversation at the same moment: the unique directKey kept one. This
+      // transaction is gone with the error, so the other's conversation is returned from a new one.
+      if (!directKey || !isUniqueViolation(err)) throw err;
+      return guarded(async (tx) => {
+        const raced = await tx.conversation.findUniqueOrThrow({ where: { directKey }, select: { id: true } });
+        return startedToo(tx, raced.id, creator.id, memberIds);
+      });
+    }
+  }
+
+  /**
+   * Refuses names nobody has, and a conversation between the creator and anyone they blocked or who blocked them
+   * (docs/security.md, "Blocking"). Whoever blocked the creator is answered in the same words as a name nobody has,
+   * so the creator cannot tell the two apart; whom the creator blocked is named, also when they blocked the creator
+   * back: were that `not_found`, blocking someone and then naming them would tell whether they had blocked you.
+   */
+  async function refuseMissing(tx: Tx, creator: UserDTO, byKey: Map<string, string>, users: UserDTO[]) {
+    const blocks = await tx.block.findMany({
       where: {
         OR: [
           { blockerId: { in: users.map((u) => u.id) }, blockedId: creator.id },
@@ -56,53 +118,14 @@ export function createConversationService({ db }: { db: Db }) {
       const names = namedBlocked.map((u) => `'${u.name}'`).join(", ");
       throw new AppError("forbidden", `You blocked ${names}; unblock them first.`);
     }
-    const memberIds = [creator.id, ...users.map((u) => u.id)];
-
-    // A title asks for a group, even of two (the form says so): a direct conversation has none.
-    if (users.length === 1 && !input.title?.trim()) {
-      const other = users[0]!;
-      const directKey = `${Math.min(creator.id, other.id)}:${Math.max(creator.id, other.id)}`;
-      const existing = await db.conversation.findUnique({ where: { directKey }, select: { id: true } });
-      if (existing) return startedToo(existing.id, creator.id, memberIds);
-      try {
-        const conv = await db.conversation.create({
-          data: {
-            kind: "direct",
-            directKey,
-            createdById: creator.id,
-            memberships: {
-              create: [{ userId: creator.id }, { userId: other.id, hidden: options.withBots !== true }],
-            },
-          },
-          select: { id: true },
-        });
-        return { conversationId: conv.id, memberIds, shownTo: [creator.id] };
-      } catch (err) {
-        // Both members created it at the same moment: the unique directKey kept one; return that one.
-        const raced = await db.conversation.findUnique({ where: { directKey }, select: { id: true } });
-        if (raced) return startedToo(raced.id, creator.id, memberIds);
-        throw err;
-      }
-    }
-
-    const conv = await db.conversation.create({
-      data: {
-        kind: "group",
-        title: input.title?.trim() || null,
-        createdById: creator.id,
-        memberships: { create: memberIds.map((userId) => ({ userId })) },
-      },
-      select: { id: true },
-    });
-    return { conversationId: conv.id, memberIds, shownTo: memberIds };
   }
 
   /**
    * A member starts a direct conversation that exists: if it was hidden from them (the other member started it and
    * nobody has written yet), it is not any more, and joins their list.
    */
-  async function startedToo(conversationId: number, userId: number, memberIds: number[]) {
-    const shown = await db.membership.updateMany({
+  async function startedToo(tx: Tx, conversationId: number, userId: number, memberIds: number[]) {
+    const shown = await tx.membership.updateMany({
       where: { userId, conversationId, hidden: true },
       data: { hidden: false },
     });

@@ -34,6 +34,40 @@ async function unreadOf(socket: ClientSocket, conversationId: number) {
   };
 }
 
+/** How many of this database's statements wait on a lock (a row's, or an advisory one). */
+const waitingOnLocks = async () =>
+  (
+    await h.db.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND wait_event_type = 'Lock'`
+  )[0]!.n;
+const until = async (done: () => Promise<boolean>) => {
+  while (!(await done())) await new Promise((resolve) => setTimeout(resolve, 20));
+};
+
+/**
+ * Runs `work` in a transaction that holds what it takes until `release` is called, then rolls it back; resolves
+ * `holding` once `work` is done.
+ */
+function hold(work: (tx: Parameters<Parameters<Harness["db"]["$transaction"]>[0]>[0]) => Promise<unknown>) {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let held!: () => void;
+  const holding = new Promise<void>((resolve) => (held = resolve));
+  const done = h.db
+    .$transaction(
+      async (tx) => {
+        await work(tx);
+        held();
+        await released;
+        throw new Error("rolled back");
+      },
+      { timeout: 10_000 },
+    )
+    .catch(() => undefined);
+  return { holding, release: async () => (release(), await done) };
+}
+
 describe("blocking someone", () => {
   it("blocks by name in any letter case, once, lists and unblocks, and tells every tab of the blocker", async () => {
     const ann = await h.signUp("bl_ann");
@@ -192,30 +226,10 @@ describe("blocking someone", () => {
 
     // Something else holds the conversation's row (as a group of sends ahead would): mal's send waits on it, and
     // ann blocks mal meanwhile. Whatever the order, nothing may be stored after ann's block has been answered.
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let locked!: () => void;
-    const isLocked = new Promise<void>((resolve) => (locked = resolve));
-    const holder = h.db.$transaction(
-      async (tx) => {
-        await tx.$queryRaw`SELECT 1 FROM "Conversation" WHERE "id" = ${conversationId} FOR UPDATE`;
-        locked();
-        await released;
-      },
-      { timeout: 10_000 },
-    );
-    await isLocked;
+    const holder = hold((tx) => tx.$queryRaw`SELECT 1 FROM "Conversation" WHERE "id" = ${conversationId} FOR UPDATE`);
+    await holder.holding;
     // Waits for what PostgreSQL says, not for time: the send is waiting on a lock before ann blocks, and the block is
     // waiting too (or, as before the fix, has been answered) before the row is let go.
-    const waitingOnLocks = async () =>
-      (
-        await h.db.$queryRaw<{ n: number }[]>`
-          SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND wait_event_type = 'Lock'`
-      )[0]!.n;
-    const until = async (done: () => Promise<boolean>) => {
-      while (!(await done())) await new Promise((resolve) => setTimeout(resolve, 20));
-    };
     const racing = send(malTab, conversationId, "racing");
     await until(async () => (await waitingOnLocks()) === 1);
     let answered = false;
@@ -224,8 +238,7 @@ describe("blocking someone", () => {
       return { res, seq: await lastSeq() };
     });
     await until(async () => answered || (await waitingOnLocks()) === 2);
-    release();
-    await holder;
+    await holder.release();
     await racing;
     const { res, seq } = await blocking;
     expect(res.status).toBe(200);
@@ -238,6 +251,98 @@ describe("blocking someone", () => {
       ok: false,
       error: { code: "forbidden", message: "You blocked this person; unblock them to write to them again." },
     });
+  });
+
+  it("closes a direct conversation whose creation raced the block: it is made before the block, then blocked", async () => {
+    const ann = await h.signUp("bd_ann");
+    const mal = await h.signUp("bd_mal");
+    const directKey = `${Math.min(ann.user.id, mal.user.id)}:${Math.max(ann.user.id, mal.user.id)}`;
+    // An uncommitted row with the pair's key holds mal's creation at its insert, after it looked for blocks.
+    const holder = hold(
+      (tx) => tx.$executeRaw`INSERT INTO "Conversation" ("kind", "directKey") VALUES ('direct', ${directKey})`,
+    );
+    await holder.holding;
+    const creating = converse(mal, ["bd_ann"]);
+    await until(async () => (await waitingOnLocks()) === 1);
+    let answered = false;
+    const blocking = block(ann, { name: "bd_mal" }).then((res) => ((answered = true), res));
+    // Before the pairs' locks the block was answered here, and the conversation made after it, unblocked.
+    await until(async () => answered || (await waitingOnLocks()) === 2);
+    await holder.release();
+    const created = await creating;
+    expect((await blocking).status).toBe(200);
+
+    expect(created.status).toBe(200);
+    const conversationId = created.body.conversation.id as number;
+    expect(await h.db.conversation.findUniqueOrThrow({ where: { id: conversationId } })).toMatchObject({
+      blocked: true,
+    });
+    const malTab = await h.connect(mal.token);
+    expect(await send(malTab, conversationId, "through")).toMatchObject({ ok: false, error: { code: "forbidden" } });
+    expect(await h.db.message.count({ where: { conversationId } })).toBe(0);
+  });
+
+  it("creates no group with the blocker after the block was answered, however the two race", async () => {
+    const ann = await h.signUp("bg_ann");
+    const mal = await h.signUp("bg_mal");
+    const cat = await h.signUp("bg_cat");
+    const together = () =>
+      h.db.conversation.count({
+        where: { AND: [ann, mal].map((u) => ({ memberships: { some: { userId: u.user.id } } })) },
+      });
+    // cat's row, locked, holds mal's group at its members' insert (after it looked for blocks); ann's block of mal
+    // needs nothing of cat's.
+    const holder = hold((tx) => tx.$queryRaw`SELECT 1 FROM "User" WHERE "id" = ${cat.user.id} FOR UPDATE`);
+    await holder.holding;
+    const creating = converse(mal, ["bg_ann", "bg_cat"], "the raced group");
+    await until(async () => (await waitingOnLocks()) === 1);
+    let answered = false;
+    const blocking = block(ann, { name: "bg_mal" }).then(async (res) => {
+      answered = true;
+      return { res, groups: await together() };
+    });
+    await until(async () => answered || (await waitingOnLocks()) === 2);
+    await holder.release();
+    const created = await creating;
+    const { res, groups } = await blocking;
+    expect(res.status).toBe(200);
+    // The group was made before the block (the block waited for it), so it existed when the block was answered.
+    expect(created.status).toBe(200);
+    expect(await together()).toBe(groups);
+    // And after the block, mal can make no other with ann.
+    expect((await converse(mal, ["bg_ann", "bg_cat"], "another")).status).toBe(404);
+  });
+
+  it("keeps a direct conversation closed while either of the two blocks the other, however blocks and unblocks race", async () => {
+    const ann = await h.signUp("bf_ann");
+    const mal = await h.signUp("bf_mal");
+    const conversationId = (await converse(ann, ["bf_mal"])).body.conversation.id as number;
+    const closed = async () => (await h.db.conversation.findUniqueOrThrow({ where: { id: conversationId } })).blocked;
+    await block(ann, { name: "bf_mal" });
+    expect(await closed()).toBe(true);
+
+    // With the conversation's row held, mal blocks ann, then ann unblocks mal: each writes its block, then waits to
+    // set the flag. Without the pair's lock, ann's unblock, second in the row's queue, set it from what it saw
+    // before mal's block was committed: open, with mal's block standing.
+    const holder = hold((tx) => tx.$queryRaw`SELECT 1 FROM "Conversation" WHERE "id" = ${conversationId} FOR UPDATE`);
+    await holder.holding;
+    const blocking = block(mal, { name: "bf_ann" }, 1);
+    await until(async () => (await waitingOnLocks()) === 1);
+    const unblocking = unblock(ann, mal.user.id);
+    await until(async () => (await waitingOnLocks()) === 2);
+    await holder.release();
+    expect((await blocking).status).toBe(200);
+    expect((await unblocking).status).toBe(200);
+    expect(await closed()).toBe(true);
+    const annTab = await h.connect(ann.token);
+    expect(await send(annTab, conversationId, "through")).toEqual({
+      ok: false,
+      error: { code: "forbidden", message: "You cannot write in this conversation." },
+    });
+
+    await unblock(mal, ann.user.id);
+    expect(await closed()).toBe(false);
+    expect(await send(annTab, conversationId, "open-again")).toMatchObject({ ok: true });
   });
 
   it(`blocks at most ${MAX_BLOCKS} people, and limits blocks and unblocks per user`, async () => {

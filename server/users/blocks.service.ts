@@ -7,10 +7,35 @@ export type BlockService = ReturnType<typeof createBlockService>;
 /** The most people one account may block: the list is pushed whole to every tab of its owner on each change. */
 export const MAX_BLOCKS = 1000;
 
+/** A transaction's client, or the client itself for a lone statement. */
+type Tx = Pick<Db, "$executeRaw">;
+
+/**
+ * Locks each pair of `userId` and one of `otherIds` until the transaction ends: `exclusive` to write a block
+ * between them, shared to create a conversation of them. So a block and a conversation's creation happen one
+ * after the other: the creation sees the block and refuses, or the block sees the conversation and sets its
+ * `blocked` flag (prisma/migrations/20261208000000_block_flag). Pairs in one order, so two callers never wait on
+ * each other in a circle. Advisory locks of two keys (the lower id, the higher), apart from the one-key locks
+ * elsewhere (sign-up's name skeletons, the migrations').
+ */
+export async function lockPairs(tx: Tx, userId: number, otherIds: number[], mode: "exclusive" | "shared") {
+  if (otherIds.length === 0) return;
+  if (mode === "exclusive") {
+    await tx.$executeRaw`
+      SELECT pg_advisory_xact_lock(LEAST(${userId}::int, o), GREATEST(${userId}::int, o))
+      FROM unnest(${otherIds}::int[]) AS o ORDER BY LEAST(${userId}::int, o), GREATEST(${userId}::int, o)`;
+  } else {
+    await tx.$executeRaw`
+      SELECT pg_advisory_xact_lock_shared(LEAST(${userId}::int, o), GREATEST(${userId}::int, o))
+      FROM unnest(${otherIds}::int[]) AS o ORDER BY LEAST(${userId}::int, o), GREATEST(${userId}::int, o)`;
+  }
+}
+
 /**
  * Blocking (docs/security.md, "Blocking"): the rows, and who is blocked between whom. What a block stops is checked
  * where it happens: starting a conversation (conversations.service.ts) and writing in a direct conversation
- * (tally_store_messages, prisma/migrations/20261207000000_blocks).
+ * (the `blocked` flag of its row, kept here, and checked by tally_store_messages;
+ * prisma/migrations/20261208000000_block_flag).
  */
 export function createBlockService({ db }: { db: Db }) {
   /** The people `userId` blocked, by name in any letter case. */
@@ -31,20 +56,18 @@ export function createBlockService({ db }: { db: Db }) {
     const [target] = await db.$queryRaw<{ id: number }[]>`
       SELECT "id" FROM "User" WHERE LOWER("name") = ${name.toLowerCase()} AND NOT "isBot"`;
     if (!target) throw new AppError("not_found", noSuchUsers([name]));
-    // The pair's direct conversation's row is locked first, as tally_store_messages locks it before it looks for a
-    // block (prisma/migrations/20261207000000_blocks): a send in it either commits before this block or sees
-    // it, never is stored after the block was answered.
-    const directKey = `${Math.min(user.id, target.id)}:${Math.max(user.id, target.id)}`;
     // One statement: the cap holds however many blocks of one user arrive at once (READ COMMITTED may let two
     // concurrent ones both see 999; the overshoot is one per concurrent request, bounded by the `block` limit).
-    const [, inserted] = await db.$transaction([
-      db.$queryRaw`SELECT 1 FROM "Conversation" WHERE "directKey" = ${directKey} FOR UPDATE`,
-      db.$executeRaw`
+    const inserted = await db.$transaction(async (tx) => {
+      await lockPairs(tx, user.id, [target.id], "exclusive");
+      const n = await tx.$executeRaw`
         INSERT INTO "Block" ("blockerId", "blockedId")
         SELECT ${user.id}, ${target.id}
         WHERE (SELECT COUNT(*) FROM "Block" WHERE "blockerId" = ${user.id}) < ${MAX_BLOCKS}
-        ON CONFLICT DO NOTHING`,
-    ]);
+        ON CONFLICT DO NOTHING`;
+      await flagDirect(tx, user.id, target.id);
+      return n;
+    });
     if (inserted === 0 && !(await blocks(user.id, target.id))) {
       throw new AppError(
         "conflict",
@@ -56,8 +79,26 @@ export function createBlockService({ db }: { db: Db }) {
 
   /** Unblocks `blockedId` (nothing to do when they were not blocked). Answers the list as it is now. */
   async function unblock(user: UserDTO, blockedId: number): Promise<UserDTO[]> {
-    await db.block.deleteMany({ where: { blockerId: user.id, blockedId } });
+    await db.$transaction(async (tx) => {
+      await lockPairs(tx, user.id, [blockedId], "exclusive");
+      await tx.block.deleteMany({ where: { blockerId: user.id, blockedId } });
+      await flagDirect(tx, user.id, blockedId);
+    });
     return list(user.id);
+  }
+
+  /**
+   * Sets the `blocked` flag of the pair's direct conversation, if they have one, to whether either blocked the
+   * other, under the pair's lock. A send waiting for the conversation's row is re-checked against the flag
+   * (tally_store_messages): it commits before the block is answered, or is refused.
+   */
+  async function flagDirect(tx: Tx, a: number, b: number) {
+    const directKey = `${Math.min(a, b)}:${Math.max(a, b)}`;
+    await tx.$executeRaw`
+      UPDATE "Conversation" SET "blocked" = EXISTS (
+        SELECT 1 FROM "Block"
+        WHERE ("blockerId" = ${a} AND "blockedId" = ${b}) OR ("blockerId" = ${b} AND "blockedId" = ${a}))
+      WHERE "directKey" = ${directKey}`;
   }
 
   /** Whether `blockerId` blocked `blockedId`. */

@@ -64,9 +64,8 @@ export interface StatementsResult {
 const LABELS: [RegExp, string | ((m: RegExpExecArray) => string)][] = [
   [/^DELETE FROM "OutboxEvent"/, "outbox entries completed since the last call, deleted (once a call)"],
   [/^EXISTS \(SELECT .* FROM "Message"/, "duplicate check (sender, clientMsgId)"],
-  [/^SELECT 1 FROM "Conversation" c .* FOR UPDATE/, "a direct conversation's row locked (before its block check)"],
-  [/JOIN "Block" b/, "block check (direct conversations)"],
-  [/^UPDATE "Conversation"/, "next seq, membership checked (locks the conversation's row)"],
+  [/^UPDATE "Conversation"/, "next seq, membership and block checked (locks the conversation's row)"],
+  [/JOIN "Block" b/, "who blocked whom (refused sends only)"],
   [/^INSERT INTO "Message"/, "the message (its foreign key checks included)"],
   [
     /FROM ONLY "public"\."(\w+)" x WHERE .* FOR KEY SHARE/,

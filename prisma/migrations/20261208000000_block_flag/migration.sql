@@ -1,0 +1,94 @@
+-- A block kept on the direct conversation's row (docs/security.md, "Blocking"). 20261207000000_blocks had
+-- tally_store_messages lock a direct conversation's row and look the block up, two statements more on every direct
+-- send (docs/benchmarks.md, "A twenty-sixth look"). Now blocking and unblocking set "blocked" on the pair's direct
+-- conversation, in the transaction that writes the block, and the UPDATE that takes the next seq refuses a blocked
+-- row: PostgreSQL re-checks that UPDATE's condition against the row's newest version when it had to wait for it, so
+-- a send queued behind a block's write is refused, with no statement added to a send. Only a refused send looks up
+-- who blocked whom.
+-- The flag is right only if a conversation cannot be created around a block: POST /api/blocks, DELETE
+-- /api/blocks/:id and POST /api/conversations take a lock on each pair of people they concern
+-- (pg_advisory_xact_lock(low id, high id); exclusive to write a block, shared to create), so a conversation's
+-- creation and a block between its members happen one after the other (server/users/blocks.service.ts).
+
+ALTER TABLE "Conversation" ADD COLUMN "blocked" BOOLEAN NOT NULL DEFAULT false;
+
+UPDATE "Conversation" c SET "blocked" = true
+WHERE c."kind" = 'direct' AND EXISTS (
+    SELECT 1 FROM "Block" b
+    WHERE c."directKey" = LEAST(b."blockerId", b."blockedId") || ':' || GREATEST(b."blockerId", b."blockedId"));
+
+CREATE OR REPLACE FUNCTION tally_store_messages(
+    p_conversation INTEGER[],
+    p_sender INTEGER[],
+    p_client_msg_id TEXT[],
+    p_content TEXT[],
+    p_completed INTEGER[]
+) RETURNS TABLE (
+    r_idx INTEGER,
+    r_status TEXT,
+    r_id INTEGER,
+    r_seq INTEGER,
+    r_created_at TIMESTAMP(3),
+    r_kind TEXT,
+    r_outbox_id INTEGER,
+    r_members INTEGER[]
+) LANGUAGE plpgsql AS $$
+DECLARE
+    i INTEGER;
+BEGIN
+    IF COALESCE(array_length(p_completed, 1), 0) > 0 THEN
+        DELETE FROM "OutboxEvent" WHERE "id" = ANY(p_completed);
+    END IF;
+    FOR i IN 1 .. COALESCE(array_length(p_conversation, 1), 0) LOOP
+        r_idx := i;
+        r_status := NULL; r_id := NULL; r_seq := NULL; r_created_at := NULL;
+        r_kind := NULL; r_outbox_id := NULL; r_members := NULL;
+        IF EXISTS (SELECT 1 FROM "Message" m WHERE m."senderId" = p_sender[i] AND m."clientMsgId" = p_client_msg_id[i]) THEN
+            r_status := 'duplicate';
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        -- NOT "blocked": a send that waited for the row (a group of sends ahead of it, or a block being made) is
+        -- re-checked against the row as the one before it left it, so it is refused if that was a block.
+        UPDATE "Conversation" c SET "lastSeq" = c."lastSeq" + 1, "lastActivityAt" = CURRENT_TIMESTAMP
+        WHERE c."id" = p_conversation[i] AND NOT c."blocked"
+          AND EXISTS (SELECT 1 FROM "Membership" mb
+                      WHERE mb."userId" = p_sender[i] AND mb."conversationId" = p_conversation[i])
+        RETURNING c."lastSeq", c."kind"::TEXT, c."lastActivityAt" INTO r_seq, r_kind, r_created_at;
+        IF NOT FOUND THEN
+            -- Only a refused send looks further: a member's blocked direct conversation is 'blocking' when the sender
+            -- blocked the other member, else 'blocked'. The sender's own block comes first: someone who blocked a
+            -- person is not told that person blocked them back. Anything else is 'forbidden'.
+            SELECT CASE WHEN NOT c."blocked" THEN 'forbidden'
+                        WHEN EXISTS (SELECT 1 FROM "Membership" other
+                                     JOIN "Block" b ON b."blockerId" = p_sender[i] AND b."blockedId" = other."userId"
+                                     WHERE other."conversationId" = c."id" AND other."userId" <> p_sender[i])
+                        THEN 'blocking' ELSE 'blocked' END INTO r_status
+            FROM "Conversation" c
+            WHERE c."id" = p_conversation[i]
+              AND EXISTS (SELECT 1 FROM "Membership" mb
+                          WHERE mb."userId" = p_sender[i] AND mb."conversationId" = p_conversation[i]);
+            r_status := COALESCE(r_status, 'forbidden');
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        INSERT INTO "Message" ("conversationId", "seq", "senderId", "clientMsgId", "content", "createdAt")
+        VALUES (p_conversation[i], r_seq, p_sender[i], p_client_msg_id[i], p_content[i], r_created_at)
+        RETURNING "id" INTO r_id;
+        -- The sender's cursor moves over their message only if it was right below it: a message above something
+        -- unread (sent from the divider, or queued offline while others wrote) reads nothing. The row is always
+        -- written, so always locked: a read of the same membership waits for this commit, or this for the read's,
+        -- and whichever comes second sees the other (tally_read_cursor below).
+        UPDATE "Membership" mb
+        SET "lastReadSeq" = CASE WHEN mb."lastReadSeq" = r_seq - 1 THEN r_seq ELSE mb."lastReadSeq" END
+        WHERE mb."userId" = p_sender[i] AND mb."conversationId" = p_conversation[i];
+        INSERT INTO "OutboxEvent" ("kind", "conversationId", "userId", "seq")
+        VALUES ('message', p_conversation[i], p_sender[i], r_seq)
+        RETURNING "id" INTO r_outbox_id;
+        SELECT array_agg(mb."userId" ORDER BY mb."userId") INTO r_members
+        FROM "Membership" mb WHERE mb."conversationId" = p_conversation[i];
+        r_status := 'stored';
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
