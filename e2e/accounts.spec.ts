@@ -1,6 +1,6 @@
 import type { Page } from "@playwright/test";
 import { E2E_PASSWORD, expect, test, uniqueName, type TestUser } from "./fixtures.ts";
-import { appShell, conversationItem } from "./support/tally-page.ts";
+import { appShell, conversationItem, expectTotalUnread, lookAt, sendMessage } from "./support/tally-page.ts";
 
 /**
  * Waits until every tab's socket is connected: a new conversation reaches a tab only through it. A tab whose
@@ -171,4 +171,61 @@ test("the pages run under the strict Content-Security-Policy without a single vi
     document.body.append(img);
   });
   await expect.poll(violations).toEqual([expect.stringMatching(/^img-src http:\/\/127\.0\.0\.2:9/)]);
+});
+
+test("a tab offline while another tab of its browser signs someone else in neither sends, reads nor counts for them", async ({
+  alice,
+  bob,
+  carol,
+  env,
+}) => {
+  // Socket.IO waits up to its maximum reconnection delay before trying again.
+  test.setTimeout(90_000);
+  const group = await carol.createConversation([alice.name, bob.name], "trio");
+  const carolTab = await carol.openTab(env.serverA, { open: group.id });
+  for (const text of ["one", "two", "three"]) await sendMessage(carolTab, text);
+
+  // Two tabs of Alice's browser; the second looks at the group (so reads what it shows) and loses its network alone.
+  const signInTab = await alice.openTab(env.serverA, { window: "hidden" });
+  const staleTab = await alice.openTab(env.serverA, { window: "looking", open: group.id });
+  await expectTotalUnread(staleTab, 0);
+  const network = await alice.context.newCDPSession(staleTab);
+  const offline = (yes: boolean) =>
+    network.send("Network.emulateNetworkConditions", {
+      offline: yes,
+      latency: 0,
+      downloadThroughput: -1,
+      uploadThroughput: -1,
+    });
+  await network.send("Network.enable");
+  await offline(true);
+  await expect(staleTab.getByTestId("connection-banner")).toHaveAttribute("data-state", "offline");
+  await staleTab.getByTestId("message-input").fill("alice wrote this offline");
+  await staleTab.getByTestId("message-input").press("Enter");
+  await expect(staleTab.getByTestId("message-pending")).toHaveCount(1);
+
+  // Meanwhile the other tab signs Alice out (the offline tab cannot hear it) and Bob in: the cookie is now his.
+  await lookAt(signInTab);
+  await signInTab.getByTestId("sign-out").click();
+  await signInTab.getByTestId("login-name").fill(bob.name);
+  await signInTab.getByTestId("login-password").fill(E2E_PASSWORD);
+  await signInTab.getByTestId("login-submit").click();
+  await expect(signInTab.getByTestId("current-user")).toHaveText(bob.name);
+  await expectTotalUnread(signInTab, 3);
+
+  // Back online, looking at the group: the tab still shows Alice, so it must not reconnect as Bob.
+  await lookAt(staleTab);
+  await offline(false);
+  await expect(staleTab.getByTestId("login-name")).toBeVisible({ timeout: 30_000 });
+  await expect(staleTab.getByTestId("current-user")).toHaveCount(0);
+
+  // Bob's counts are untouched (nothing read as him), and Alice's queued message did not go out under his name.
+  const snapshot = await bob.snapshot();
+  expect(snapshot.totalUnread).toBe(3);
+  await expectTotalUnread(signInTab, 3);
+  const history = await carol.context.request.get(`${env.serverA}/api/conversations/${group.id}/messages`, {
+    headers: { authorization: `Bearer ${carol.token}` },
+  });
+  const { messages } = (await history.json()) as { messages: { content: string }[] };
+  expect(messages.map((m) => m.content)).toEqual(["one", "two", "three"]);
 });

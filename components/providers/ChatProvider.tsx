@@ -50,8 +50,10 @@ export function ChatProvider({ children }: { children: ReactNode }) {
 
   useEffect(() => {
     if (userId === null) return;
-    // The httpOnly session cookie authenticates the handshake. WebSocket first: it needs no sticky sessions.
-    const socket: ChatSocket = io({ transports: ["websocket", "polling"], withCredentials: true });
+    // The httpOnly session cookie authenticates the handshake. WebSocket first: it needs no sticky sessions. The
+    // cookie is the browser's, not this tab's: naming the user the tab shows makes the server refuse a handshake
+    // (or a reconnection) that the cookie would make for someone else, who signed in in another tab meanwhile.
+    const socket: ChatSocket = io({ transports: ["websocket", "polling"], withCredentials: true, auth: { userId } });
     const unbind = bindSocket(store, link, socket);
     // The block list whole at every connect: pushes while disconnected are not replayed.
     store.getState().setBlocked([]);

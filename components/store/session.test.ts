@@ -92,6 +92,17 @@ describe("a session ended elsewhere", () => {
     expect(t.store.getState()).toMatchObject({ sessionEnded: true, sessionEndReason: null });
   });
 
+  it("signs the tab out when the browser's session is now someone else's (signed in in another tab meanwhile)", async () => {
+    const t = setup();
+    const { current } = t.session;
+    // This tab was offline when its session ended; another tab of the browser then signed another person in.
+    t.session.current = async () => ({ ok: true, user: { id: ME.id + 1, name: "someone_else" }, lab: false });
+    expect(await t.store.getState().verifySession()).toBe(false);
+    expect(t.store.getState()).toMatchObject({ sessionStatus: "signedOut", user: null, sessionEnded: true });
+    expect(t.store.getState().totalUnread).toBe(0);
+    t.session.current = current;
+  });
+
   it("gives no reason after the tab's own sign-out, whose socket hears the end of its session too", async () => {
     for (const everywhere of [false, true]) {
       const { t, answer, done } = signingOut(everywhere);

@@ -107,8 +107,13 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
 
       async verifySession() {
         const res = await rt.deps.session.current();
-        // Only a server that answers "no session" signs this tab out; an unreachable one proves nothing.
-        const signedOut = res.ok ? res.user === null : res.error.code === "unauthorized";
+        // Only a server that answers "no session" signs this tab out; an unreachable one proves nothing. A session
+        // of someone else (another tab signed another person in while this one was offline and missed the end of
+        // its own) is no session of this tab's: it must not read, send or count for a person it does not show.
+        const me = get().user?.id;
+        const signedOut = res.ok
+          ? res.user === null || (me !== undefined && res.user.id !== me)
+          : res.error.code === "unauthorized";
         // What the server said of the socket's session no longer tells anything once the cookie holds another one.
         const said = heard;
         if (res.ok) heard = null;

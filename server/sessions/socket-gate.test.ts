@@ -142,6 +142,33 @@ describe("the socket gate's limit on handshakes without a valid session", () => 
   });
 });
 
+describe("the socket gate and the user a tab shows", () => {
+  it("refuses a handshake that names a user other than its session's, uncharged, and admits one naming its own", async () => {
+    // The cookie is the browser's: another tab signed someone else in while this one was offline.
+    const consume = vi.fn(async () => undefined);
+    const gate = requireSession(sessions, log, {
+      failures: { limits: { consume, refuseIfBlocked: () => undefined }, addressOf: () => "198.51.100.9" },
+    });
+    const naming = (userId: unknown) => {
+      const socket = handshake();
+      (socket.handshake.auth as Record<string, unknown>).userId = userId;
+      return socket;
+    };
+
+    const other = naming(8);
+    expect(await admitted(gate, other)).toMatchObject({ message: "unauthorized", data: { code: "unauthorized" } });
+    expect(other.data).toEqual({});
+    // Not a guess at a session: the address is not charged for it.
+    expect(consume).not.toHaveBeenCalled();
+
+    const own = naming(7);
+    expect(await admitted(gate, own)).toBeUndefined();
+    expect(own.data).toMatchObject({ user: session.user });
+    // A client that names nobody (the lab, the bots, an older page) is admitted as before.
+    expect(await admitted(gate, handshake())).toBeUndefined();
+  });
+});
+
 describe("endAtExpiry", () => {
   /**
    * A connected socket whose session expires at `expiresAt`; `ended` says whether the server disconnected it, `heard`

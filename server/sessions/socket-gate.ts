@@ -73,7 +73,7 @@ export function requireSession(sessions: SessionService, log: Logger, gate: Sess
         return next(refusal("rate_limited", err.message, err.retryAfterMs));
       }
     }
-    const auth = socket.handshake.auth as { token?: unknown } | undefined;
+    const auth = socket.handshake.auth as { token?: unknown; userId?: unknown } | undefined;
     sessions
       .authenticate({
         token: auth?.token,
@@ -90,6 +90,12 @@ export function requireSession(sessions: SessionService, log: Logger, gate: Sess
             });
           }
           return next(refusal("unauthorized", "Sign in first."));
+        }
+        // A tab names the user it shows. The cookie it sends is the browser's, and another tab may have signed
+        // another person in since this tab last connected (it was offline when its session ended): its socket must
+        // not read, send or count for someone it does not show. Not a guess at a session, so not counted above.
+        if (typeof auth?.userId === "number" && auth.userId !== session.user.id) {
+          return next(refusal("unauthorized", "This tab shows another account; sign in again."));
         }
         const admit = () => {
           const data = socket.data as { user?: unknown; sessionId?: unknown; expiresAt?: unknown };
