@@ -163,6 +163,25 @@ test("on a phone the open group's header shows its whole title", async ({ alice,
   await expect.poll(fits).toBe(true);
 });
 
+test("on a phone a sender's longest name is cut with an ellipsis, and the time stays on screen", async ({
+  signUp,
+  alice,
+  env,
+}) => {
+  const long = await signUp("W".repeat(23)); // 32 characters, the most a name may have
+  const direct = await long.createConversation([alice.name]);
+  await sendMessage(await long.openTab(env.serverA, { open: direct.id }), "hello");
+  const page = await alice.openTab(env.serverA);
+  await page.setViewportSize({ width: 375, height: 740 });
+  await openConversation(page, direct.id);
+  const message = page.getByTestId("message").last();
+  await expect(message.locator(".message-sender")).toHaveAttribute("title", long.name);
+  const list = page.getByTestId("message-list");
+  await expect.poll(() => list.evaluate((e) => e.scrollWidth <= e.clientWidth)).toBe(true);
+  const time = (await message.locator("time").boundingBox())!;
+  expect(time.x + time.width).toBeLessThanOrEqual(375);
+});
+
 test("on a phone the header's links stay clear of the brand and its badge", async ({ alice, bob, env }) => {
   // Notifications allowed: the header shows its widest set, the switch's "Notify: on".
   await alice.context.grantPermissions(["notifications"], { origin: env.serverA });

@@ -53,7 +53,9 @@ const Message = memo(function Message({ message, own, members, kind, userId }: M
       data-mentions-me={mentionsMe || undefined}
     >
       <div className="message-meta">
-        <span className="message-sender">{own ? "You" : message.senderName}</span>
+        <span className="message-sender" title={own ? undefined : message.senderName}>
+          {own ? "You" : message.senderName}
+        </span>
         <time dateTime={message.createdAt} title={formatFullDate(message.createdAt)}>
           {formatMessageTime(message.createdAt)}
         </time>
