@@ -22,8 +22,11 @@ test("blocking someone stops their messages in the direct conversation, in every
     expect(dialog.message()).toMatch(new RegExp(`^Block ${bob.name}\\? Neither of you will be able to write`));
     void dialog.accept();
   });
-  await front.getByTestId("block-toggle").click();
+  // By keyboard: the toggle keeps the focus while the block is under way and after (Tab goes on from it).
+  await front.getByTestId("block-toggle").focus();
+  await front.keyboard.press("Enter");
   await expect(front.getByTestId("block-toggle")).toHaveText("Unblock");
+  await expect(front.getByTestId("block-toggle")).toBeFocused();
   await expect(front.getByTestId("blocked-note")).toContainText(
     `You blocked ${bob.name}. Neither of you can write here until you unblock them.`,
   );

@@ -54,8 +54,10 @@ export function BlockToggle({ person, onError }: { person: UserDTO; onError(mess
       type="button"
       className="button small ghost"
       data-testid="block-toggle"
-      disabled={busy}
+      // Not `disabled`: a disabled button loses the keyboard's focus, which would land on the page's top.
+      aria-disabled={busy}
       onClick={() => {
+        if (busy) return;
         if (blocked) void unblock(person);
         else if (window.confirm(question)) void block(person.name);
       }}
