@@ -101,6 +101,13 @@ test("the lab runs a small comparison of the four strategies, charts it and repl
   // A mute racing a send: naive's badge keeps counting the muted conversation; Lua leaves it out.
   await page.getByTestId("lab-story-mute").click();
   await expect(page.getByTestId("lab-story-position")).toHaveText(/^step 1 \//);
+  // The story replayed is marked, and its steps are a row of their own: "← Back" never sits beside a story's name.
+  await expect(page.getByTestId("lab-story-mute")).toHaveAttribute("aria-pressed", "true");
+  await expect(page.getByTestId("lab-story-race")).toHaveAttribute("aria-pressed", "false");
+  const storyBox = (await page.getByTestId("lab-story-mute").boundingBox())!;
+  expect((await page.getByTestId("lab-story-prev").boundingBox())!.y).toBeGreaterThanOrEqual(
+    storyBox.y + storyBox.height,
+  );
   await page.getByRole("button", { name: "To the end" }).click();
   await expect(naive.getByTestId("lab-story-muted")).toBeVisible();
   await expect(naive.getByTestId("lab-story-list")).toHaveText("3");

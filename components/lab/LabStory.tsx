@@ -68,6 +68,13 @@ function Timeline({ story, step }: { story: LabStory; step: number }) {
   );
 }
 
+/** The stories a presenter can replay, as the buttons name them. */
+const STORIES = [
+  ["race", "A read races a send"],
+  ["crash", "A crash between the writes"],
+  ["mute", "A mute races a send"],
+] as const;
+
 /** Story mode: the classic interleavings replayed on real Redis, one step at a time, for each strategy. */
 export function LabStoryMode() {
   const story = useLabStore((s) => s.story);
@@ -121,47 +128,51 @@ export function LabStoryMode() {
       <p className="lab-lead">
         Replays one classic interleaving against each strategy on a real Redis, then lets you walk through it.
       </p>
-      <div className="lab-actions">
-        <button type="button" className="button" data-testid="lab-story-race" onClick={() => void loadStory("race")}>
-          A read races a send
-        </button>
-        <button type="button" className="button" data-testid="lab-story-crash" onClick={() => void loadStory("crash")}>
-          A crash between the writes
-        </button>
-        <button type="button" className="button" data-testid="lab-story-mute" onClick={() => void loadStory("mute")}>
-          A mute races a send
-        </button>
-        {loaded && (
-          <>
-            <button
-              type="button"
-              className="button ghost"
-              data-testid="lab-story-prev"
-              onClick={() => stepStory(-1)}
-              disabled={atStart}
-            >
-              ← Back
-            </button>
-            <button
-              type="button"
-              className="button primary"
-              data-testid="lab-story-next"
-              onClick={() => stepStory(1)}
-              disabled={atEnd}
-            >
-              Next step →
-            </button>
-            <button type="button" className="button ghost" onClick={() => stepStory(longest)} disabled={atEnd}>
-              To the end
-            </button>
-            <span className="lab-status" data-testid="lab-story-position">
-              step {story.step} / {longest}
-            </span>
-            <span className="lab-status lab-story-keys">← → or PageUp / PageDown step too</span>
-          </>
-        )}
+      {/* The stories, then the steps of the one loaded: two rows, so a phone never shows "← Back" beside a story. */}
+      <div className="lab-actions" role="group" aria-label="Stories">
+        {STORIES.map(([scenario, label]) => (
+          <button
+            key={scenario}
+            type="button"
+            className="button"
+            data-testid={`lab-story-${scenario}`}
+            aria-pressed={loaded && story.scenario === scenario}
+            onClick={() => void loadStory(scenario)}
+          >
+            {label}
+          </button>
+        ))}
         {story.loading && <span className="lab-status">Replaying…</span>}
       </div>
+      {loaded && (
+        <div className="lab-actions" role="group" aria-label="Steps">
+          <button
+            type="button"
+            className="button ghost"
+            data-testid="lab-story-prev"
+            onClick={() => stepStory(-1)}
+            disabled={atStart}
+          >
+            ← Back
+          </button>
+          <button
+            type="button"
+            className="button primary"
+            data-testid="lab-story-next"
+            onClick={() => stepStory(1)}
+            disabled={atEnd}
+          >
+            Next step →
+          </button>
+          <button type="button" className="button ghost" onClick={() => stepStory(longest)} disabled={atEnd}>
+            To the end
+          </button>
+          <span className="lab-status" data-testid="lab-story-position">
+            step {story.step} / {longest}
+          </span>
+          <span className="lab-status lab-story-keys">← → or PageUp / PageDown step too</span>
+        </div>
+      )}
       {story.error && (
         <p className="form-error" role="alert">
           {story.error}
