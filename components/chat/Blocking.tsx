@@ -30,7 +30,7 @@ function useBlocking() {
     call(async () => {
       const res = await request();
       if (!res.ok) return res.error.message;
-      setBlocked(res.blocked);
+      setBlocked(res);
       return null;
     });
   return {

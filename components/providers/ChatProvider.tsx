@@ -56,10 +56,10 @@ export function ChatProvider({ children }: { children: ReactNode }) {
     const socket: ChatSocket = io({ transports: ["websocket", "polling"], withCredentials: true, auth: { userId } });
     const unbind = bindSocket(store, link, socket);
     // The block list whole at every connect: pushes while disconnected are not replayed.
-    store.getState().setBlocked([]);
+    store.getState().resetBlocked();
     socket.on("connect", () => {
       void api.blocks().then((res) => {
-        if (res.ok && store.getState().user?.id === userId) store.getState().setBlocked(res.blocked);
+        if (res.ok && store.getState().user?.id === userId) store.getState().setBlocked(res);
       });
     });
     // The browser knows at once when the network goes. Engine.IO closes the transport on "offline" itself, except

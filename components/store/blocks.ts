@@ -2,17 +2,24 @@ import type { StateCreator } from "zustand/vanilla";
 import type { UserDTO } from "@/server/contracts";
 import type { BlocksSlice, ChatState } from "./types";
 
-export const initialBlocksState = { blocked: [] as UserDTO[] };
+/** `blocksVersion` -1: no list yet, so the first one (version 0 for someone who never blocked anyone) is taken. */
+export const initialBlocksState = { blocked: [] as UserDTO[], blocksVersion: -1 };
 
 /**
- * The people the user blocked. Every change is pushed whole (`blocks:changed`) to each of the user's tabs and a
- * tab fetches it whole when its socket connects (components/providers/ChatProvider.tsx), so the last list wins.
+ * The people the user blocked. Every change is pushed whole (`blocks:changed`) to each of the user's tabs, answered
+ * whole to the tab that made it, and fetched whole when a tab's socket connects (components/providers/ChatProvider.tsx).
+ * Two of them can arrive in either order (a push of another tab's block overtaking the answer to this tab's), so each
+ * carries the list's version and an older one than the list held is dropped.
  */
 export function createBlocksSlice(): StateCreator<ChatState, [], [], BlocksSlice> {
-  return (set) => ({
+  return (set, get) => ({
     ...initialBlocksState,
-    setBlocked(blocked) {
-      set({ blocked });
+    setBlocked({ blocked, version }) {
+      if (version < get().blocksVersion) return;
+      set({ blocked, blocksVersion: version });
+    },
+    resetBlocked() {
+      set({ ...initialBlocksState });
     },
   });
 }

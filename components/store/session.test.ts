@@ -152,9 +152,28 @@ function signingOut(everywhere: boolean) {
 describe("the people a user blocked", () => {
   it("are forgotten at sign-out, so the next person to sign in on the page never sees them", async () => {
     const t = setup();
-    t.store.getState().setBlocked([{ id: 7, name: "mal" }]);
+    t.store.getState().setBlocked({ blocked: [{ id: 7, name: "mal" }], version: 3 });
     expect(t.store.getState().blocked).toEqual([{ id: 7, name: "mal" }]);
     await t.store.getState().signOut();
     expect(t.store.getState().blocked).toEqual([]);
+  });
+
+  it("keep the newest list whichever order two lists arrive in, and take any list after a reset", () => {
+    const t = setup();
+    const mal = { id: 7, name: "mal" };
+    const bob = { id: 8, name: "bob" };
+    // This tab's block of bob is answered (version 3) after another tab's unblock of bob was pushed (version 4).
+    t.store.getState().setBlocked({ blocked: [mal], version: 4 });
+    t.store.getState().setBlocked({ blocked: [mal, bob], version: 3 });
+    expect(t.store.getState().blocked).toEqual([mal]);
+    // The same version again (an answer and its push) and a newer one are taken.
+    t.store.getState().setBlocked({ blocked: [mal], version: 4 });
+    t.store.getState().setBlocked({ blocked: [], version: 5 });
+    expect(t.store.getState().blocked).toEqual([]);
+    // A new socket may be another user's: its first list is taken whatever its version.
+    t.store.getState().resetBlocked();
+    expect(t.store.getState().blocked).toEqual([]);
+    t.store.getState().setBlocked({ blocked: [bob], version: 0 });
+    expect(t.store.getState().blocked).toEqual([bob]);
   });
 });

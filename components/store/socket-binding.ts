@@ -123,7 +123,7 @@ export function bindSocket(
   socket.on("conversation:updated", ({ conversation }) => store.getState().updateConversation(conversation));
   socket.on("conversation:removed", ({ conversationId }) => store.getState().removeConversation(conversationId));
   socket.on("unread:stale", () => store.getState().handleStale());
-  socket.on("blocks:changed", ({ blocked }) => store.getState().setBlocked(blocked));
+  socket.on("blocks:changed", (list) => store.getState().setBlocked(list));
   // Comes just before the server drops the socket; the disconnect then asks whether the session is gone. The store
   // checks the reason (a newer server may send one this client does not know).
   socket.on("session:ended", (payload) => store.getState().handleSessionEnded(payload?.reason));

@@ -1,4 +1,5 @@
 import type {
+  BlockList,
   ConversationDTO,
   ConversationPage,
   CreateConversationInput,
@@ -297,7 +298,12 @@ export interface UnreadSlice {
 export interface BlocksSlice {
   /** The people the user blocked, by name (`GET /api/blocks`, `blocks:changed`). */
   blocked: UserDTO[];
-  setBlocked(blocked: UserDTO[]): void;
+  /** The version of `blocked` (-1: none yet). */
+  blocksVersion: number;
+  /** Takes `list` unless the list held is newer (a higher version). */
+  setBlocked(list: BlockList): void;
+  /** No list, any version taken: for a new socket, whose user may not be the last one's. */
+  resetBlocked(): void;
 }
 
 export type ChatState = SessionSlice & ConversationsSlice & MessagesSlice & UnreadSlice & BlocksSlice;

@@ -197,6 +197,11 @@ export interface UserLookup {
 export interface BlockList {
   /** By name, in any letter case. */
   blocked: UserDTO[];
+  /**
+   * One more at each block or unblock: of two lists (an answer and another tab's push, in either order), the one
+   * with the higher version is the newer.
+   */
+  version: number;
 }
 /**
  * `GET /api/start`: what a page needs before anything else. `user` is null without a valid session (a 200, so a

@@ -74,22 +74,62 @@ describe("blocking someone", () => {
     const mal = await h.signUp("bl_Mal");
     const otherTab = await h.connect(ann.token, 1);
 
+    // The list's version: 0 before any change, one more at each.
+    expect((await blocked(ann)).body).toEqual({ ok: true, blocked: [], version: 0 });
     const pushed = nextEvent(otherTab, "blocks:changed");
-    expect(await block(ann, { name: "BL_MAL" })).toMatchObject({
+    const first = await block(ann, { name: "BL_MAL" });
+    expect(first).toMatchObject({
       status: 200,
-      body: { ok: true, blocked: [{ id: mal.user.id, name: "bl_Mal" }] },
+      body: { ok: true, blocked: [{ id: mal.user.id, name: "bl_Mal" }], version: 1 },
     });
-    expect(await pushed).toEqual({ blocked: [{ id: mal.user.id, name: "bl_Mal" }] });
-    expect((await block(ann, { name: "bl_mal" })).body.blocked).toHaveLength(1);
-    expect((await blocked(ann)).body).toEqual({ ok: true, blocked: [{ id: mal.user.id, name: "bl_Mal" }] });
+    expect(await pushed).toEqual({ blocked: [{ id: mal.user.id, name: "bl_Mal" }], version: 1 });
+    const again = await block(ann, { name: "bl_mal" });
+    expect(again.body.blocked).toHaveLength(1);
+    expect(again.body.version).toBeGreaterThan(1);
+    expect((await blocked(ann)).body).toEqual({
+      ok: true,
+      blocked: [{ id: mal.user.id, name: "bl_Mal" }],
+      version: again.body.version,
+    });
     // Blocking is one way: the blocked person's own list is empty.
-    expect((await blocked(mal)).body.blocked).toEqual([]);
+    expect((await blocked(mal)).body).toEqual({ ok: true, blocked: [], version: 0 });
 
     const unpushed = nextEvent(otherTab, "blocks:changed");
-    expect(await unblock(ann, mal.user.id)).toMatchObject({ status: 200, body: { ok: true, blocked: [] } });
-    expect(await unpushed).toEqual({ blocked: [] });
+    const undone = await unblock(ann, mal.user.id);
+    expect(undone).toMatchObject({ status: 200, body: { ok: true, blocked: [] } });
+    expect(undone.body.version).toBeGreaterThan(again.body.version);
+    expect(await unpushed).toEqual({ blocked: [], version: undone.body.version });
     // Unblocking someone not blocked changes nothing and is no error.
     expect(await unblock(ann, mal.user.id)).toMatchObject({ status: 200, body: { ok: true, blocked: [] } });
+  });
+
+  it("numbers the list's changes, so of any two lists answered or pushed the higher version is the newer", async () => {
+    const ann = await h.signUp("bv_ann");
+    const others = await Promise.all(["bv_a", "bv_b", "bv_c", "bv_d"].map((name) => h.signUp(name)));
+    const otherTab = await h.connect(ann.token, 1);
+    const pushes: { blocked: { id: number }[]; version: number }[] = [];
+    otherTab.on("blocks:changed", (list) => pushes.push(list));
+
+    // Four blocks at once, through both instances: answers and pushes may be read and arrive in any order.
+    const answers = await Promise.all(others.map((o, i) => block(ann, { name: o.user.name }, i % 2)));
+    for (const answer of answers) expect(answer.status).toBe(200);
+    await until(async () => pushes.length === 4);
+    const final = (await blocked(ann)).body;
+    expect(final.blocked.map((u: { id: number }) => u.id).sort()).toEqual(others.map((o) => o.user.id).sort());
+
+    const lists = [...answers.map((a) => a.body as { blocked: { id: number }[]; version: number }), ...pushes];
+    // The same version is the same list; a higher one holds everything a lower one does (blocks only add here).
+    for (const a of lists) {
+      for (const b of lists) {
+        const ids = (l: typeof a) => l.blocked.map((u) => u.id).sort();
+        if (a.version === b.version) expect(ids(a)).toEqual(ids(b));
+        if (a.version > b.version) expect(ids(a)).toEqual(expect.arrayContaining(ids(b)));
+      }
+    }
+    // The newest of them is the list as it is now.
+    const newest = Math.max(...lists.map((l) => l.version));
+    expect(newest).toBe(final.version);
+    expect(lists.find((l) => l.version === newest)!.blocked).toEqual(final.blocked);
   });
 
   it("answers bad input, oneself, bots, unknown names and strangers without a session with a typed error", async () => {

@@ -1,4 +1,4 @@
-import type { UserDTO } from "../contracts/index.ts";
+import type { BlockList, UserDTO } from "../contracts/index.ts";
 import type { Db } from "../db/prisma.ts";
 import { AppError, noSuchUsers } from "../errors.ts";
 
@@ -38,20 +38,21 @@ export async function lockPairs(tx: Tx, userId: number, otherIds: number[], mode
  * prisma/migrations/20261208000000_block_flag).
  */
 export function createBlockService({ db }: { db: Db }) {
-  /** The people `userId` blocked, by name in any letter case. */
-  async function list(userId: number): Promise<UserDTO[]> {
-    const rows = await db.$queryRaw<UserDTO[]>`
-      SELECT u."id", u."name" FROM "Block" b JOIN "User" u ON u."id" = b."blockedId"
-      WHERE b."blockerId" = ${userId}
-      ORDER BY LOWER(u."name"), u."name"`;
-    return rows.map((u) => ({ id: u.id, name: u.name }));
+  /** The people `userId` blocked, by name in any letter case, and the list's version: one statement, one snapshot. */
+  async function list(userId: number): Promise<BlockList> {
+    const [row] = await db.$queryRaw<{ version: number; blocked: UserDTO[] }[]>`
+      SELECT me."blocksVersion" AS "version", COALESCE((
+        SELECT json_agg(json_build_object('id', u."id", 'name', u."name") ORDER BY LOWER(u."name"), u."name")
+        FROM "Block" b JOIN "User" u ON u."id" = b."blockedId" WHERE b."blockerId" = me."id"), '[]') AS "blocked"
+      FROM "User" me WHERE me."id" = ${userId}`;
+    return { blocked: row?.blocked ?? [], version: row?.version ?? 0 };
   }
 
   /**
    * Blocks the person called `name` (any letter case; a bot, like a name nobody has, is `not_found`). Blocking
    * someone twice is one block. Answers the list as it is now.
    */
-  async function block(user: UserDTO, name: string): Promise<UserDTO[]> {
+  async function block(user: UserDTO, name: string): Promise<BlockList> {
     if (name.toLowerCase() === user.name.toLowerCase()) throw new AppError("invalid", "You cannot block yourself.");
     const [target] = await db.$queryRaw<{ id: number }[]>`
       SELECT "id" FROM "User" WHERE LOWER("name") = ${name.toLowerCase()} AND NOT "isBot"`;
@@ -66,6 +67,7 @@ export function createBlockService({ db }: { db: Db }) {
         WHERE (SELECT COUNT(*) FROM "Block" WHERE "blockerId" = ${user.id}) < ${MAX_BLOCKS}
         ON CONFLICT DO NOTHING`;
       await flagDirect(tx, user.id, target.id);
+      await bumpVersion(tx, user.id);
       return n;
     });
     if (inserted === 0 && !(await blocks(user.id, target.id))) {
@@ -78,11 +80,12 @@ export function createBlockService({ db }: { db: Db }) {
   }
 
   /** Unblocks `blockedId` (nothing to do when they were not blocked). Answers the list as it is now. */
-  async function unblock(user: UserDTO, blockedId: number): Promise<UserDTO[]> {
+  async function unblock(user: UserDTO, blockedId: number): Promise<BlockList> {
     await db.$transaction(async (tx) => {
       await lockPairs(tx, user.id, [blockedId], "exclusive");
       await tx.block.deleteMany({ where: { blockerId: user.id, blockedId } });
       await flagDirect(tx, user.id, blockedId);
+      await bumpVersion(tx, user.id);
     });
     return list(user.id);
   }
@@ -99,6 +102,14 @@ export function createBlockService({ db }: { db: Db }) {
         SELECT 1 FROM "Block"
         WHERE ("blockerId" = ${a} AND "blockedId" = ${b}) OR ("blockerId" = ${b} AND "blockedId" = ${a}))
       WHERE "directKey" = ${directKey}`;
+  }
+
+  /**
+   * The next version of the user's list, in the transaction that changes it. The row stays locked until it commits,
+   * so the user's blocks and unblocks are numbered in the order they commit.
+   */
+  async function bumpVersion(tx: Tx, userId: number) {
+    await tx.$executeRaw`UPDATE "User" SET "blocksVersion" = "blocksVersion" + 1 WHERE "id" = ${userId}`;
   }
 
   /** Whether `blockerId` blocked `blockedId`. */

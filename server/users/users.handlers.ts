@@ -16,9 +16,9 @@ export function userActions(deps: {
   notifier: Pick<Notifier, "blocksChanged">;
 }) {
   /** The list after a change, to the caller and to every tab of theirs (the one that asked included). */
-  const changed = (user: UserDTO, blocked: UserDTO[]): BlockList => {
-    deps.notifier.blocksChanged(user.id, { blocked });
-    return { blocked };
+  const changed = (user: UserDTO, list: BlockList): BlockList => {
+    deps.notifier.blocksChanged(user.id, list);
+    return list;
   };
 
   return {
@@ -31,7 +31,7 @@ export function userActions(deps: {
     /** Read by every tab at each connect: limited as look-ups are (up to 1000 rows each). */
     async blocked(user: UserDTO): Promise<BlockList> {
       await deps.limits.consume("lookup", { userId: user.id });
-      return { blocked: await deps.blocks.list(user.id) };
+      return deps.blocks.list(user.id);
     },
 
     async block(user: UserDTO, body: unknown): Promise<BlockList> {

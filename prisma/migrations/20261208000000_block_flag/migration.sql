@@ -9,8 +9,14 @@
 -- /api/blocks/:id and POST /api/conversations take a lock on each pair of people they concern
 -- (pg_advisory_xact_lock(low id, high id); exclusive to write a block, shared to create), so a conversation's
 -- creation and a block between its members happen one after the other (server/users/blocks.service.ts).
+-- Also: a version of each user's block list ("blocksVersion", below).
 
 ALTER TABLE "Conversation" ADD COLUMN "blocked" BOOLEAN NOT NULL DEFAULT false;
+
+-- The version of a user's block list, one more at each block or unblock (in its transaction): GET /api/blocks, the
+-- answers of POST and DELETE and the blocks:changed push carry it, so a tab keeps the newest list whatever order
+-- two of them arrive in.
+ALTER TABLE "User" ADD COLUMN "blocksVersion" INTEGER NOT NULL DEFAULT 0;
 
 UPDATE "Conversation" c SET "blocked" = true
 WHERE c."kind" = 'direct' AND EXISTS (
