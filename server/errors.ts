@@ -144,3 +144,9 @@ export function noSuchUsers(names: string[]): string {
   if (quoted.length === 1) return `No user called ${quoted[0]}.`;
   return `No users called ${quoted.slice(0, -1).join(", ")} or ${quoted.at(-1)}.`;
 }
+
+/**
+ * A tab that names the user it shows (the handshake's `auth.userId`, HTTP's `X-Tally-User`) while the browser's
+ * cookie holds someone else's session: refused, whatever it asked (docs/protocol.md, "Sessions").
+ */
+export const ANOTHER_ACCOUNT = "This tab shows another account; sign in again.";

@@ -6,6 +6,7 @@ import { request as httpRequest } from "node:http";
 import { io as connect, Manager, type Socket } from "socket.io-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClientToServerEvents, ServerToClientEvents } from "./contracts/index.ts";
+import { ANOTHER_ACCOUNT } from "./errors.ts";
 import type { LimitName, LimitRules } from "./limits/limits.ts";
 import { CONNECTS_PER_CONNECTION } from "./sessions/socket-gate.ts";
 import { connectSocket, startHarness, TEST_PASSWORD, type ClientSocket, type Harness } from "./testing/harness.ts";
@@ -187,6 +188,36 @@ describe("accounts, sessions and the front door", () => {
       expect((await h.http("/api/session", { token: other, instance })).status).toBe(200);
     }
     await expect(h.connect(token, 1)).rejects.toMatchObject({ message: "unauthorized" });
+  });
+
+  it("refuses an HTTP call from a tab that shows someone other than the cookie's user, and it changes nothing", async () => {
+    // The browser's cookie is bob's (he signed in in another tab); this tab still shows ann.
+    const ann = await h.signUp("sec_shown_ann");
+    const bob = await h.signUp("sec_shown_bob");
+    const asAnn = { "x-tally-user": String(ann.user.id) };
+    const refused = { status: 401, body: { ok: false, error: { code: "unauthorized", message: ANOTHER_ACCOUNT } } };
+    const block = await h.http("/api/blocks", {
+      method: "POST",
+      token: bob.token,
+      headers: asAnn,
+      body: JSON.stringify({ name: "sec_shown_ann" }),
+    });
+    expect(block).toEqual(refused);
+    expect(await h.http("/api/sessions", { method: "DELETE", token: bob.token, headers: asAnn })).toEqual(refused);
+    expect(await h.http("/api/session", { method: "DELETE", token: bob.token, headers: asAnn })).toEqual(refused);
+    // Nothing happened: bob blocked nobody and is still signed in.
+    expect((await h.http("/api/blocks", { token: bob.token })).body.blocked).toEqual([]);
+    expect((await h.http("/api/session", { token: bob.token })).body.user).toEqual(bob.user);
+    // The cookie's own user is served; a malformed name is invalid; /api/start tells whom the cookie names.
+    const asBob = { "x-tally-user": String(bob.user.id) };
+    expect((await h.http("/api/blocks", { token: bob.token, headers: asBob })).status).toBe(200);
+    for (const bad of ["ann", "0", "-1", "1.5", "0x1f"]) {
+      expect(await h.http("/api/blocks", { token: bob.token, headers: { "x-tally-user": bad } })).toMatchObject({
+        status: 400,
+        body: { ok: false, error: { code: "invalid", message: "X-Tally-User must be a user id." } },
+      });
+    }
+    expect((await h.http("/api/start", { token: bob.token })).body.user).toEqual(bob.user);
   });
 
   it("disconnects every socket of a revoked session on every instance, and only those", async () => {

@@ -25,12 +25,14 @@ export function useIsBlocked(person: UserDTO | null): boolean {
  */
 function useBlocking() {
   const setBlocked = useChatStore((s) => s.setBlocked);
+  const me = useChatStore(selectUser);
   const { busy, error, call } = useServerCall();
   const run = (request: () => Promise<Result<BlockList>>) =>
     call(async () => {
       const res = await request();
       if (!res.ok) return res.error.message;
-      setBlocked(res);
+      // For whoever was signed in when it was asked: dropped if they signed out meanwhile.
+      if (me) setBlocked(res, me.id);
       return null;
     });
   return {

@@ -44,15 +44,21 @@ export type Fetch = (path: string, init: RequestInit) => Promise<Response>;
  * Same-origin JSON request that never throws: the session cookie rides along, and every failure (HTTP error,
  * network down, non-JSON body) becomes the contract's error shape so callers handle exactly one case.
  */
-function requester(send: Fetch) {
+function requester(send: Fetch, shown: () => number | null) {
   return async function request<T extends object>(method: string, path: string, body?: unknown): Promise<Result<T>> {
     let res: Response;
+    const headers: Record<string, string> =
+      body === undefined ? { accept: "application/json" } : { "content-type": "application/json" };
+    // The user this tab shows: the server refuses a call whose cookie now holds someone else's session. Not on
+    // /api/start, which is how a tab learns whom the cookie names.
+    const user = shown();
+    if (user !== null && path !== "/api/start") headers["x-tally-user"] = String(user);
     try {
       res = await send(path, {
         method,
         credentials: "same-origin",
         cache: "no-store",
-        headers: body === undefined ? { accept: "application/json" } : { "content-type": "application/json" },
+        headers,
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch {
@@ -71,8 +77,13 @@ function requester(send: Fetch) {
  * (server/testing/sim) builds the same client over a fetch that adds the address, origin and session a page has.
  */
 export function createApi(send: Fetch = (path, init) => fetch(path, init)) {
-  const request = requester(send);
+  let user: number | null = null;
+  const request = requester(send, () => user);
   return {
+    /** The user the tab shows from now on (null: none), named on each call (`X-Tally-User`). */
+    showing(userId: number | null) {
+      user = userId;
+    },
     getSession: () => request<{ user: UserDTO }>("GET", "/api/session"),
     /** The session if any (200 with `user: null` without one, so a signed-out page logs no error) and the features. */
     start: () => request<StartResponse>("GET", "/api/start"),

@@ -55,11 +55,13 @@ export function ChatProvider({ children }: { children: ReactNode }) {
     // (or a reconnection) that the cookie would make for someone else, who signed in in another tab meanwhile.
     const socket: ChatSocket = io({ transports: ["websocket", "polling"], withCredentials: true, auth: { userId } });
     const unbind = bindSocket(store, link, socket);
+    // HTTP calls name the user too (X-Tally-User), for the same reason.
+    api.showing(userId);
     // The block list whole at every connect: pushes while disconnected are not replayed.
     store.getState().resetBlocked();
     socket.on("connect", () => {
       void api.blocks().then((res) => {
-        if (res.ok && store.getState().user?.id === userId) store.getState().setBlocked(res);
+        if (res.ok) store.getState().setBlocked(res, userId);
       });
     });
     // The browser knows at once when the network goes. Engine.IO closes the transport on "offline" itself, except
@@ -83,6 +85,7 @@ export function ChatProvider({ children }: { children: ReactNode }) {
       window.removeEventListener("online", onOnline);
       stopNotifications();
       unbind();
+      api.showing(null);
     };
   }, [userId, store, link]);
 

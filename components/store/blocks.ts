@@ -14,7 +14,12 @@ export const initialBlocksState = { blocked: [] as UserDTO[], blocksVersion: -1 
 export function createBlocksSlice(): StateCreator<ChatState, [], [], BlocksSlice> {
   return (set, get) => ({
     ...initialBlocksState,
-    setBlocked({ blocked, version }) {
+    setBlocked({ blocked, version }, userId) {
+      // Asked for someone who has signed out of this tab since (the next person's list must not be theirs).
+      if (userId !== undefined && get().user?.id !== userId) return;
+      // A list without a version comes from a server of the release before versions (a rolling restart): taken,
+      // as every list was then, and the version held stays.
+      if (typeof version !== "number") return set({ blocked });
       if (version < get().blocksVersion) return;
       set({ blocked, blocksVersion: version });
     },

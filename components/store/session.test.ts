@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { BlockList } from "@/server/contracts";
 import { ME, setup } from "./fake-transport";
 
 describe("restoring the session", () => {
@@ -175,5 +176,21 @@ describe("the people a user blocked", () => {
     expect(t.store.getState().blocked).toEqual([]);
     t.store.getState().setBlocked({ blocked: [bob], version: 0 });
     expect(t.store.getState().blocked).toEqual([bob]);
+  });
+
+  it("drop a list asked for someone who is no longer signed in, and take one from a server without versions", async () => {
+    const t = setup();
+    await t.store.getState().restoreSession();
+    const mal = { id: 7, name: "mal" };
+    t.store.getState().setBlocked({ blocked: [mal], version: 2 }, ME.id);
+    expect(t.store.getState().blocked).toEqual([mal]);
+    // Another user's answer (asked before a sign-out, answered after the next sign-in) is not this user's list.
+    t.store.getState().setBlocked({ blocked: [], version: 9 }, ME.id + 1);
+    expect(t.store.getState().blocked).toEqual([mal]);
+    // The release before versions (a rolling restart): its list is taken, and the version held stays.
+    t.store.getState().setBlocked({ blocked: [] } as unknown as BlockList);
+    expect(t.store.getState().blocked).toEqual([]);
+    t.store.getState().setBlocked({ blocked: [mal], version: 1 });
+    expect(t.store.getState().blocked).toEqual([]);
   });
 });

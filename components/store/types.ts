@@ -300,8 +300,11 @@ export interface BlocksSlice {
   blocked: UserDTO[];
   /** The version of `blocked` (-1: none yet). */
   blocksVersion: number;
-  /** Takes `list` unless the list held is newer (a higher version). */
-  setBlocked(list: BlockList): void;
+  /**
+   * Takes `list` unless the list held is newer (a higher version), or `userId` (whom it was asked for; a push on
+   * the socket, always the signed-in user's, omits it) is no longer the signed-in user.
+   */
+  setBlocked(list: BlockList, userId?: number): void;
   /** No list, any version taken: for a new socket, whose user may not be the last one's. */
   resetBlocked(): void;
 }

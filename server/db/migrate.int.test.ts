@@ -225,3 +225,54 @@ describe("migrate", () => {
     await expect(migrate(database.url, { migrationsDir: workDir })).rejects.toMatchObject({ code: "missing_script" });
   });
 });
+
+describe("20261208000000_block_flag", () => {
+  const FLAG = "20261208000000_block_flag";
+  const copy = async (names: string[]) => {
+    for (const name of names)
+      await cp(path.join(defaultMigrationsDir, name), path.join(workDir, name), { recursive: true });
+  };
+  const flags = async () =>
+    Object.fromEntries(
+      (await query<{ directKey: string; blocked: boolean }>(`SELECT "directKey", "blocked" FROM "Conversation"`)).map(
+        (row) => [row.directKey, row.blocked],
+      ),
+    );
+
+  it("flags the blocks made before it, and those the previous release makes and undoes while it still runs", async () => {
+    const all = (await readdir(defaultMigrationsDir, { withFileTypes: true }))
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name)
+      .sort();
+    await copy(all.filter((name) => name < FLAG));
+    await migrate(database.url, { migrationsDir: workDir });
+
+    // Four people; a direct conversation for three pairs; ann blocks bob, and dan blocks cid (the other way round).
+    const [ann, bob, cid, dan] = (
+      await query<{ id: number }>(
+        `INSERT INTO "User" ("name") VALUES ('bf_ann'), ('bf_bob'), ('bf_cid'), ('bf_dan') RETURNING "id"`,
+      )
+    ).map((row) => row.id) as [number, number, number, number];
+    const key = (a: number, b: number) => `${Math.min(a, b)}:${Math.max(a, b)}`;
+    await query(
+      `INSERT INTO "Conversation" ("kind", "directKey") VALUES ('direct', $1), ('direct', $2), ('direct', $3)`,
+      [key(ann, bob), key(cid, dan), key(ann, cid)],
+    );
+    await query(`INSERT INTO "Block" ("blockerId", "blockedId") VALUES ($1, $2), ($3, $4)`, [ann, bob, dan, cid]);
+
+    await copy([FLAG]);
+    expect(await migrate(database.url, { migrationsDir: workDir })).toEqual({ applied: [FLAG] });
+    expect(await flags()).toEqual({ [key(ann, bob)]: true, [key(cid, dan)]: true, [key(ann, cid)]: false });
+
+    // The previous release writes "Block" as it always did, knowing nothing of the flag.
+    await query(`INSERT INTO "Block" ("blockerId", "blockedId") VALUES ($1, $2)`, [cid, ann]);
+    await query(`DELETE FROM "Block" WHERE "blockerId" = $1 AND "blockedId" = $2`, [ann, bob]);
+    expect(await flags()).toEqual({ [key(ann, bob)]: false, [key(cid, dan)]: true, [key(ann, cid)]: true });
+    // Both ways blocked, one unblock leaves the other's block standing.
+    await query(`INSERT INTO "Block" ("blockerId", "blockedId") VALUES ($1, $2)`, [ann, cid]);
+    await query(`DELETE FROM "Block" WHERE "blockerId" = $1 AND "blockedId" = $2`, [cid, ann]);
+    expect((await flags())[key(ann, cid)]).toBe(true);
+    await query(`DELETE FROM "Block" WHERE "blockerId" = $1 AND "blockedId" = $2`, [ann, cid]);
+    expect((await flags())[key(ann, cid)]).toBe(false);
+  });
+});

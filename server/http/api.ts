@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { DemoAccounts, ErrorCode, StartResponse } from "../contracts/index.ts";
 import type { ConversationActions } from "../conversations/conversations.handlers.ts";
-import { AppError, httpStatus, parse, toApiError } from "../errors.ts";
+import { ANOTHER_ACCOUNT, AppError, httpStatus, parse, toApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { historyPage, type MessageDeps } from "../messages/messages.handlers.ts";
 import { sessionCookie, type CookiePolicy } from "../sessions/cookies.ts";
@@ -115,6 +115,21 @@ function jsonBodyOrNone(req: IncomingMessage): boolean {
     return req.headers["transfer-encoding"] === undefined && (length === undefined || length === "0");
   }
   return /^application\/json\s*(;|$)/i.test(type);
+}
+
+/**
+ * `X-Tally-User`: the user the calling tab shows (the web client sends it once signed in, on everything but
+ * `GET /api/start`, which is how a tab learns whom the cookie names). The cookie is the browser's: a tab that missed
+ * the end of its session while another tab signed someone else in must not block, start, leave or delete anything,
+ * or sign anyone out, as that person.
+ */
+function refuseAnotherUser(req: IncomingMessage, session: Authenticated): void {
+  const named = req.headers["x-tally-user"];
+  if (named === undefined) return;
+  if (typeof named !== "string" || !/^[1-9][0-9]{0,9}$/.test(named)) {
+    throw new AppError("invalid", "X-Tally-User must be a user id.");
+  }
+  if (Number(named) !== session.user.id) throw new AppError("unauthorized", ANOTHER_ACCOUNT);
 }
 
 /**
@@ -326,6 +341,7 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
           cookie: req.headers.cookie,
         });
         if (!session && route.auth === true) throw new AppError("unauthorized", "Sign in first.");
+        if (session) refuseAnotherUser(req, session);
       }
       if (
         route.takes === "nothing" &&

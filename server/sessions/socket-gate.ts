@@ -4,7 +4,7 @@ import type { Logger } from "../log.ts";
 import { withTimeout } from "../limits/deadline.ts";
 import { oneAtATime } from "../limits/turns.ts";
 import type { Limits } from "../limits/limits.ts";
-import { AppError, RETRY_WHEN_FREED_MS } from "../errors.ts";
+import { ANOTHER_ACCOUNT, AppError, RETRY_WHEN_FREED_MS } from "../errors.ts";
 import type { SessionService } from "./sessions.service.ts";
 
 type Next = (err?: Error) => void;
@@ -95,7 +95,7 @@ export function requireSession(sessions: SessionService, log: Logger, gate: Sess
         // another person in since this tab last connected (it was offline when its session ended): its socket must
         // not read, send or count for someone it does not show. Not a guess at a session, so not counted above.
         if (typeof auth?.userId === "number" && auth.userId !== session.user.id) {
-          return next(refusal("unauthorized", "This tab shows another account; sign in again."));
+          return next(refusal("unauthorized", ANOTHER_ACCOUNT));
         }
         const admit = () => {
           const data = socket.data as { user?: unknown; sessionId?: unknown; expiresAt?: unknown };

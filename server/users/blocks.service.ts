@@ -13,8 +13,8 @@ type Tx = Pick<Db, "$executeRaw">;
 /**
  * Locks each pair of `userId` and one of `otherIds` until the transaction ends: `exclusive` to write a block
  * between them, shared to create a conversation of them. So a block and a conversation's creation happen one
- * after the other: the creation sees the block and refuses, or the block sees the conversation and sets its
- * `blocked` flag (prisma/migrations/20261208000000_block_flag). Pairs in one order, so two callers never wait on
+ * after the other: the creation sees the block and refuses, or the block's trigger sees the conversation and sets
+ * its `blocked` flag (prisma/migrations/20261208000000_block_flag). Pairs in one order, so two callers never wait on
  * each other in a circle. Advisory locks of two keys (the lower id, the higher), apart from the one-key locks
  * elsewhere (sign-up's name skeletons, the migrations').
  */
@@ -34,8 +34,8 @@ export async function lockPairs(tx: Tx, userId: number, otherIds: number[], mode
 /**
  * Blocking (docs/security.md, "Blocking"): the rows, and who is blocked between whom. What a block stops is checked
  * where it happens: starting a conversation (conversations.service.ts) and writing in a direct conversation
- * (the `blocked` flag of its row, kept here, and checked by tally_store_messages;
- * prisma/migrations/20261208000000_block_flag).
+ * (the `blocked` flag of its row, which a trigger on "Block" keeps in each block's and unblock's transaction, and
+ * tally_store_messages checks; prisma/migrations/20261208000000_block_flag).
  */
 export function createBlockService({ db }: { db: Db }) {
   /** The people `userId` blocked, by name in any letter case, and the list's version: one statement, one snapshot. */
@@ -66,7 +66,6 @@ export function createBlockService({ db }: { db: Db }) {
         SELECT ${user.id}, ${target.id}
         WHERE (SELECT COUNT(*) FROM "Block" WHERE "blockerId" = ${user.id}) < ${MAX_BLOCKS}
         ON CONFLICT DO NOTHING`;
-      await flagDirect(tx, user.id, target.id);
       await bumpVersion(tx, user.id);
       return n;
     });
@@ -84,24 +83,9 @@ export function createBlockService({ db }: { db: Db }) {
     await db.$transaction(async (tx) => {
       await lockPairs(tx, user.id, [blockedId], "exclusive");
       await tx.block.deleteMany({ where: { blockerId: user.id, blockedId } });
-      await flagDirect(tx, user.id, blockedId);
       await bumpVersion(tx, user.id);
     });
     return list(user.id);
-  }
-
-  /**
-   * Sets the `blocked` flag of the pair's direct conversation, if they have one, to whether either blocked the
-   * other, under the pair's lock. A send waiting for the conversation's row is re-checked against the flag
-   * (tally_store_messages): it commits before the block is answered, or is refused.
-   */
-  async function flagDirect(tx: Tx, a: number, b: number) {
-    const directKey = `${Math.min(a, b)}:${Math.max(a, b)}`;
-    await tx.$executeRaw`
-      UPDATE "Conversation" SET "blocked" = EXISTS (
-        SELECT 1 FROM "Block"
-        WHERE ("blockerId" = ${a} AND "blockedId" = ${b}) OR ("blockerId" = ${b} AND "blockedId" = ${a}))
-      WHERE "directKey" = ${directKey}`;
   }
 
   /**

@@ -1,14 +1,18 @@
 -- A block kept on the direct conversation's row (docs/security.md, "Blocking"). 20261207000000_blocks had
 -- tally_store_messages lock a direct conversation's row and look the block up, two statements more on every direct
--- send (docs/benchmarks.md, "A twenty-sixth look"). Now blocking and unblocking set "blocked" on the pair's direct
--- conversation, in the transaction that writes the block, and the UPDATE that takes the next seq refuses a blocked
+-- send (docs/benchmarks.md, "A twenty-sixth look"). Now every write to "Block" sets "blocked" on the pair's direct
+-- conversation, in its own transaction (a trigger, below), and the UPDATE that takes the next seq refuses a blocked
 -- row: PostgreSQL re-checks that UPDATE's condition against the row's newest version when it had to wait for it, so
 -- a send queued behind a block's write is refused, with no statement added to a send. Only a refused send looks up
 -- who blocked whom.
+-- A trigger, not the service: during a rolling restart the previous release's instances still write "Block"
+-- without knowing of the flag (docs/scaling.md), and their blocks and unblocks must hold as well.
 -- The flag is right only if a conversation cannot be created around a block: POST /api/blocks, DELETE
 -- /api/blocks/:id and POST /api/conversations take a lock on each pair of people they concern
 -- (pg_advisory_xact_lock(low id, high id); exclusive to write a block, shared to create), so a conversation's
--- creation and a block between its members happen one after the other (server/users/blocks.service.ts).
+-- creation and a block between its members happen one after the other (server/users/blocks.service.ts). The
+-- previous release takes no such lock: while it still runs, a direct conversation created at the moment its two
+-- people block one another may miss its flag (as it could miss the block before).
 -- Also: a version of each user's block list ("blocksVersion", below).
 
 ALTER TABLE "Conversation" ADD COLUMN "blocked" BOOLEAN NOT NULL DEFAULT false;
@@ -17,6 +21,27 @@ ALTER TABLE "Conversation" ADD COLUMN "blocked" BOOLEAN NOT NULL DEFAULT false;
 -- answers of POST and DELETE and the blocks:changed push carry it, so a tab keeps the newest list whatever order
 -- two of them arrive in.
 ALTER TABLE "User" ADD COLUMN "blocksVersion" INTEGER NOT NULL DEFAULT 0;
+
+-- Whether either of the pair blocks the other, onto their direct conversation (if they have one). Its statements see
+-- what committed before they started (READ COMMITTED): with the pair's lock held, every earlier block of the pair.
+CREATE FUNCTION tally_flag_direct() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    b RECORD;
+BEGIN
+    IF TG_OP = 'DELETE' THEN b := OLD; ELSE b := NEW; END IF;
+    UPDATE "Conversation" c SET "blocked" = EXISTS (
+        SELECT 1 FROM "Block" x
+        WHERE (x."blockerId" = b."blockerId" AND x."blockedId" = b."blockedId")
+           OR (x."blockerId" = b."blockedId" AND x."blockedId" = b."blockerId"))
+    WHERE c."directKey" = LEAST(b."blockerId", b."blockedId") || ':' || GREATEST(b."blockerId", b."blockedId");
+    RETURN NULL;
+END;
+$$;
+
+-- Created before the backfill: it locks "Block" against writes until this migration commits, so no block or unblock
+-- can slip between the two.
+CREATE TRIGGER "Block_flag_direct" AFTER INSERT OR DELETE ON "Block"
+    FOR EACH ROW EXECUTE FUNCTION tally_flag_direct();
 
 UPDATE "Conversation" c SET "blocked" = true
 WHERE c."kind" = 'direct' AND EXISTS (
@@ -62,10 +87,11 @@ BEGIN
                       WHERE mb."userId" = p_sender[i] AND mb."conversationId" = p_conversation[i])
         RETURNING c."lastSeq", c."kind"::TEXT, c."lastActivityAt" INTO r_seq, r_kind, r_created_at;
         IF NOT FOUND THEN
-            -- Only a refused send looks further: a member's blocked direct conversation is 'blocking' when the sender
-            -- blocked the other member, else 'blocked'. The sender's own block comes first: someone who blocked a
-            -- person is not told that person blocked them back. Anything else is 'forbidden'.
-            SELECT CASE WHEN NOT c."blocked" THEN 'forbidden'
+            -- Only a refused send looks further. A member's send is refused only by the flag, whatever the flag says
+            -- now (an unblock may have committed since): a direct conversation is 'blocking' when the sender blocks
+            -- the other member, else 'blocked'. The sender's own block comes first: someone who blocked a person is
+            -- not told that person blocked them back. Anything else is 'forbidden'.
+            SELECT CASE WHEN c."kind" <> 'direct' THEN 'forbidden'
                         WHEN EXISTS (SELECT 1 FROM "Membership" other
                                      JOIN "Block" b ON b."blockerId" = p_sender[i] AND b."blockedId" = other."userId"
                                      WHERE other."conversationId" = c."id" AND other."userId" <> p_sender[i])
