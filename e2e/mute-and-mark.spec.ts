@@ -121,8 +121,12 @@ test("mark as unread shows 1 in both tabs; opening it in the other tab shows 0 i
 
 test("Alt+Shift+U on the focused row marks it unread in both tabs", async ({ alice, bob, env }) => {
   const conversation = await bob.createConversation([alice.name]);
+  const bobPage = await bob.openTab(env.serverA, { open: conversation.id });
+  await sendMessage(bobPage, "are we still on?");
   const [front, behind] = await twoTabs(alice, env.serverA, env.serverB);
-  await expect(conversationItem(front, conversation.id)).toBeVisible();
+  // Read first: a row that shows something unread is not marked (e2e/row-menu-ui.spec.ts).
+  await openConversation(front, conversation.id);
+  for (const tab of [front, behind]) await expectUnread(tab, conversation.id, 0);
   await conversationItem(front, conversation.id).focus();
   await front.keyboard.press("Alt+Shift+U");
   for (const tab of [front, behind]) await expectUnread(tab, conversation.id, 1);

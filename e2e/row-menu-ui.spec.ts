@@ -63,6 +63,9 @@ const conversations = [
     markedUnread: true,
     markVersion: 1,
   }),
+  // Read to its end, and one with no message yet: what "Mark as unread" can and cannot mark.
+  scriptedConversation(6, "ines", [maya, ines], message(6, 4, ines, "thanks!", 10)),
+  scriptedConversation(7, "Book club", [maya, sam, ines], null),
 ];
 // Σ unread over unmuted (3 + 2 + 1) + Σ mentions over muted (1 + 0).
 const snapshot: Snapshot = {
@@ -118,12 +121,13 @@ test("the row menu mutes and marks through the store, by pointer, keyboard and s
   await expectTotalUnread(page, 7);
 
   // Keyboard: the menu opens on its first item, the arrows move, Escape closes it back onto its button.
-  const menu = await openRowMenu(page, 2, "keyboard");
+  const menu = await openRowMenu(page, 6, "keyboard");
   const muteItem = menu.getByTestId("row-mute");
   await expect(muteItem).toBeFocused();
   await expect(muteItem).toContainText("Mute");
   await expect(muteItem).toContainText("Alt+Shift+M");
   await expect(menu.getByTestId("row-mark-unread")).toContainText("Alt+Shift+U");
+  await expect(menu.getByTestId("row-mark-unread")).not.toHaveAttribute("aria-disabled");
   await page.keyboard.press("ArrowDown");
   await expect(menu.getByTestId("row-mark-unread")).toBeFocused();
   await page.keyboard.press("ArrowDown");
@@ -134,7 +138,7 @@ test("the row menu mutes and marks through the store, by pointer, keyboard and s
   await page.setViewportSize({ width: 1280, height: 800 });
   await page.keyboard.press("Escape");
   await expect(menu).toBeHidden();
-  await expect(page.locator("li", { has: conversationItem(page, 2) }).getByTestId("row-menu-button")).toBeFocused();
+  await expect(page.locator("li", { has: conversationItem(page, 6) }).getByTestId("row-menu-button")).toBeFocused();
 
   // Unmute the muted group by pointer: the command goes out, nothing changes until its acknowledgement.
   const unmuteMenu = await openRowMenu(page, 1);
@@ -162,14 +166,44 @@ test("the row menu mutes and marks through the store, by pointer, keyboard and s
   await expectMuted(page, 1, false);
   await expectUnread(page, 1, 7, 13);
 
-  // Alt+Shift+U on the focused row marks it; the push from the server shows it.
+  // "Mark as unread" is offered only where it would show something new: a row already unread, or with no message
+  // yet, says why, and neither its item nor its shortcut sends anything.
+  for (const [id, why] of [
+    [3, "Already unread"],
+    [7, "No messages yet"],
+  ] as const) {
+    const rowMenu = await openRowMenu(page, id, "keyboard");
+    await page.keyboard.press("ArrowDown");
+    const item = rowMenu.getByTestId("row-mark-unread");
+    await expect(item).toBeFocused();
+    await expect(item).toHaveAttribute("aria-disabled", "true");
+    await expect(item).toContainText(why);
+    await expect(item).toBeDisabled();
+    await page.keyboard.press("Enter");
+    // A click on the greyed item, as a person may try (Playwright would otherwise wait for it to be enabled).
+    await item.click({ force: true });
+    await expect(rowMenu).toBeVisible();
+    if (id === 3) await shot(page, "row-menu-already-unread");
+    await page.keyboard.press("Escape");
+    await conversationItem(page, id).focus();
+    await page.keyboard.press("Alt+Shift+U");
+  }
+  // A command sent after them comes right after the unmute: they sent nothing.
   await conversationItem(page, 3).focus();
-  await page.keyboard.press("Alt+Shift+U");
+  await page.keyboard.press("Alt+Shift+M");
   await expect
-    .poll(() => server.commands.map((c) => c.event))
-    .toEqual(["conversation:mute", "conversation:markUnread"]);
-  expect(server.commands[1]?.input).toEqual({ conversationId: 3 });
+    .poll(() => server.commands.map((c) => [c.event, c.input]))
+    .toEqual([
+      ["conversation:mute", { conversationId: 1, muted: false }],
+      ["conversation:mute", { conversationId: 3, muted: true }],
+    ]);
+
+  // Alt+Shift+U on a focused row that is read marks it.
+  await conversationItem(page, 6).focus();
+  await page.keyboard.press("Alt+Shift+U");
+  await expect.poll(() => server.commands.at(-1)?.event).toBe("conversation:markUnread");
+  expect(server.commands.at(-1)?.input).toEqual({ conversationId: 6 });
   // Alt+Shift+M on the focused row mutes it.
   await page.keyboard.press("Alt+Shift+M");
-  await expect.poll(() => server.commands.at(-1)?.input).toEqual({ conversationId: 3, muted: true });
+  await expect.poll(() => server.commands.at(-1)?.input).toEqual({ conversationId: 6, muted: true });
 });

@@ -7,6 +7,7 @@ import {
   selectActiveConversationId,
   selectConversation,
   selectConversationOrder,
+  selectMarkUnreadRefusal,
   selectMuted,
   selectShownMentions,
   selectShownUnread,
@@ -46,6 +47,7 @@ const ConversationItem = memo(function ConversationItem({ id }: { id: number }) 
   const open = useChatStore((s) => s.openConversation);
   const mute = useChatStore((s) => s.mute);
   const markUnread = useChatStore((s) => s.markUnread);
+  const markUnreadRefusal = useChatStore(selectMarkUnreadRefusal(id));
   const myId = useChatStore((s) => s.user?.id);
   if (!conversation) return null;
   const last = conversation.lastMessage;
@@ -60,7 +62,7 @@ const ConversationItem = memo(function ConversationItem({ id }: { id: number }) 
         if (command === null) return;
         event.preventDefault();
         if (command === "mute") void mute(id, !muted);
-        else void markUnread(id);
+        else if (markUnreadRefusal === null) void markUnread(id);
       }}
     >
       <button
@@ -131,6 +133,7 @@ const ConversationItem = memo(function ConversationItem({ id }: { id: number }) 
       <RowMenu
         title={conversation.title}
         muted={muted}
+        markUnreadRefusal={markUnreadRefusal}
         onMute={() => void mute(id, !muted)}
         onMarkUnread={() => void markUnread(id)}
       />
@@ -147,6 +150,7 @@ function useShortcutsOnOpenConversation(): void {
   const muted = useChatStore((s) => (active === null ? false : (s.unreadDetails[active]?.muted ?? false)));
   const mute = useChatStore((s) => s.mute);
   const markUnread = useChatStore((s) => s.markUnread);
+  const markUnreadRefusal = useChatStore((s) => (active === null ? null : selectMarkUnreadRefusal(active)(s)));
   useEffect(() => {
     if (active === null) return;
     const onKeyDown = (event: KeyboardEvent) => {
@@ -155,11 +159,11 @@ function useShortcutsOnOpenConversation(): void {
       if (command === null) return;
       event.preventDefault();
       if (command === "mute") void mute(active, !muted);
-      else void markUnread(active);
+      else if (markUnreadRefusal === null) void markUnread(active);
     };
     document.addEventListener("keydown", onKeyDown);
     return () => document.removeEventListener("keydown", onKeyDown);
-  }, [active, muted, mute, markUnread]);
+  }, [active, muted, mute, markUnread, markUnreadRefusal]);
 }
 
 export function ConversationList() {

@@ -7,6 +7,8 @@ import { MoreIcon } from "./MoreIcon";
 interface RowMenuProps {
   title: string;
   muted: boolean;
+  /** Why marking it unread would do nothing ("Already unread"), shown on the disabled item; null: it would. */
+  markUnreadRefusal: string | null;
   onMute(): void;
   onMarkUnread(): void;
 }
@@ -15,7 +17,7 @@ interface RowMenuProps {
  * The menu of one conversation row, following the WAI-ARIA menu button pattern: Enter, Space or the arrows open
  * it on an item, the arrows, Home and End move, Escape closes it back onto its button, Tab leaves it.
  */
-export function RowMenu({ title, muted, onMute, onMarkUnread }: RowMenuProps) {
+export function RowMenu({ title, muted, markUnreadRefusal, onMute, onMarkUnread }: RowMenuProps) {
   const [open, setOpen] = useState<false | "first" | "last">(false);
   const [above, setAbove] = useState(false);
   const menuId = useId();
@@ -136,10 +138,16 @@ export function RowMenu({ title, muted, onMute, onMarkUnread }: RowMenuProps) {
             tabIndex={-1}
             data-testid="row-mark-unread"
             aria-keyshortcuts={ROW_SHORTCUTS.markUnread.keys}
-            onClick={() => choose(onMarkUnread)}
+            // Disabled items stay focusable in a menu (WAI-ARIA), so the arrows still reach it and it says why.
+            aria-disabled={markUnreadRefusal !== null ? "true" : undefined}
+            onClick={() => markUnreadRefusal === null && choose(onMarkUnread)}
           >
             <span>Mark as unread</span>
-            <kbd aria-hidden="true">{ROW_SHORTCUTS.markUnread.keys}</kbd>
+            {markUnreadRefusal === null ? (
+              <kbd aria-hidden="true">{ROW_SHORTCUTS.markUnread.keys}</kbd>
+            ) : (
+              <span className="menu-item-note">{markUnreadRefusal}</span>
+            )}
           </button>
         </div>
       )}

@@ -38,6 +38,18 @@ export const selectMarkedUnread =
   (s: ChatState): boolean =>
     s.unreadDetails[id]?.markedUnread ?? false;
 
+/**
+ * Why "Mark as unread" would do nothing for a conversation, as the row menu says it; null when it would mark it. A
+ * row that shows something unread (its own messages or a mark) is unread already, and one with no message yet has
+ * nothing to come back to (the server does not mark it).
+ */
+export const selectMarkUnreadRefusal =
+  (id: number) =>
+  (s: ChatState): string | null => {
+    if (!s.conversations[id]?.lastMessage) return "No messages yet";
+    return shownUnread(s, id) > 0 ? "Already unread" : null;
+  };
+
 /** The server's counts, unmasked. */
 export const selectConversationOrder = (s: ChatState): number[] => s.conversationOrder;
 export const selectActiveConversationId = (s: ChatState): number | null => s.activeConversationId;

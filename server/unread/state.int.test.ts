@@ -249,6 +249,31 @@ describe("conversation:markUnread", () => {
     await h.instances[0]!.app.relay.runOnce();
     expect(await pushed).toMatchObject({ unreadCount: 0, markedUnread: false, totalUnread: 1 });
   });
+
+  it("a conversation with no message yet is not marked: a badge of 1 would have nothing to read behind it", async () => {
+    const [ann, bob, cat] = [await user("ann"), await user("bob"), await user("cat")];
+    const quiet = await create(ann.token, [bob.user.name, cat.user.name], "Quiet");
+    const tab = await h.connect(bob.token, 1);
+    const before = await list(bob.token);
+
+    const refused = ok(await tab.emitWithAck("conversation:markUnread", { conversationId: quiet.id }));
+    expect(refused).toMatchObject({ changed: false, unread: { unreadCount: 0, markedUnread: false, markVersion: 0 } });
+    expect(await list(bob.token)).toMatchObject({ totalUnread: before.totalUnread, version: before.version });
+    const registers = () =>
+      h.db.membership.findUniqueOrThrow({
+        where: { userId_conversationId: { userId: bob.user.id, conversationId: quiet.id } },
+        select: { markVersion: true, markAt: true },
+      });
+    expect(await registers()).toEqual({ markVersion: 0, markAt: 0 });
+
+    // Once there is a message, read, the same command marks it.
+    const annSocket = await h.connect(ann.token, 0);
+    await send(annSocket, quiet.id);
+    ok(await tab.emitWithAck("conversation:read", { conversationId: quiet.id, seq: 1 }));
+    const marked = ok(await tab.emitWithAck("conversation:markUnread", { conversationId: quiet.id }));
+    expect(marked).toMatchObject({ changed: true, unread: { unreadCount: 1, markedUnread: true, markVersion: 1 } });
+    expect(await registers()).toEqual({ markVersion: 1, markAt: 1 });
+  });
 });
 
 describe("refusals change nothing", () => {

@@ -24,9 +24,9 @@ type StateRow = MembershipRegisters & { outboxId: number | null };
  * order the changes reach Redis in does not matter) and pushed to their tabs. The relay's `replay` applies the
  * membership's current registers.
  *
- * A mute to the state the conversation is already in, or a mark of a conversation already marked, changes
- * nothing (no new version, no entry): a retried or duplicated command is idempotent, and a mark's version never
- * moves while the conversation stays marked, so every tab keeps naming the version it shows.
+ * A mute to the state the conversation is already in, or a mark of a conversation already marked or with no
+ * message yet, changes nothing (no new version, no entry): a retried or duplicated command is idempotent, and a
+ * mark's version never moves while the conversation stays marked, so every tab keeps naming the version it shows.
  */
 /**
  * The membership `m` is in its user's list: not a direct conversation someone else started that has no message yet
@@ -95,14 +95,16 @@ export function createStateService(deps: { db: Db; unread: UnreadService; notifi
 
   /**
    * `conversation:markUnread`: markVersion + 1 and markAt = the conversation's lastSeq, unless it is marked
-   * already (a mark above its clears, and the cursor not past it).
+   * already (a mark above its clears, and the cursor not past it) or has no message yet: a mark there would count 1
+   * with nothing behind it to read.
    */
   async function markUnread(user: UserDTO, conversationId: number): Promise<StateAck> {
     const update = Prisma.sql`
       UPDATE "Membership" AS m SET "markVersion" = m."markVersion" + 1, "markAt" = c."lastSeq"
       FROM "Conversation" AS c
       WHERE c."id" = m."conversationId" AND m."userId" = ${user.id} AND m."conversationId" = ${conversationId}
-        AND NOT (m."markVersion" > m."markClearedVersion" AND m."lastReadSeq" <= m."markAt") AND ${LISTED}`;
+        AND c."lastSeq" > 0 AND NOT (m."markVersion" > m."markClearedVersion" AND m."lastReadSeq" <= m."markAt")
+        AND ${LISTED}`;
     return finish(user, conversationId, await changeRegisters(user, conversationId, update, "markVersion"), "mark");
   }
 
