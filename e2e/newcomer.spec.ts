@@ -78,6 +78,7 @@ test("New suggests only the people the user talks to, by keyboard and by pointer
   await page.getByTestId("new-conversation").click();
   const people = page.getByTestId("member-input");
   const suggestions = page.getByTestId("member-suggestion");
+  await expect(people).toHaveAccessibleName("People (commas or spaces between names)");
   await people.pressSequentially(bob.name.slice(0, 4));
   await expect(people).toHaveAttribute("aria-expanded", "true");
   await expect(suggestions).toHaveText([bob.name]);

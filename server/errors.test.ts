@@ -42,7 +42,7 @@ describe("validation errors in words", () => {
 
   it("words sign-in problems as sentences", () => {
     expect(refusal(credentialsInput, { name: "a b", password: "long enough" })).toBe(
-      "A name is 1–32 letters, digits, _ or -.",
+      "A name is 1–32 characters: a–z, A–Z, 0–9, _ or -.",
     );
     expect(refusal(credentialsInput, { name: "ann", password: "short" })).toBe(
       "A password needs at least 8 characters.",

@@ -107,7 +107,7 @@ export function LoginScreen() {
         />
         {creating && (
           <p id="login-name-hint" className="login-hint">
-            1–32 letters, digits, _ or -.
+            1–32 characters: a–z, A–Z, 0–9, _ or - (no spaces or accents).
           </p>
         )}
         <TextField

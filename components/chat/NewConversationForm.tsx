@@ -112,13 +112,19 @@ export function NewConversationForm({ onDone, onCancel }: { onDone: () => void; 
       <div className="combobox">
         <TextField
           id="member-input"
-          label="People"
+          // The rule is in the label, not only the placeholder: a placeholder goes once typing starts, and at a
+          // sidebar's width a sentence there was cut off.
+          label={
+            <>
+              People <span className="optional">(commas or spaces between names)</span>
+            </>
+          }
           value={members}
           onValue={type}
           onKeyDown={onKeyDown}
           onBlur={() => setDismissed(true)}
           onFocus={() => setDismissed(false)}
-          placeholder="names, commas or spaces between"
+          placeholder="e.g. ada_l, grace"
           autoCapitalize="none"
           autoComplete="off"
           spellCheck={false}

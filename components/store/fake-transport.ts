@@ -103,7 +103,7 @@ export function createFakeSession(user: UserDTO = ME): SessionTransport & { sign
     },
     async signIn({ name, password }) {
       if (!USER_NAME.test(name)) {
-        return { ok: false, error: { code: "invalid", message: "Names are 1-32 letters, digits, _ or -" } };
+        return { ok: false, error: { code: "invalid", message: "A name is 1–32 characters: a–z, A–Z, 0–9, _ or -." } };
       }
       if (password !== "right password") {
         return { ok: false, error: { code: "unauthorized", message: "Wrong name or password." } };

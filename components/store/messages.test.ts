@@ -458,7 +458,7 @@ describe("session", () => {
   it("returns the server's message for an invalid name, a wrong password or a taken name", async () => {
     const t = setup();
     const password = "right password";
-    expect(await t.store.getState().signIn({ name: "no spaces", password })).toMatch(/letters/);
+    expect(await t.store.getState().signIn({ name: "no spaces", password })).toMatch(/1–32 characters/);
     expect(await t.store.getState().signIn({ name: "alice", password: "wrong" })).toBe("Wrong name or password.");
     expect(await t.store.getState().signIn({ name: "taken", password }, true)).toBe("taken");
     expect(t.store.getState().user?.name).toBe("me");

@@ -27,7 +27,7 @@ export const noInputSchema = z.custom<null | undefined | Record<string, never>>(
 
 /** An account name: 1–32 of [A-Za-z0-9_-], unique case-insensitively (the database enforces that part). */
 export const USER_NAME = /^[A-Za-z0-9_-]{1,32}$/;
-export const userName = z.string().trim().regex(USER_NAME, "A name is 1–32 letters, digits, _ or -.");
+export const userName = z.string().trim().regex(USER_NAME, "A name is 1–32 characters: a–z, A–Z, 0–9, _ or -.");
 
 /** Someone to talk to, by name: a name that breaks the rules belongs to nobody, and the message says just that. */
 const memberName = z
@@ -42,7 +42,7 @@ function shortened(text: string): string {
 
 /** `GET /api/users?prefix=`: the start of a name, by the same rules as a name. */
 export const userLookupQuery = z.strictObject({
-  prefix: z.string().trim().regex(USER_NAME, "Type the start of a name: 1–32 letters, digits, _ or -."),
+  prefix: z.string().trim().regex(USER_NAME, "Type the start of a name: 1–32 characters, a–z, A–Z, 0–9, _ or -."),
 });
 
 /**

@@ -138,7 +138,7 @@ describe("blocking someone", () => {
     const cases: [unknown, number, string, RegExp][] = [
       [{}, 400, "invalid", /name/i],
       [{ name: 7 }, 400, "invalid", /name/i],
-      [{ name: "bad name!" }, 400, "invalid", /1–32 letters/],
+      [{ name: "bad name!" }, 400, "invalid", /1–32 characters/],
       [{ name: "bi_ann", extra: 1 }, 400, "invalid", /extra/],
       [{ name: "BI_ANN" }, 400, "invalid", /^You cannot block yourself\.$/],
       [{ name: "bi_nobody" }, 404, "not_found", /^No user called 'bi_nobody'\.$/],
