@@ -168,8 +168,11 @@ test("the row menu mutes and marks through the store, by pointer, keyboard and s
 
   // "Mark as unread" is offered only where it would show something new: a row already unread, or with no message
   // yet, says why, and neither its item nor its shortcut sends anything.
+  // Rows 4 (muted, its count greyed) and 5 (marked) show something unread too.
   for (const [id, why] of [
     [3, "Already unread"],
+    [4, "Already unread"],
+    [5, "Already unread"],
     [7, "No messages yet"],
   ] as const) {
     const rowMenu = await openRowMenu(page, id, "keyboard");
@@ -178,6 +181,8 @@ test("the row menu mutes and marks through the store, by pointer, keyboard and s
     await expect(item).toBeFocused();
     await expect(item).toHaveAttribute("aria-disabled", "true");
     await expect(item).toContainText(why);
+    await expect(item).toHaveAccessibleDescription(why);
+    await expect(item).not.toHaveAttribute("aria-keyshortcuts");
     await expect(item).toBeDisabled();
     await page.keyboard.press("Enter");
     // A click on the greyed item, as a person may try (Playwright would otherwise wait for it to be enabled).

@@ -21,6 +21,7 @@ export function RowMenu({ title, muted, markUnreadRefusal, onMute, onMarkUnread 
   const [open, setOpen] = useState<false | "first" | "last">(false);
   const [above, setAbove] = useState(false);
   const menuId = useId();
+  const refusalId = useId();
   const trigger = useRef<HTMLButtonElement>(null);
   const menu = useRef<HTMLDivElement>(null);
 
@@ -137,16 +138,20 @@ export function RowMenu({ title, muted, markUnreadRefusal, onMute, onMarkUnread 
             role="menuitem"
             tabIndex={-1}
             data-testid="row-mark-unread"
-            aria-keyshortcuts={ROW_SHORTCUTS.markUnread.keys}
-            // Disabled items stay focusable in a menu (WAI-ARIA), so the arrows still reach it and it says why.
+            // Disabled items stay focusable in a menu (WAI-ARIA), so the arrows still reach it and it says why, as
+            // its description; the shortcut it would name does nothing then.
+            aria-keyshortcuts={markUnreadRefusal === null ? ROW_SHORTCUTS.markUnread.keys : undefined}
             aria-disabled={markUnreadRefusal !== null ? "true" : undefined}
+            aria-describedby={markUnreadRefusal !== null ? refusalId : undefined}
             onClick={() => markUnreadRefusal === null && choose(onMarkUnread)}
           >
             <span>Mark as unread</span>
             {markUnreadRefusal === null ? (
               <kbd aria-hidden="true">{ROW_SHORTCUTS.markUnread.keys}</kbd>
             ) : (
-              <span className="menu-item-note">{markUnreadRefusal}</span>
+              <span id={refusalId} className="menu-item-note">
+                {markUnreadRefusal}
+              </span>
             )}
           </button>
         </div>

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ConversationDTO, UnreadUpdate } from "@/server/contracts";
 import { conversation, flush, setup, snapshot, update } from "./fake-transport";
-import { selectShownMentions, selectShownTotal, selectShownUnread } from "./selectors";
+import { selectMarkUnreadRefusal, selectShownMentions, selectShownTotal, selectShownUnread } from "./selectors";
 import type { ChatState } from "./types";
 import { checkUnreadInvariants, storeUnreadRows } from "./unread";
 
@@ -194,6 +194,34 @@ describe("mute", () => {
 });
 
 describe("mark as unread", () => {
+  it("is offered only on a row that shows nothing unread and has a message, else says why", async () => {
+    const t = await synced(
+      [
+        conversation(1, { lastSeq: 4 }),
+        conversation(2, { lastSeq: 3, unreadCount: 2 }),
+        conversation(3),
+        conversation(4, { lastSeq: 5, unreadCount: 5, muted: true }),
+        // Marked while empty, before the server stopped marking empty conversations: its 1 is still shown.
+        conversation(5, { unreadCount: 1, markedUnread: true, markVersion: 1 }),
+        conversation(6, { lastSeq: 3, unreadCount: 3 }),
+      ],
+      7,
+    );
+    const refusals = () => [1, 2, 3, 4, 5, 6].map((id) => selectMarkUnreadRefusal(id)(t.store.getState()));
+    expect(refusals()).toEqual([
+      null,
+      "Already unread",
+      "No messages yet",
+      "Already unread",
+      "Already unread",
+      "Already unread",
+    ]);
+    // Read on screen: the row shows 0 before the server has counted the read off, and can be marked.
+    await readTo(t, 6, 3);
+    expect(selectShownUnread(6)(t.store.getState())).toBe(0);
+    expect(refusals()[5]).toBeNull();
+  });
+
   it("sends the mark and shows 1 once acknowledged", async () => {
     const t = await synced([conversation(1, { lastSeq: 4 }), conversation(2, { unreadCount: 2 })], 7);
     const marking = t.store.getState().markUnread(1);

@@ -46,8 +46,9 @@ export const selectMarkedUnread =
 export const selectMarkUnreadRefusal =
   (id: number) =>
   (s: ChatState): string | null => {
-    if (!s.conversations[id]?.lastMessage) return "No messages yet";
-    return shownUnread(s, id) > 0 ? "Already unread" : null;
+    // The count first: a mark made on an empty conversation before the server refused them still shows 1.
+    if (shownUnread(s, id) > 0) return "Already unread";
+    return s.conversations[id]?.lastMessage ? null : "No messages yet";
   };
 
 /** The server's counts, unmasked. */

@@ -42,7 +42,7 @@ function shortened(text: string): string {
 
 /** `GET /api/users?prefix=`: the start of a name, by the same rules as a name. */
 export const userLookupQuery = z.strictObject({
-  prefix: z.string().trim().regex(USER_NAME, "Type the start of a name: 1–32 characters, a–z, A–Z, 0–9, _ or -."),
+  prefix: z.string().trim().regex(USER_NAME, "Type the start of a name (1–32 characters: a–z, A–Z, 0–9, _ or -)."),
 });
 
 /**

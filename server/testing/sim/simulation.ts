@@ -829,7 +829,9 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
       }
       case "mute":
       case "mark": {
-        // As the row menu (or its shortcut) does it, for any row, whether or not it is the open conversation.
+        // Through the store's actions, as the row menu (or its shortcut) calls them, for any row, whether or not it is
+        // the open conversation, and whether or not the menu would offer it (an empty or unread row): another client
+        // may send those.
         const id = await conversationOf(op.conv);
         await showOrSkip(tab, users[op.user]!.id, id);
         const { value, calls } = tab.act((s) => {
