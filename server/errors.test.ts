@@ -42,8 +42,17 @@ describe("validation errors in words", () => {
 
   it("words sign-in problems as sentences", () => {
     expect(refusal(credentialsInput, { name: "a b", password: "long enough" })).toBe(
-      "A name is 1–32 characters: a–z, A–Z, 0–9, _ or -.",
+      "A name cannot have a space: use a–z, A–Z, 0–9, _ or - (1–32 characters).",
     );
+    // The first character the rule refuses, quoted, or by its code when quoting it would hide it or turn the
+    // sentence around; then the length.
+    const nameRefusal = (name: string) => refusal(credentialsInput, { name, password: "long enough" });
+    expect(nameRefusal("José")).toBe("A name cannot have 'é': use a–z, A–Z, 0–9, _ or - (1–32 characters).");
+    expect(nameRefusal("ann\u202Eevil")).toBe(
+      "A name cannot have U+202E: use a–z, A–Z, 0–9, _ or - (1–32 characters).",
+    );
+    expect(nameRefusal("a".repeat(33))).toBe("A name is at most 32 characters; this one has 33.");
+    expect(nameRefusal("   ")).toBe("Type a name: 1–32 characters, a–z, A–Z, 0–9, _ or -.");
     expect(refusal(credentialsInput, { name: "ann", password: "short" })).toBe(
       "A password needs at least 8 characters.",
     );

@@ -27,7 +27,31 @@ export const noInputSchema = z.custom<null | undefined | Record<string, never>>(
 
 /** An account name: 1–32 of [A-Za-z0-9_-], unique case-insensitively (the database enforces that part). */
 export const USER_NAME = /^[A-Za-z0-9_-]{1,32}$/;
-export const userName = z.string().trim().regex(USER_NAME, "A name is 1–32 characters: a–z, A–Z, 0–9, _ or -.");
+export const userName = z
+  .string()
+  .trim()
+  .regex(USER_NAME, { error: (issue) => nameProblem(String(issue.input)) });
+
+const NAME_RULE = "a–z, A–Z, 0–9, _ or -";
+
+/**
+ * Why `name` is not a name, in a sentence that points at the problem: the first character the rule refuses (named
+ * by its code when it is invisible or could turn the sentence around), or the length.
+ */
+export function nameProblem(name: string): string {
+  if (name.length === 0) return `Type a name: 1–32 characters, ${NAME_RULE}.`;
+  const bad = [...name].find((c) => !/^[A-Za-z0-9_-]$/.test(c));
+  if (bad !== undefined) {
+    const shown =
+      bad === " "
+        ? "a space"
+        : /^[\p{L}\p{N}\p{P}\p{S}]$/u.test(bad)
+          ? `'${bad}'`
+          : `U+${bad.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`;
+    return `A name cannot have ${shown}: use ${NAME_RULE} (1–32 characters).`;
+  }
+  return `A name is at most 32 characters; this one has ${[...name].length}.`;
+}
 
 /** Someone to talk to, by name: a name that breaks the rules belongs to nobody, and the message says just that. */
 const memberName = z
