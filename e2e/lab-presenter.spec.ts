@@ -116,6 +116,20 @@ test("a story steps with a clicker's keys or the arrows, and each step lands on 
   await expect(position).toHaveText(`step ${steps - 2} / ${steps}`);
   await expect(newest).toBeInViewport({ ratio: 1 });
 
+  // "Next step" pressed with Enter up to the last step keeps the focus (it is not disabled out from under it), so
+  // the keys still step: the focus does not fall to the page and then, with the next Tab, into a form field.
+  const next = page.getByTestId("lab-story-next");
+  await next.focus();
+  await page.keyboard.press("Enter");
+  await page.keyboard.press("Enter");
+  await expect(position).toHaveText(`step ${steps} / ${steps}`);
+  await expect(next).toHaveAttribute("aria-disabled", "true");
+  await page.keyboard.press("Enter");
+  await expect(position).toHaveText(`step ${steps} / ${steps}`);
+  await expect(next).toBeFocused();
+  await page.keyboard.press("ArrowLeft");
+  await expect(position).toHaveText(`step ${steps - 1} / ${steps}`);
+
   // In a form field the keys are the field's: the story does not move.
   const seed = page.getByTestId("lab-seed");
   await seed.click();
@@ -123,14 +137,13 @@ test("a story steps with a clicker's keys or the arrows, and each step lands on 
   await page.keyboard.press("PageDown");
   await page.keyboard.press("ArrowLeft");
   await expect(seed).toBeFocused();
-  await expect(position).toHaveText(`step ${steps - 2} / ${steps}`);
+  await expect(position).toHaveText(`step ${steps - 1} / ${steps}`);
 
   // A phone: the columns stack and the buttons step; each step still lands on screen.
   await page.setViewportSize({ width: 375, height: 740 });
   await page.getByTestId("lab-story-crash").click();
   await expect(position).toHaveText(/^step 1 \/ \d+$/);
   const crashSteps = Number((await position.textContent())!.split("/")[1]);
-  const next = page.getByTestId("lab-story-next");
   for (let step = 2; step <= crashSteps; step++) {
     // Pressed where it is, as a thumb does: no scrolling to it first.
     await next.dispatchEvent("click");

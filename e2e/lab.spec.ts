@@ -1,3 +1,4 @@
+import type { Page } from "@playwright/test";
 import { expect, test } from "./fixtures.ts";
 
 test("the lab runs a small comparison of the four strategies, charts it and replays a story", async ({
@@ -204,4 +205,63 @@ test("the lab asks anonymous visitors to sign in", async ({ newContext, env }) =
   const page = await context.newPage();
   await page.goto(`${env.serverA}/lab`);
   await expect(page.getByTestId("lab-signed-out")).toBeVisible();
+});
+
+test("a run holds the server's one slot: another user waits for it, a second tab of its owner draws it from its start", async ({
+  signUp,
+  env,
+}) => {
+  const alice = await signUp("lab_owner");
+  const bob = await signUp("lab_waiter");
+  const page = await alice.context.newPage();
+  await page.goto(`${env.serverA}/lab`);
+  await page.getByTestId("lab-strategy-watch").uncheck();
+  await page.getByTestId("lab-strategy-lua").uncheck();
+  // Long enough to be stopped: every step of every operation waits 5 ms.
+  await page.getByTestId("lab-operations").fill("200000");
+  await page.getByTestId("lab-stepDelayMs").fill("5");
+  await page.getByTestId("lab-stepDelayRate").fill("1");
+  await page.getByTestId("lab-run").click();
+  await expect(page.getByTestId("lab-status")).toHaveAttribute("data-status", "running");
+
+  // Someone else's page is told the slot is taken; it is not shown the run as its own, and cannot start one.
+  const bobPage = await bob.context.newPage();
+  await bobPage.goto(`${env.serverA}/lab`);
+  await expect(bobPage.getByTestId("lab-waiting")).toContainText("Someone else's run is going on this server");
+  await expect(bobPage.getByTestId("lab-run")).toBeDisabled();
+  await expect(bobPage.getByTestId("lab-stop")).toHaveCount(0);
+  await expect(bobPage.getByTestId("lab-status")).toHaveAttribute("data-status", "idle");
+
+  // The points of naive's drift line as a tab draws it (a curve: three points a sample after the first).
+  const points = async (tab: Page) =>
+    (
+      await tab.getByTestId("lab-chart-drift").locator(".lab-line-naive path.recharts-line-curve").getAttribute("d")
+    )?.match(/[\d.]+,[\d.]+/g)?.length ?? 0;
+  await expect.poll(() => points(page), { timeout: 30_000 }).toBeGreaterThan(20);
+
+  // A second tab of the owner, opened mid-run: the run's settings, Stop, and the line drawn so far.
+  const second = await alice.context.newPage();
+  await second.goto(`${env.serverA}/lab`);
+  await expect(second.getByTestId("lab-status")).toHaveAttribute("data-status", "running");
+  await expect(second.getByTestId("lab-operations")).toHaveValue("200000");
+  await expect(second.getByTestId("lab-strategy-lua")).not.toBeChecked();
+  await expect(second.getByTestId("lab-stop")).toBeVisible();
+  // Drawn from the run's start, not from when the tab opened (the server kept the samples of the first seconds): as
+  // many points as the first tab's, but for a sample or two that reached one tab before the other.
+  await expect.poll(() => points(second)).toBeGreaterThan(0);
+  const [first, again] = await Promise.all([points(page), points(second)]);
+  expect(again).toBeGreaterThanOrEqual(first - 6);
+
+  await second.getByTestId("lab-stop").click();
+  for (const tab of [page, second]) {
+    await expect(tab.getByTestId("lab-status")).toHaveAttribute("data-status", "stopped", { timeout: 30_000 });
+    // The end of a stopped run is said as such, with the strategies it never reached.
+    await expect(tab.getByTestId("lab-summary-when")).toHaveText(
+      "When it was stopped, once the operations under way had finished:",
+    );
+    await expect(tab.getByTestId("lab-ended-early")).toContainText("Lock did not run.");
+  }
+  // The slot is free: the other user's Run is back.
+  await expect(bobPage.getByTestId("lab-waiting")).toHaveCount(0);
+  await expect(bobPage.getByTestId("lab-run")).toBeEnabled();
 });

@@ -70,6 +70,8 @@ export function LabForm() {
   const start = useLabStore((s) => s.start);
   const stop = useLabStore((s) => s.stop);
   const busy = status === "starting" || status === "running";
+  // Someone else's run holds the server's one slot: Run waits (the page hears when the slot is free again).
+  const waiting = useLabStore((s) => s.othersRun) && !busy;
   const preset = matchingPreset(form.faults);
 
   function submit(event: FormEvent<HTMLFormElement>) {
@@ -139,7 +141,8 @@ export function LabForm() {
           form={FORM_ID}
           className="button primary"
           data-testid="lab-run"
-          disabled={busy || strategies.length === 0}
+          disabled={busy || waiting || strategies.length === 0}
+          aria-describedby={waiting ? "lab-waiting" : undefined}
         >
           {busy ? "Running…" : "Run"}
         </button>
@@ -149,7 +152,13 @@ export function LabForm() {
           </button>
         )}
         <span className="lab-status" data-testid="lab-status" data-status={status} role="status">
-          {runStatusText(status, end, stopAsked)}
+          {waiting ? (
+            <span id="lab-waiting" data-testid="lab-waiting">
+              Someone else&apos;s run is going on this server (one at a time); Run is back when it ends.
+            </span>
+          ) : (
+            runStatusText(status, end, stopAsked)
+          )}
         </span>
       </div>
       {error && (

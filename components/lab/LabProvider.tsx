@@ -52,8 +52,8 @@ export function LabProvider({ children }: { children: ReactNode }) {
     const socket: LabSocket = io("/lab", { transports: ["websocket", "polling"], withCredentials: true });
     link.attach(socket);
     const state = store.getState;
-    socket.on("connect", () => {
-      state().setConnection("connected");
+    // Answers come in the order asked, so the last one, asked after the last change heard, is what holds.
+    const askStatus = () =>
       socket
         .timeout(ACK_TIMEOUT_MS)
         .emitWithAck("lab:status")
@@ -61,7 +61,11 @@ export function LabProvider({ children }: { children: ReactNode }) {
           (res) => res.ok && state().receiveStatus(res),
           () => undefined,
         );
+    socket.on("connect", () => {
+      state().setConnection("connected");
+      void askStatus();
     });
+    socket.on("lab:slot", () => void askStatus());
     socket.on("disconnect", () => state().setConnection("offline"));
     socket.on("connect_error", (err) => {
       const code = (err as Error & { data?: { code?: string } }).data?.code;

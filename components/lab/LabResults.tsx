@@ -2,7 +2,7 @@
 
 import type { ReactNode } from "react";
 import { STRATEGY_COLORS, STRATEGY_LABELS } from "./colors";
-import { columnMeaning, glossaryMeaning, RESULT_COLUMNS, summarize } from "./explain";
+import { columnMeaning, glossaryMeaning, notRun, RESULT_COLUMNS, summarize } from "./explain";
 import { useLabStore } from "./LabProvider";
 
 function Heading({ heading, children }: { heading: string; children?: ReactNode }) {
@@ -17,13 +17,16 @@ function Heading({ heading, children }: { heading: string; children?: ReactNode 
 export function LabResults() {
   const result = useLabStore((s) => s.result);
   const redisRestart = useLabStore((s) => s.run?.workload.faults.redisRestart ?? s.form.faults.redisRestart);
+  const asked = useLabStore((s) => s.run?.strategies);
   if (!result) return null;
+  const completed = result.end.reason === "completed";
   return (
     <section className="lab-section" aria-labelledby="lab-results-title">
       <h2 id="lab-results-title">Results</h2>
-      {result.end.reason !== "completed" && (
+      {!completed && (
         <p className="lab-notice" data-testid="lab-ended-early">
           The run was stopped before its last operation: these are the numbers of the operations done until then.
+          {asked && notRun(asked, result.results) && ` ${notRun(asked, result.results)}`}
         </p>
       )}
       <div className="lab-table-wrap">
@@ -69,7 +72,9 @@ export function LabResults() {
       </div>
       <p className="lab-summary" aria-live="polite">
         <span className="lab-summary-when" data-testid="lab-summary-when">
-          At the end, once every operation finished:
+          {completed
+            ? "At the end, once every operation finished:"
+            : "When it was stopped, once the operations under way had finished:"}
         </span>{" "}
         <span data-testid="lab-summary">{summarize(result.results, { redisRestart })}</span>
       </p>

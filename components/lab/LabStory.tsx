@@ -145,13 +145,15 @@ export function LabStoryMode() {
         {story.loading && <span className="lab-status">Replaying…</span>}
       </div>
       {loaded && (
+        // aria-disabled, not disabled: a button pressed to the last step keeps the focus (a disabled one drops it to the
+        // page, and the next Tab put it in a form field, where the clicker's keys are the field's).
         <div className="lab-actions" role="group" aria-label="Steps">
           <button
             type="button"
             className="button ghost"
             data-testid="lab-story-prev"
-            onClick={() => stepStory(-1)}
-            disabled={atStart}
+            onClick={() => !atStart && stepStory(-1)}
+            aria-disabled={atStart}
           >
             ← Back
           </button>
@@ -159,12 +161,17 @@ export function LabStoryMode() {
             type="button"
             className="button primary"
             data-testid="lab-story-next"
-            onClick={() => stepStory(1)}
-            disabled={atEnd}
+            onClick={() => !atEnd && stepStory(1)}
+            aria-disabled={atEnd}
           >
             Next step →
           </button>
-          <button type="button" className="button ghost" onClick={() => stepStory(longest)} disabled={atEnd}>
+          <button
+            type="button"
+            className="button ghost"
+            onClick={() => !atEnd && stepStory(longest)}
+            aria-disabled={atEnd}
+          >
             To the end
           </button>
           <span className="lab-status" data-testid="lab-story-position">

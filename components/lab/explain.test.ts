@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { LabStrategyName, LabStrategyResult } from "@/server/contracts";
 import { DEFAULT_WORKLOAD } from "@/server/contracts/lab-defaults";
-import { FAULT_PRESETS, GLOSSARY, matchingPreset, RESULT_COLUMNS, summarize } from "./explain";
+import { FAULT_PRESETS, GLOSSARY, matchingPreset, notRun, RESULT_COLUMNS, summarize } from "./explain";
 
 function result(
   strategy: LabStrategyName,
@@ -116,5 +116,14 @@ describe("the glossary", () => {
     for (const entry of [...GLOSSARY.map((g) => g.meaning), ...RESULT_COLUMNS.map((c) => c.meaning)]) {
       expect(entry.length).toBeGreaterThan(10);
     }
+  });
+});
+
+describe("a stopped run", () => {
+  it("names the strategies it never reached", () => {
+    expect(notRun(["naive", "lock", "watch", "lua"], [result("naive", [3, 5])])).toBe(
+      "Lock, WATCH and Lua did not run.",
+    );
+    expect(notRun(["naive", "lua"], [result("naive", [0, 0]), result("lua", [0, 0])])).toBeNull();
   });
 });

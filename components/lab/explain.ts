@@ -177,6 +177,13 @@ function plural(n: number, one: string, many = `${one}s`): string {
  * too, a send that lands after its read counts again. Their badge still equals the sum (no drift), but both are
  * off. Lua's max-registers give the same state in any order.
  */
+/** A stopped run's strategies that never started, as a sentence ("lock, WATCH and Lua did not run."), or null. */
+export function notRun(asked: readonly LabStrategyName[], results: readonly LabStrategyResult[]): string | null {
+  const missing = asked.filter((strategy) => !results.some((r) => r.strategy === strategy));
+  if (missing.length === 0) return null;
+  return `${capital(list(missing.map((strategy) => NAMES[strategy])))} did not run.`;
+}
+
 export function summarize(results: readonly LabStrategyResult[], faults: Pick<LabFaults, "redisRestart">): string {
   if (results.length === 0) return "No strategy finished.";
   const drifted = results.filter((r) => r.drift.users > 0);

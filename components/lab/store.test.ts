@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { LabRunInfo, LabRunResult, LabSample, Result } from "@/server/contracts";
+import { DEFAULT_WORKLOAD } from "@/server/contracts/lab-defaults";
 import { runStatusText } from "./explain";
 import { chartRows, createLabStore, DEFAULT_FORM, latestBadges, sharedTimeAxis, type LabTransport } from "./store";
 
@@ -58,6 +59,40 @@ describe("lab store", () => {
     expect(store.getState().samples.naive).toHaveLength(1);
     expect(store.getState().samples.lua).toHaveLength(0);
     expect(store.getState().status).toBe("finished");
+  });
+
+  it("a page that opens mid-run draws its own run from the samples so far, with the run's settings", () => {
+    const store = createLabStore(transport());
+    const workload = {
+      ...DEFAULT_WORKLOAD,
+      operations: 8000,
+      faults: { ...DEFAULT_WORKLOAD.faults, redisRestart: true },
+    };
+    const run = { runId: "r1", strategies: ["lua", "naive"], notices: [], redis: "private", workload };
+    const idle = { running: false, rate: 0, users: [], sent: 0, reads: 0, errors: 0 };
+    store.getState().receiveStatus({
+      run: run as unknown as LabRunInfo,
+      samples: [sample("naive", 0), sample("naive", 0.25), sample("lua", 0)],
+      othersRun: false,
+      bots: idle,
+    });
+    const s = store.getState();
+    expect(s.status).toBe("running");
+    expect([s.samples.naive.length, s.samples.lua.length, s.samples.lock.length]).toEqual([2, 1, 0]);
+    expect(s.form).toMatchObject({ operations: 8000, faults: { redisRestart: true } });
+    expect(s.form).not.toHaveProperty("lock");
+    // In the strategies' fixed order, as the form shows them.
+    expect(s.strategies).toEqual(["naive", "lua"]);
+    expect(s.othersRun).toBe(false);
+  });
+
+  it("knows when another user's run holds the slot, and when it is free again", () => {
+    const store = createLabStore(transport());
+    const idle = { running: false, rate: 0, users: [], sent: 0, reads: 0, errors: 0 };
+    store.getState().receiveStatus({ run: null, samples: [], othersRun: true, bots: idle });
+    expect([store.getState().status, store.getState().othersRun]).toEqual(["idle", true]);
+    store.getState().receiveStatus({ run: null, samples: [], othersRun: false, bots: idle });
+    expect([store.getState().status, store.getState().othersRun]).toEqual(["idle", false]);
   });
 
   it("says a run it stopped, or that someone or the time limit stopped, was stopped, not finished", async () => {

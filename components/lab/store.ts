@@ -8,6 +8,7 @@ import type {
   LabRunInput,
   LabRunResult,
   LabSample,
+  LabStatus,
   LabStory,
   LabStoryScenario,
   SessionEndReason,
@@ -54,6 +55,8 @@ export interface LabState {
   result: LabRunResult | null;
   /** This page asked the server to stop the run in progress. */
   stopAsked: boolean;
+  /** Another user's run holds the server's one run slot: Run waits for it to end. */
+  othersRun: boolean;
   error: string | null;
   story: {
     scenario: LabStoryScenario | null;
@@ -74,8 +77,11 @@ export interface LabState {
   receiveSample(sample: LabSample): void;
   receiveFinished(result: LabRunResult): void;
   receiveFailed(runId: string, message: string): void;
-  /** The socket (re)connected: what the server is doing now. */
-  receiveStatus(status: { run: LabRunInfo | null; bots: BotsStatus }): void;
+  /**
+   * What the server is doing now (asked when the socket connects and when the run slot changes): this user's run in
+   * progress is shown with its samples so far and its settings, another user's keeps Run waiting.
+   */
+  receiveStatus(status: LabStatus): void;
   /** Once signed out, a disconnect changes nothing: the socket is not coming back. */
   setConnection(connection: LabState["connection"]): void;
   /** `session:ended`: signed out, with the reason as received (checked here); the disconnect follows. */
@@ -90,6 +96,14 @@ export interface LabState {
 }
 
 const emptySamples = (): Record<LabStrategyName, LabSample[]> => ({ naive: [], lock: [], watch: [], lua: [] });
+
+/** A run's samples so far, by strategy, at most MAX_SAMPLES a line (the newest kept). */
+function samplesOf(samples: readonly LabSample[]): Record<LabStrategyName, LabSample[]> {
+  const lines = emptySamples();
+  for (const sample of samples) lines[sample.strategy]?.push(sample);
+  for (const name of STRATEGY_NAMES) lines[name] = lines[name].slice(-MAX_SAMPLES);
+  return lines;
+}
 const IDLE: BotsStatus = { running: false, rate: 0, users: [], sent: 0, reads: 0, errors: 0 };
 /** Enough points for a long run; older ones are thinned out. */
 const MAX_SAMPLES = 600;
@@ -105,6 +119,7 @@ export function createLabStore(transport: LabTransport) {
     samples: emptySamples(),
     result: null,
     stopAsked: false,
+    othersRun: false,
     error: null,
     story: { scenario: null, stories: [], step: 0, loading: false, error: null },
     bots: IDLE,
@@ -164,10 +179,20 @@ export function createLabStore(transport: LabTransport) {
       set({ status: "failed", error: message });
     },
 
-    receiveStatus({ run, bots }) {
-      set({ bots });
+    receiveStatus({ run, samples, othersRun, bots }) {
+      set({ bots, othersRun });
       if (run && get().status !== "running") {
-        set({ run, status: "running", samples: emptySamples(), result: null, stopAsked: false, error: null });
+        const { lock: _l, watch: _w, ...form } = run.workload;
+        set({
+          run,
+          status: "running",
+          samples: samplesOf(samples ?? []),
+          form,
+          strategies: STRATEGY_NAMES.filter((n) => run.strategies.includes(n)),
+          result: null,
+          stopAsked: false,
+          error: null,
+        });
       }
     },
 

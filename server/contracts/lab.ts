@@ -167,10 +167,22 @@ export interface BotsInput {
   count?: number;
 }
 
+/**
+ * `lab:status`: the asking user's run in progress on this instance, if any, with its samples so far (a page that
+ * reloads or opens in a second tab draws the run from its start), whether someone else's run holds the instance's
+ * one slot, and the user's bots.
+ */
+export interface LabStatus {
+  run: LabRunInfo | null;
+  samples: LabSample[];
+  othersRun: boolean;
+  bots: BotsStatus;
+}
+
 export interface LabClientToServerEvents {
   "lab:start": (input: LabRunInput, ack: Ack<{ run: LabRunInfo }>) => void;
   "lab:stop": (input: { runId: string }, ack: Ack<object>) => void;
-  "lab:status": (ack: Ack<{ run: LabRunInfo | null; bots: BotsStatus }>) => void;
+  "lab:status": (ack: Ack<LabStatus>) => void;
   "lab:replay": (input: { scenario: LabStoryScenario }, ack: Ack<{ stories: LabStory[] }>) => void;
   "bots:start": (input: BotsInput, ack: Ack<{ bots: BotsStatus }>) => void;
   "bots:stop": (ack: Ack<{ bots: BotsStatus }>) => void;
@@ -188,6 +200,8 @@ export interface LabServerToClientEvents {
   "lab:sampled": (sample: LabSample) => void;
   "lab:finished": (result: LabRunResult) => void;
   "lab:failed": (payload: { runId: string; message: string }) => void;
+  /** To every lab page on the instance: its run slot was taken or freed; a page asks `lab:status` again. */
+  "lab:slot": (slot: { busy: boolean }) => void;
   "bots:changed": (bots: BotsStatus) => void;
   /** As in the chat's namespace: this socket's session ended, and why; the socket is disconnected right after. */
   "session:ended": (payload: SessionEnded) => void;

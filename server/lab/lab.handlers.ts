@@ -175,16 +175,20 @@ export function registerLab({
             finished: (result) => {
               charge();
               nsp.to(room).emit("lab:finished", result);
+              nsp.local.emit("lab:slot", { busy: false });
             },
             failed: (runId, message) => {
               charge();
               nsp.to(room).emit("lab:failed", { runId, message });
+              nsp.local.emit("lab:slot", { busy: false });
             },
           })
           .catch(async (err: unknown) => {
             await limits.refund("labRun", subject).catch(() => undefined);
             throw err;
           });
+        // The slot is this instance's: its own pages hear it was taken (the others' have a slot of their own).
+        nsp.local.emit("lab:slot", { busy: true });
         return { run };
       }),
     );

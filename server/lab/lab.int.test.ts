@@ -136,8 +136,26 @@ describe("the /lab namespace", () => {
     });
     if (!started.ok) throw new Error(started.error.message);
     const finished = once(lab, "lab:finished");
+    const sampled = once(lab, "lab:sampled");
     // Someone else on the same instance can see that a run is in progress but cannot stop it.
-    const stranger = await labSocket((await h.signUp("lab_stranger")).token, 0);
+    const strangerToken = (await h.signUp("lab_stranger")).token;
+    const stranger = await labSocket(strangerToken, 0);
+    // Their page is told the slot is taken, not given the run as if it were theirs; the other instance's is free.
+    expect(await stranger.emitWithAck("lab:status")).toMatchObject({
+      ok: true,
+      run: null,
+      samples: [],
+      othersRun: true,
+    });
+    const elsewhere = await labSocket(strangerToken, 1);
+    expect(await elsewhere.emitWithAck("lab:status")).toMatchObject({ ok: true, run: null, othersRun: false });
+    // A page of the owner that opens mid-run gets the run and its samples so far, to draw it from its start.
+    await sampled;
+    const mine = await lab.emitWithAck("lab:status");
+    if (!mine.ok) throw new Error(mine.error.message);
+    expect(mine).toMatchObject({ run: { runId: started.run.runId }, othersRun: false });
+    expect(mine.samples.length).toBeGreaterThan(0);
+    expect(mine.samples[0]).toMatchObject({ strategy: "lock", t: 0 });
     expect(await stranger.emitWithAck("lab:stop", { runId: started.run.runId })).toMatchObject({
       ok: false,
       error: { code: "forbidden" },
@@ -152,7 +170,10 @@ describe("the /lab namespace", () => {
       ok: false,
       error: { code: "rate_limited", message: expect.stringMatching(/^Your lab run/) },
     });
+    const freed = once(stranger, "lab:slot");
     expect(await lab.emitWithAck("lab:stop", { runId: started.run.runId })).toEqual({ ok: true });
+    expect(await freed).toEqual({ busy: false });
+    expect(await stranger.emitWithAck("lab:status")).toMatchObject({ ok: true, othersRun: false });
     const result = await finished;
     expect(result.results[0]!.completed).toBeLessThan(1_000_000);
     // The page says the run was stopped, and by whom; not that it finished.

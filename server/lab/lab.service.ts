@@ -5,6 +5,7 @@ import type {
   LabRunInfo,
   LabRunResult,
   LabSample,
+  LabStatus,
   LabStory,
   LabStoryScenario,
   LabStrategyName,
@@ -19,6 +20,21 @@ import { replayStories } from "./story.ts";
 
 /** A run stops by itself after this long; the results so far are reported. */
 export const MAX_RUN_MS = 10 * 60_000;
+
+/** Samples a run keeps for a page that connects mid-run: a long run's are thinned out (the page keeps 600 a line). */
+const MAX_KEPT = 2400;
+
+/** Every other sample of each strategy, its newest kept: the same lines, drawn with half the points. */
+export function thinned(samples: readonly LabSample[]): LabSample[] {
+  const total = new Map<string, number>();
+  for (const s of samples) total.set(s.strategy, (total.get(s.strategy) ?? 0) + 1);
+  const seen = new Map<string, number>();
+  return samples.filter((s) => {
+    const k = seen.get(s.strategy) ?? 0;
+    seen.set(s.strategy, k + 1);
+    return k % 2 === 0 || k === total.get(s.strategy)! - 1;
+  });
+}
 
 const SHUTTING_DOWN: LabRunEnd = { reason: "stopped", by: "the server (shutting down)" };
 
@@ -49,7 +65,14 @@ export type LabService = ReturnType<typeof createLabService>;
  * started them: only they can stop them.
  */
 export function createLabService({ sharedRedis, log }: LabServiceDeps) {
-  let current: { info: LabRunInfo; ownerId: number; abort: AbortController; done: Promise<void> } | null = null;
+  let current: {
+    info: LabRunInfo;
+    ownerId: number;
+    abort: AbortController;
+    done: Promise<void>;
+    /** The run's samples so far, for a page of its owner that connects mid-run; thinned out past MAX_KEPT. */
+    samples: LabSample[];
+  } | null = null;
   let replaying: Promise<unknown> = Promise.resolve();
   const botsByOwner = new Map<number, Bots>();
 
@@ -69,7 +92,18 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
       );
     const abort = new AbortController();
     const runId = newRunId();
-    const slot = { info: null as unknown as LabRunInfo, ownerId, abort, done: Promise.resolve() };
+    const slot = {
+      info: null as unknown as LabRunInfo,
+      ownerId,
+      abort,
+      done: Promise.resolve(),
+      samples: [] as LabSample[],
+    };
+    const sampled = (sample: LabSample) => {
+      slot.samples.push(sample);
+      if (slot.samples.length > MAX_KEPT) slot.samples = thinned(slot.samples);
+      listener.sampled(sample);
+    };
     current = slot;
     let labRedis;
     try {
@@ -92,7 +126,7 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
     slot.done = (async () => {
       let report: () => void;
       try {
-        const result = await runLab({ run: info, labRedis: lab, signal: abort.signal, onSample: listener.sampled });
+        const result = await runLab({ run: info, labRedis: lab, signal: abort.signal, onSample: sampled });
         // A Stop that came after the last operation stopped nothing.
         const cutShort =
           result.results.length < info.strategies.length ||
@@ -157,8 +191,16 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
     replay,
     startBots: startBotsFor,
     stopBots,
-    /** The run in progress (anyone's: it keeps others from starting one) and the asking user's bots. */
-    status: (userId: number) => ({ run: current?.info ?? null, bots: botsByOwner.get(userId)?.status() ?? IDLE_BOTS }),
+    /** The asking user's run in progress and its samples so far, whether another user's holds the slot, their bots. */
+    status(userId: number): LabStatus {
+      const mine = current !== null && current.ownerId === userId && current.info !== null;
+      return {
+        run: mine ? current!.info : null,
+        samples: mine ? [...current!.samples] : [],
+        othersRun: current !== null && current.ownerId !== userId,
+        bots: botsByOwner.get(userId)?.status() ?? IDLE_BOTS,
+      };
+    },
     async close() {
       current?.abort.abort(SHUTTING_DOWN);
       await current?.done;
