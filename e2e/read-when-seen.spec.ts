@@ -246,6 +246,53 @@ test("scrolled up, new messages count and wait behind 'N new ↓'; a click shows
   }
 });
 
+test("opened again in the same tab, with its messages already loaded, 40 new count down as they scroll into view", async ({
+  alice,
+  bob,
+  env,
+}) => {
+  test.setTimeout(120_000);
+  const conversation = await readThenUnread(alice, bob, env, 0, "unused");
+  const other = await bob.createConversation([alice.name], "elsewhere");
+  const front = await alice.openTab(env.serverA, { window: "looking" });
+  await watchBadgeSums(front);
+  // Opened once, then left for another conversation: its messages stay loaded in the tab.
+  await openConversation(front, conversation.id);
+  await expect(messages(front).last()).toHaveAttribute("data-seq", "5");
+  await openConversation(front, other.id);
+  const bobSocket = await connect(bob, env.serverB);
+  try {
+    await sendMany(bobSocket, conversation.id, 40, "while away");
+  } finally {
+    bobSocket.disconnect();
+  }
+  await expect(appBadge(front)).toHaveAttribute("data-count", "40");
+
+  // Opened again: on the divider, the first screen read, then each screen as it scrolls into view; not all at once
+  // at the bottom (the messages were there before the list watched them).
+  await openConversation(front, conversation.id);
+  await expect(front.getByTestId("unread-divider")).toBeInViewport();
+  const server = async () => (await alice.snapshot()).totalUnread;
+  await expect.poll(() => count(front)).toBeLessThan(40);
+  let previous = await count(front);
+  expect(previous).toBeGreaterThan(0);
+  const height = await front.getByTestId("message-list").evaluate((el) => el.clientHeight);
+  let steps = 0;
+  for (;;) {
+    const left = await scrollList(front, Math.round(height * 0.8));
+    const before = previous;
+    await expect.poll(() => count(front)).toBeLessThan(before);
+    previous = await count(front);
+    steps++;
+    if (left <= 2) break;
+    expect(previous, `still ${left}px above the bottom`).toBeGreaterThan(0);
+  }
+  expect(previous).toBe(0);
+  expect(steps).toBeGreaterThan(1);
+  await expect.poll(server).toBe(0);
+  await expectSumsCountingDown(front, 40);
+});
+
 test("a few unread open at the bottom, still below the divider, and are read at once", async ({ alice, bob, env }) => {
   const conversation = await bob.createConversation([alice.name]);
   const bobSocket = await connect(bob, env.serverB);

@@ -84,6 +84,11 @@ function isSeen(bubble: DOMRect, view: DOMRect): boolean {
   return bubble.bottom <= view.bottom + 1 && bubble.bottom - Math.min(LAST_LINE, bubble.height) >= view.top - 1;
 }
 
+/** Watches every message bubble in `list` (observing one twice is a no-op). */
+function watchBubbles(io: IntersectionObserver, list: HTMLElement): void {
+  for (const bubble of list.querySelectorAll("[data-seq] > .message-bubble")) io.observe(bubble);
+}
+
 export function MessageList({ conversationId }: { conversationId: number }) {
   const list = useChatStore(selectMessageList(conversationId));
   const pending = useChatStore(selectPending(conversationId));
@@ -199,6 +204,9 @@ export function MessageList({ conversationId }: { conversationId: number }) {
       { root: el, threshold: [0, 0.5, 1] },
     );
     observer.current = io;
+    // The bubbles already there: opened again, a conversation's messages are in the store before this effect runs,
+    // and the layout effect below, which runs first, had no observer to give them to.
+    watchBubbles(io, el);
     return () => {
       io.disconnect();
       observer.current = null;
@@ -211,8 +219,7 @@ export function MessageList({ conversationId }: { conversationId: number }) {
   useLayoutEffect(() => {
     const io = observer.current;
     const el = scroller.current;
-    if (!io || !el) return;
-    for (const bubble of el.querySelectorAll("[data-seq] > .message-bubble")) io.observe(bubble);
+    if (io && el) watchBubbles(io, el);
   }, [items]);
 
   function requestOlder() {
