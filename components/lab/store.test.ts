@@ -2,7 +2,15 @@ import { describe, expect, it } from "vitest";
 import type { LabRunInfo, LabRunResult, LabSample, Result } from "@/server/contracts";
 import { DEFAULT_WORKLOAD } from "@/server/contracts/lab-defaults";
 import { runStatusText } from "./explain";
-import { chartRows, createLabStore, DEFAULT_FORM, latestBadges, sharedTimeAxis, type LabTransport } from "./store";
+import {
+  chartRows,
+  createLabStore,
+  DEFAULT_FORM,
+  latestBadges,
+  RUN_ENDED_AWAY,
+  sharedTimeAxis,
+  type LabTransport,
+} from "./store";
 
 function transport(overrides: Partial<LabTransport> = {}): LabTransport & { starts: unknown[] } {
   const starts: unknown[] = [];
@@ -84,6 +92,50 @@ describe("lab store", () => {
     // In the strategies' fixed order, as the form shows them.
     expect(s.strategies).toEqual(["naive", "lua"]);
     expect(s.othersRun).toBe(false);
+  });
+
+  it("a status answer older than the page's news neither revives a finished run nor leaves a missed end running", async () => {
+    const idle = { running: false, rate: 0, users: [], sent: 0, reads: 0, errors: 0 };
+    const workload = DEFAULT_WORKLOAD;
+    const info = (runId: string) =>
+      ({ runId, strategies: ["naive"], notices: [], redis: "private", workload }) as unknown as LabRunInfo;
+    const store = createLabStore(transport());
+    await store.getState().start();
+    store.getState().receiveFinished({ runId: "r1", results: [], notices: [], end: { reason: "completed" } });
+    // An answer read before the finish, delivered after it: the page stays on the finished run and its result.
+    store.getState().receiveStatus({ run: info("r1"), samples: [], othersRun: false, bots: idle });
+    expect([store.getState().status, store.getState().result?.runId]).toEqual(["finished", "r1"]);
+
+    // A page showing r2 running, that missed its end while offline, is told on reconnect: no run of its own.
+    store
+      .getState()
+      .receiveStatus({ run: info("r2"), samples: [sample("naive", 0, "r2")], othersRun: false, bots: idle });
+    expect([store.getState().status, store.getState().run?.runId]).toEqual(["running", "r2"]);
+    // Back while it still runs: the server's line is whole, the samples missed meanwhile included.
+    const line = [0, 0.25, 0.5, 0.75].map((t) => sample("naive", t, "r2"));
+    store.getState().receiveStatus({ run: info("r2"), samples: line, othersRun: false, bots: idle });
+    expect(store.getState().samples.naive).toHaveLength(4);
+    store.getState().receiveStatus({ run: null, samples: [], othersRun: false, bots: idle });
+    expect(store.getState().status).toBe("idle");
+    expect(store.getState().error).toBe(RUN_ENDED_AWAY);
+    // A run of this user's it did not know of (started in another tab) is taken up.
+    store.getState().receiveStatus({ run: info("r3"), samples: [], othersRun: false, bots: idle });
+    expect([store.getState().status, store.getState().run?.runId, store.getState().error]).toEqual([
+      "running",
+      "r3",
+      null,
+    ]);
+  });
+
+  it("a long line opened mid-run keeps its start: thinned, not cut", () => {
+    const idle = { running: false, rate: 0, users: [], sent: 0, reads: 0, errors: 0 };
+    const run = { runId: "r1", strategies: ["lock"], notices: [], redis: "private", workload: DEFAULT_WORKLOAD };
+    const store = createLabStore(transport());
+    const long = Array.from({ length: 2000 }, (_, i) => sample("lock", i / 4));
+    store.getState().receiveStatus({ run: run as unknown as LabRunInfo, samples: long, othersRun: false, bots: idle });
+    const line = store.getState().samples.lock;
+    expect(line.length).toBeLessThanOrEqual(600);
+    expect([line[0]?.t, line.at(-1)?.t]).toEqual([0, 1999 / 4]);
   });
 
   it("knows when another user's run holds the slot, and when it is free again", () => {

@@ -97,13 +97,23 @@ export interface LabState {
 
 const emptySamples = (): Record<LabStrategyName, LabSample[]> => ({ naive: [], lock: [], watch: [], lua: [] });
 
-/** A run's samples so far, by strategy, at most MAX_SAMPLES a line (the newest kept). */
+/**
+ * A run's samples so far, by strategy, at most MAX_SAMPLES a line: thinned as receiveSample thins a line (every
+ * other point, the newest kept), so that a long line still starts where the run did.
+ */
 function samplesOf(samples: readonly LabSample[]): Record<LabStrategyName, LabSample[]> {
   const lines = emptySamples();
   for (const sample of samples) lines[sample.strategy]?.push(sample);
-  for (const name of STRATEGY_NAMES) lines[name] = lines[name].slice(-MAX_SAMPLES);
+  for (const name of STRATEGY_NAMES) {
+    while (lines[name].length > MAX_SAMPLES)
+      lines[name] = lines[name].filter((_, i, line) => i % 2 === 0 || i === line.length - 1);
+  }
   return lines;
 }
+
+/** What a page that was away says when its run ended meanwhile: it missed the results, which are not kept. */
+export const RUN_ENDED_AWAY =
+  "Your run ended while this page was not connected; its results were shown in the pages that stayed connected.";
 const IDLE: BotsStatus = { running: false, rate: 0, users: [], sent: 0, reads: 0, errors: 0 };
 /** Enough points for a long run; older ones are thinned out. */
 const MAX_SAMPLES = 600;
@@ -181,7 +191,18 @@ export function createLabStore(transport: LabTransport) {
 
     receiveStatus({ run, samples, othersRun, bots }) {
       set({ bots, othersRun });
-      if (run && get().status !== "running") {
+      const shown = get();
+      if (shown.status === "running" && shown.run && run?.runId !== shown.run.runId) {
+        // The run this page shows is over, and it missed the end (offline when it came): it is not stuck on it.
+        set({ status: "idle", stopAsked: false, error: RUN_ENDED_AWAY });
+      }
+      if (run && get().status === "running" && get().run?.runId === run.runId) {
+        // Back after a disconnect: the server's samples are the whole line so far, the ones missed meanwhile too.
+        set({ samples: samplesOf(samples ?? []) });
+        return;
+      }
+      // A run this page already saw finish is not taken up again (an answer whose content is older than the finish).
+      if (run && run.runId !== get().result?.runId) {
         const { lock: _l, watch: _w, ...form } = run.workload;
         set({
           run,

@@ -185,6 +185,9 @@ export function registerLab({
           })
           .catch(async (err: unknown) => {
             await limits.refund("labRun", subject).catch(() => undefined);
+            // A start that failed after taking the slot (its Redis did not open) freed it again: pages that asked
+            // meanwhile were told it was taken.
+            nsp.local.emit("lab:slot", { busy: false });
             throw err;
           });
         // The slot is this instance's: its own pages hear it was taken (the others' have a slot of their own).
@@ -205,9 +208,11 @@ export function registerLab({
       "lab:status",
       command(log, "lab:status", async (payload) => {
         parse(noInputSchema, payload);
+        const elsewhereBots = lab.status(user.id).bots.running ? [] : await elsewhere("bots:status", user.id);
+        // Read after the wait for the other instances: an event this socket got before the answer (a run's finish,
+        // a slot freed) is never newer than what the answer says.
         const here = lab.status(user.id);
-        if (here.bots.running) return here;
-        return { ...here, bots: whichRan([...(await elsewhere("bots:status", user.id)), here.bots]) };
+        return here.bots.running ? here : { ...here, bots: whichRan([...elsewhereBots, here.bots]) };
       }),
     );
 
