@@ -73,8 +73,14 @@ test("the lab runs a small comparison of the four strategies, charts it and repl
 
   for (const chart of ["lab-chart-throughput", "lab-chart-drift"]) {
     await expect(page.getByTestId(chart)).toBeVisible();
-    // One drawn line per strategy.
+    // One drawn line per strategy, named in the legend in the order the form and the table list them.
     await expect(page.getByTestId(chart).locator("path.recharts-line-curve")).toHaveCount(4);
+    await expect(page.getByTestId(chart).locator(".recharts-legend-item-text")).toHaveText([
+      "naive",
+      "lock",
+      "WATCH",
+      "Lua",
+    ]);
   }
 
   await page.getByTestId("lab-story-race").click();

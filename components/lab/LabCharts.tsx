@@ -11,6 +11,7 @@ import {
   XAxis,
   YAxis,
   type DotItemDotProps,
+  type LegendPayload,
 } from "recharts";
 import type { LabSample, LabStrategyName } from "@/server/contracts";
 import { STRATEGY_COLORS, STRATEGY_SHORT_LABELS } from "./colors";
@@ -39,7 +40,8 @@ function Chart({ title, testId, value, axis }: ChartProps) {
           {/* Lifted off the time axis: a strategy at 0 (Lua's drift) draws a line of its own, not the axis. */}
           <YAxis allowDecimals={false} width={56} padding={{ bottom: ZERO_LIFT_PX }} />
           <Tooltip />
-          <Legend />
+          {/* In the strategies' order, as the form and the table list them (Recharts sorts by label otherwise). */}
+          <Legend itemSorter={legendOrder} />
           {STRATEGY_NAMES.filter((name) => strategies.includes(name)).map((name) => (
             <Line
               key={name}
@@ -65,6 +67,8 @@ function Chart({ title, testId, value, axis }: ChartProps) {
 }
 
 const ZERO_LIFT_PX = 8;
+
+const legendOrder = (item: LegendPayload) => STRATEGY_NAMES.indexOf(item.dataKey as LabStrategyName);
 
 /**
  * Each strategy's newest point, where its line ends in a dot: its end-of-run value once it finished (the value
