@@ -169,6 +169,13 @@ function plural(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;
 }
 
+/** A stopped run's strategies that never started, as a sentence ("lock, WATCH and Lua did not run."), or null. */
+export function notRun(asked: readonly LabStrategyName[], results: readonly LabStrategyResult[]): string | null {
+  const missing = asked.filter((strategy) => !results.some((r) => r.strategy === strategy));
+  if (missing.length === 0) return null;
+  return `${capital(list(missing.map((strategy) => NAMES[strategy])))} did not run.`;
+}
+
 /**
  * What a finished run shows, in plain words: who drifted and by how much, who kept every badge equal to its
  * list, and why a strategy whose badges add up can still be wrong. Counter strategies (lock, WATCH) apply a
@@ -177,13 +184,6 @@ function plural(n: number, one: string, many = `${one}s`): string {
  * too, a send that lands after its read counts again. Their badge still equals the sum (no drift), but both are
  * off. Lua's max-registers give the same state in any order.
  */
-/** A stopped run's strategies that never started, as a sentence ("lock, WATCH and Lua did not run."), or null. */
-export function notRun(asked: readonly LabStrategyName[], results: readonly LabStrategyResult[]): string | null {
-  const missing = asked.filter((strategy) => !results.some((r) => r.strategy === strategy));
-  if (missing.length === 0) return null;
-  return `${capital(list(missing.map((strategy) => NAMES[strategy])))} did not run.`;
-}
-
 export function summarize(results: readonly LabStrategyResult[], faults: Pick<LabFaults, "redisRestart">): string {
   if (results.length === 0) return "No strategy finished.";
   const drifted = results.filter((r) => r.drift.users > 0);

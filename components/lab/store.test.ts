@@ -34,6 +34,8 @@ function transport(overrides: Partial<LabTransport> = {}): LabTransport & { star
   };
 }
 
+const idle = { running: false, rate: 0, users: [], sent: 0, reads: 0, errors: 0 };
+
 const sample = (strategy: LabSample["strategy"], t: number, runId = "r1"): LabSample => ({
   runId,
   strategy,
@@ -77,7 +79,6 @@ describe("lab store", () => {
       faults: { ...DEFAULT_WORKLOAD.faults, redisRestart: true },
     };
     const run = { runId: "r1", strategies: ["lua", "naive"], notices: [], redis: "private", workload };
-    const idle = { running: false, rate: 0, users: [], sent: 0, reads: 0, errors: 0 };
     store.getState().receiveStatus({
       run: run as unknown as LabRunInfo,
       samples: [sample("naive", 0), sample("naive", 0.25), sample("lua", 0)],
@@ -95,7 +96,6 @@ describe("lab store", () => {
   });
 
   it("a status answer older than the page's news neither revives a finished run nor leaves a missed end running", async () => {
-    const idle = { running: false, rate: 0, users: [], sent: 0, reads: 0, errors: 0 };
     const workload = DEFAULT_WORKLOAD;
     const info = (runId: string) =>
       ({ runId, strategies: ["naive"], notices: [], redis: "private", workload }) as unknown as LabRunInfo;
@@ -128,7 +128,6 @@ describe("lab store", () => {
   });
 
   it("a long line opened mid-run keeps its start: thinned, not cut", () => {
-    const idle = { running: false, rate: 0, users: [], sent: 0, reads: 0, errors: 0 };
     const run = { runId: "r1", strategies: ["lock"], notices: [], redis: "private", workload: DEFAULT_WORKLOAD };
     const store = createLabStore(transport());
     const long = Array.from({ length: 2000 }, (_, i) => sample("lock", i / 4));
@@ -140,7 +139,6 @@ describe("lab store", () => {
 
   it("knows when another user's run holds the slot, and when it is free again", () => {
     const store = createLabStore(transport());
-    const idle = { running: false, rate: 0, users: [], sent: 0, reads: 0, errors: 0 };
     store.getState().receiveStatus({ run: null, samples: [], othersRun: true, bots: idle });
     expect([store.getState().status, store.getState().othersRun]).toEqual(["idle", true]);
     store.getState().receiveStatus({ run: null, samples: [], othersRun: false, bots: idle });

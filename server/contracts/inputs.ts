@@ -26,7 +26,10 @@ export const noInputSchema = z.custom<null | undefined | Record<string, never>>(
 );
 
 /** An account name: 1–32 of [A-Za-z0-9_-], unique case-insensitively (the database enforces that part). */
-export const USER_NAME = /^[A-Za-z0-9_-]{1,32}$/;
+const NAME_CHARS = "A-Za-z0-9_-";
+export const USER_NAME = new RegExp(`^[${NAME_CHARS}]{1,32}$`);
+/** One character of a name. */
+const NAME_CHAR = new RegExp(`^[${NAME_CHARS}]$`);
 export const userName = z
   .string()
   .trim()
@@ -38,9 +41,9 @@ const NAME_RULE = "a–z, A–Z, 0–9, _ or -";
  * Why `name` is not a name, in a sentence that points at the problem: the first character the rule refuses (named
  * by its code when it is invisible or could turn the sentence around), or the length.
  */
-export function nameProblem(name: string): string {
+function nameProblem(name: string): string {
   if (name.length === 0) return `Type a name: 1–32 characters, ${NAME_RULE}.`;
-  const bad = [...name].find((c) => !/^[A-Za-z0-9_-]$/.test(c));
+  const bad = [...name].find((c) => !NAME_CHAR.test(c));
   if (bad !== undefined) {
     const shown =
       bad === " "

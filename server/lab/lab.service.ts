@@ -21,21 +21,6 @@ import { replayStories } from "./story.ts";
 /** A run stops by itself after this long; the results so far are reported. */
 export const MAX_RUN_MS = 10 * 60_000;
 
-/** Samples a run keeps for a page that connects mid-run: a long run's are thinned out (the page keeps 600 a line). */
-const MAX_KEPT = 2400;
-
-/** Every other sample of each strategy, its newest kept: the same lines, drawn with half the points. */
-export function thinned(samples: readonly LabSample[]): LabSample[] {
-  const total = new Map<string, number>();
-  for (const s of samples) total.set(s.strategy, (total.get(s.strategy) ?? 0) + 1);
-  const seen = new Map<string, number>();
-  return samples.filter((s) => {
-    const k = seen.get(s.strategy) ?? 0;
-    seen.set(s.strategy, k + 1);
-    return k % 2 === 0 || k === total.get(s.strategy)! - 1;
-  });
-}
-
 const SHUTTING_DOWN: LabRunEnd = { reason: "stopped", by: "the server (shutting down)" };
 
 /** How an aborted run ended: whoever aborts it gives its AbortController the reason, a LabRunEnd. */
@@ -70,7 +55,10 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
     ownerId: number;
     abort: AbortController;
     done: Promise<void>;
-    /** The run's samples so far, for a page of its owner that connects mid-run; thinned out past MAX_KEPT. */
+    /**
+     * The run's samples so far, for a page of its owner that connects mid-run: one every ~250 ms, so MAX_RUN_MS bounds
+     * them (≈ 2400, a few hundred kB); the page thins them to its own 600 a line.
+     */
     samples: LabSample[];
   } | null = null;
   let replaying: Promise<unknown> = Promise.resolve();
@@ -101,7 +89,6 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
     };
     const sampled = (sample: LabSample) => {
       slot.samples.push(sample);
-      if (slot.samples.length > MAX_KEPT) slot.samples = thinned(slot.samples);
       listener.sampled(sample);
     };
     current = slot;
