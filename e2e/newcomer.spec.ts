@@ -3,6 +3,7 @@ import {
   appShell,
   conversationItem,
   expectOpen,
+  expectUnread,
   openConversation,
   openConversationItem,
   sendMessage,
@@ -200,4 +201,34 @@ test("on a phone the header's links stay clear of the brand and its badge", asyn
     expect(box.x, `${id} starts right of the badge`).toBeGreaterThanOrEqual(badge.x + badge.width);
     expect(box.x + box.width, `${id} ends inside the screen`).toBeLessThanOrEqual(375);
   }
+});
+
+test("a run of messages from one sender shows the name and time once, and the unread ones start their own", async ({
+  alice,
+  bob,
+  carol,
+  env,
+}) => {
+  const group = await alice.createConversation([bob.name, carol.name], "Runs");
+  const bobPage = await bob.openTab(env.serverA, { open: group.id });
+  for (const text of ["one", "two"]) await sendMessage(bobPage, text);
+  await sendMessage(await carol.openTab(env.serverA, { open: group.id }), "carol's");
+  await sendMessage(bobPage, "three");
+  const first = await alice.openTab(env.serverA, { open: group.id });
+  await expectUnread(first, group.id, 0);
+  await first.close();
+  await sendMessage(bobPage, "four");
+
+  const page = await alice.openTab(env.serverA, { open: group.id });
+  const list = page.getByTestId("message");
+  await expect(list).toHaveCount(5);
+  await expect(page.getByTestId("unread-divider")).toBeVisible();
+  const named = await list.evaluateAll((items) =>
+    items.map((li) => li.querySelector(".message-meta")!.getBoundingClientRect().width > 1),
+  );
+  // "two" continues bob's run; carol's breaks it; "four" would continue "three" but is the first unread one.
+  expect(named).toEqual([true, false, true, true, true]);
+  // A continued message still says who wrote it to a screen reader, and its time is in its bubble's title.
+  await expect(list.nth(1)).toContainText(bob.name);
+  await expect(list.nth(1).locator(".message-bubble")).toHaveAttribute("title", /\d/);
 });

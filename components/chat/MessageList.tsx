@@ -15,6 +15,7 @@ import {
 import { latestSeq } from "@/components/store/runtime";
 import type { OnScreen } from "@/components/store";
 import { firstUnseenSeq } from "./first-unseen";
+import { continuesRun } from "./message-runs";
 import { MessageText } from "./MessageText";
 import { PendingItem } from "./PendingItem";
 import { REPLY_NOTE_TEXT, replyNote } from "./reply-note";
@@ -37,9 +38,11 @@ interface MessageProps {
   members: UserDTO[];
   kind: ConversationKind;
   userId: number | undefined;
+  /** It continues its sender's run (message-runs.ts): name and time are read out but not shown again. */
+  continued: boolean;
 }
 
-const Message = memo(function Message({ message, own, members, kind, userId }: MessageProps) {
+const Message = memo(function Message({ message, own, members, kind, userId, continued }: MessageProps) {
   const memberNames = members.map((m) => m.name);
   // Exactly the rule the server counts mentions by, so the marker and the mention badge agree.
   const mentionsMe =
@@ -47,12 +50,12 @@ const Message = memo(function Message({ message, own, members, kind, userId }: M
   const myName = own ? null : (members.find((m) => m.id === userId)?.name ?? null);
   return (
     <li
-      className={own ? "message own" : "message"}
+      className={`message${own ? " own" : ""}${continued ? " continued" : ""}`}
       data-testid="message"
       data-seq={message.seq}
       data-mentions-me={mentionsMe || undefined}
     >
-      <div className="message-meta">
+      <div className={continued ? "message-meta visually-hidden" : "message-meta"}>
         <span className="message-sender" title={own ? undefined : message.senderName}>
           {own ? "You" : message.senderName}
         </span>
@@ -61,7 +64,7 @@ const Message = memo(function Message({ message, own, members, kind, userId }: M
         </time>
         {mentionsMe && <span className="visually-hidden">mentions you</span>}
       </div>
-      <div className="message-bubble">
+      <div className="message-bubble" title={continued ? formatFullDate(message.createdAt) : undefined}>
         <MessageText content={message.content} memberNames={memberNames} kind={kind} myName={myName} />
       </div>
     </li>
@@ -337,7 +340,7 @@ export function MessageList({ conversationId }: { conversationId: number }) {
           </p>
         )}
         <ol className="message-list" aria-live="polite" style={positioned ? undefined : { visibility: "hidden" }}>
-          {items.map((m) => (
+          {items.map((m, i) => (
             <MessageItem
               key={m.id}
               message={m}
@@ -346,6 +349,7 @@ export function MessageList({ conversationId }: { conversationId: number }) {
               kind={kind}
               userId={userId}
               divider={m.seq === dividerBefore}
+              continued={continuesRun(items[i - 1], m, m.seq === dividerBefore)}
             />
           ))}
           {pending.map((p) => (
