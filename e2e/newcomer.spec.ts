@@ -232,3 +232,36 @@ test("a run of messages from one sender shows the name and time once, and the un
   await expect(list.nth(1)).toContainText(bob.name);
   await expect(list.nth(1).locator(".message-bubble")).toHaveAttribute("title", /\d/);
 });
+
+test("right-to-left text reads right to left, and a bidi control cannot disguise where a link goes", async ({
+  alice,
+  bob,
+  carol,
+  env,
+}) => {
+  const arabic = "مجموعة العمل الأسبوعية — Weekly sync with a very long title";
+  const group = await alice.createConversation([bob.name, carol.name], arabic);
+  const direct = await bob.createConversation([alice.name]);
+  const bobPage = await bob.openTab(env.serverA, { open: direct.id });
+  await sendMessage(bobPage, "كيف حالك اليوم؟ أنا بخير، شكرا.");
+  await sendMessage(bobPage, "see https://paypal.com\u202E@moc.live/ ok");
+
+  const page = await alice.openTab(env.serverA, { open: direct.id });
+  await page.setViewportSize({ width: 375, height: 740 });
+  const direction = (locator: ReturnType<typeof page.locator>) =>
+    locator.evaluate((e) => getComputedStyle(e).direction);
+  const bubbles = page.getByTestId("message").locator(".message-bubble");
+  await expect.poll(() => direction(bubbles.first())).toBe("rtl");
+  expect(await direction(bubbles.last())).toBe("ltr");
+  const link = page.getByTestId("message-link");
+  await expect(link).toHaveText("https://paypal.com");
+  await expect(link).toHaveAttribute("href", "https://paypal.com/");
+  await page.screenshot({ path: "/tmp/rtl-375-open.png" });
+
+  await page.getByRole("button", { name: "Back to conversations" }).click();
+  const row = conversationItem(page, group.id);
+  // Right to left, the ellipsis cuts the title's English end, not its Arabic start.
+  expect(await direction(row.locator(".conversation-title"))).toBe("rtl");
+  expect(await direction(conversationItem(page, direct.id).locator(".conversation-preview"))).toBe("ltr");
+  await page.screenshot({ path: "/tmp/rtl-375-list.png" });
+});

@@ -78,9 +78,13 @@ const ConversationItem = memo(function ConversationItem({ id }: { id: number }) 
         onClick={() => open(id)}
       >
         <span className="conversation-top">
-          <span className="conversation-title">
-            {/* Isolated: a title or message with bidi controls cannot turn the rest of the row around. */}
-            <bdi>{conversation.title}</bdi>
+          {/*
+            Isolated by its dir (a title or message with bidi controls cannot turn the rest of the row around), and
+            "auto": a right-to-left title is cut at its end (the left), not at its start. The text is not in a <bdi>,
+            which dir="auto" would skip when it looks for the direction.
+          */}
+          <span className="conversation-title" dir="auto">
+            {conversation.title}
             {conversation.kind === "direct" && conversation.members.some((m) => m.bot) && (
               <span className="bot-tag" data-testid="bot-tag">
                 bot
@@ -94,16 +98,19 @@ const ConversationItem = memo(function ConversationItem({ id }: { id: number }) 
           )}
         </span>
         <span className="conversation-bottom">
-          <span className="conversation-preview">
+          <span className="conversation-preview" dir="auto">
             {last ? (
               <>
                 {/* In a direct conversation the title already names the other person: only "You" is said. */}
-                {(last.senderId === myId || conversation.kind === "group") && (
+                {last.senderId === myId || conversation.kind === "group" ? (
                   <>
                     <span className="preview-sender">{last.senderId === myId ? "You" : last.senderName}:</span>{" "}
+                    <bdi>{last.content}</bdi>
                   </>
+                ) : (
+                  // Alone, the text sets the row's direction (dir="auto" above), so it is not in a <bdi>.
+                  last.content
                 )}
-                <bdi>{last.content}</bdi>
               </>
             ) : (
               <span className="preview-empty">No messages yet</span>

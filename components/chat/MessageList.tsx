@@ -64,7 +64,8 @@ const Message = memo(function Message({ message, own, members, kind, userId, con
         </time>
         {mentionsMe && <span className="visually-hidden">mentions you</span>}
       </div>
-      <div className="message-bubble" title={continued ? formatFullDate(message.createdAt) : undefined}>
+      {/* dir="auto": a message in Arabic or Hebrew reads right to left, its full stop at its end. */}
+      <div className="message-bubble" dir="auto" title={continued ? formatFullDate(message.createdAt) : undefined}>
         <MessageText content={message.content} memberNames={memberNames} kind={kind} myName={myName} />
       </div>
     </li>

@@ -28,8 +28,16 @@ export function MessageText({
             part.href === undefined ? (
               <Fragment key={j}>{part.text}</Fragment>
             ) : (
-              // A new tab, which gets neither this page (noopener) nor where it came from (noreferrer).
-              <a key={j} href={part.href} target="_blank" rel="noopener noreferrer nofollow" data-testid="message-link">
+              // A new tab, which gets neither this page (noopener) nor where it came from (noreferrer). Left to right and
+              // isolated (dir): a bidi control in the text around it cannot turn the address around.
+              <a
+                key={j}
+                href={part.href}
+                dir="ltr"
+                target="_blank"
+                rel="noopener noreferrer nofollow"
+                data-testid="message-link"
+              >
                 {part.text}
               </a>
             ),

@@ -34,7 +34,7 @@ export function PendingItem({ conversationId, item }: { conversationId: number; 
         <span className="message-sender">You</span>
         <span>{state}</span>
       </div>
-      <div className="message-bubble">
+      <div className="message-bubble" dir="auto">
         <MessageText
           content={item.content}
           memberNames={conversation?.members.map((m) => m.name) ?? []}

@@ -50,4 +50,20 @@ describe("linkParts", () => {
     // A scheme hidden inside a word is not an address either.
     expect(linkParts("xhttps://example.com").some((p) => p.href !== undefined)).toBe(false);
   });
+
+  it("ends an address at an invisible format character, so a link opens where its text says", () => {
+    // A right-to-left override would show the rest turned around ("paypal.com/evil.com@") while opening moc.live.
+    expect(linkParts("see https://paypal.com\u202E@moc.live/ ok")).toEqual([
+      { text: "see " },
+      { text: "https://paypal.com", href: "https://paypal.com/" },
+      { text: "\u202E@moc.live/ ok" },
+    ]);
+    for (const invisible of ["\u200B", "\u200F", "\u2066", "\uFEFF", "\u00AD"]) {
+      const parts = linkParts(`https://example.com${invisible}.evil.test/`);
+      expect(parts[0], JSON.stringify(invisible)).toEqual({
+        text: "https://example.com",
+        href: "https://example.com/",
+      });
+    }
+  });
 });

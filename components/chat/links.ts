@@ -1,7 +1,11 @@
 /**
  * Web addresses in a message's text, for the message list to make clickable: `http://` and `https://` only (never
- * `javascript:` or anything else a link could run), up to the first space. Punctuation that ends a sentence after an
- * address (`.`, `,`, `!`, a closing bracket without its opening one) is not part of it.
+ * `javascript:` or anything else a link could run), up to the first space or invisible format character. Punctuation
+ * that ends a sentence after an address (`.`, `,`, `!`, a closing bracket without its opening one) is not part of it.
+ *
+ * An invisible character ends an address so that a link shows where it goes: `https://paypal.com\u202E@moc.live/`
+ * would otherwise be shown turned around as "paypal.com/evil.com@" and open moc.live (a right-to-left override is
+ * one of the format characters, \p{Cf}, with the other bidi controls, zero-width spaces and joiners).
  */
 
 export interface TextPart {
@@ -10,7 +14,7 @@ export interface TextPart {
   href?: string;
 }
 
-const ADDRESS = /\bhttps?:\/\/[^\s<>"'`]+/gi;
+const ADDRESS = /\bhttps?:\/\/[^\s<>"'`\p{Cf}]+/giu;
 const TRAILING = /[.,;:!?*_~'"]+$/;
 
 /** Trims what a sentence put after an address: trailing punctuation, and closing brackets it does not open. */
