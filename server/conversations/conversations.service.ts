@@ -163,7 +163,12 @@ export function createConversationService({ db }: { db: Db }) {
   async function remove(user: UserDTO, conversationId: number): Promise<number[]> {
     return db.$transaction(async (tx) => {
       const conv = await tx.conversation.findFirst({
-        where: { id: conversationId, memberships: { some: { userId: user.id } } },
+        // Not one hidden from the user (`hiddenFrom`): it is no conversation of theirs to delete.
+        where: {
+          id: conversationId,
+          memberships: { some: { userId: user.id } },
+          NOT: { lastSeq: 0, memberships: { some: { userId: user.id, hidden: true } } },
+        },
         select: { kind: true, createdById: true, memberships: { select: { userId: true } } },
       });
       if (!conv) throw new AppError("forbidden", "You are not a member of this conversation.");

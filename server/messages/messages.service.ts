@@ -59,10 +59,13 @@ export function createMessageService({
   onGroup?: (sends: number) => void;
 }) {
   const pool = poolOf(db);
-  /** Members only; anyone else (or a conversation that does not exist) gets the same `forbidden`. */
+  /**
+   * Members only, and not of a direct conversation hidden from them (`hiddenFrom`: no conversation of theirs yet);
+   * anyone else (or a conversation that does not exist) gets the same `forbidden`.
+   */
   async function assertMember(userId: number, conversationId: number): Promise<void> {
-    const membership = await db.membership.findUnique({
-      where: { userId_conversationId: { userId, conversationId } },
+    const membership = await db.membership.findFirst({
+      where: { userId, conversationId, NOT: { hidden: true, conversation: { lastSeq: 0 } } },
       select: { userId: true },
     });
     if (!membership) throw new AppError("forbidden", "You are not a member of this conversation.");

@@ -311,6 +311,17 @@ describe("the conversation list", () => {
     expect(await sb.emitWithAck("conversation:mute", { conversationId: direct.id, muted: true })).toMatchObject(
       forbidden,
     );
+    // Nor read it, page its history, write first in it or delete it, by its id: the answers are those for an id that
+    // does not exist, and nothing is written (the way to write first is to start the conversation).
+    const readsBefore = await h.db.outboxEvent.count({ where: { userId: b.user.id } });
+    expect(await sb.emitWithAck("conversation:read", { conversationId: direct.id, seq: 0 })).toMatchObject(forbidden);
+    expect(await send(sb, direct.id, "found you")).toMatchObject(forbidden);
+    const history = await h.http(`/api/conversations/${direct.id}/messages`, { token: b.token });
+    expect([history.status, history.body]).toMatchObject([403, forbidden]);
+    const deleted = await h.http(`/api/conversations/${direct.id}`, { token: b.token, method: "DELETE" });
+    expect([deleted.status, deleted.body]).toMatchObject([403, forbidden]);
+    expect(await h.db.conversation.findUnique({ where: { id: direct.id } })).toMatchObject({ lastSeq: 0 });
+    expect(await h.db.outboxEvent.count({ where: { userId: b.user.id } })).toBe(readsBefore);
     expect(await list(b.token)).toMatchObject({ unread: [], totalUnread: 0 });
     // The creator can.
     expect(await sa.emitWithAck("conversation:mute", { conversationId: direct.id, muted: true })).toMatchObject({
