@@ -7,6 +7,12 @@ export type BlockService = ReturnType<typeof createBlockService>;
 /** The most people one account may block: the list is pushed whole to every tab of its owner on each change. */
 export const MAX_BLOCKS = 1000;
 
+/** A block list after a block or an unblock, and whether that changed it (only a change is pushed to the tabs). */
+export interface BlockChange {
+  list: BlockList;
+  changed: boolean;
+}
+
 /** A transaction's client, or the client itself for a lone statement. */
 type Tx = Pick<Db, "$executeRaw">;
 
@@ -50,42 +56,51 @@ export function createBlockService({ db }: { db: Db }) {
 
   /**
    * Blocks the person called `name` (any letter case; a bot, like a name nobody has, is `not_found`). Blocking
-   * someone twice is one block. Answers the list as it is now.
+   * someone twice is one block. Answers the list as it is now, and whether this changed it: a block already there
+   * changes nothing, not even the version, and a block past the cap is refused with nothing written.
    */
-  async function block(user: UserDTO, name: string): Promise<BlockList> {
+  async function block(user: UserDTO, name: string): Promise<BlockChange> {
     if (name.toLowerCase() === user.name.toLowerCase()) throw new AppError("invalid", "You cannot block yourself.");
     const [target] = await db.$queryRaw<{ id: number }[]>`
       SELECT "id" FROM "User" WHERE LOWER("name") = ${name.toLowerCase()} AND NOT "isBot"`;
     if (!target) throw new AppError("not_found", noSuchUsers([name]));
     // One statement: the cap holds however many blocks of one user arrive at once (READ COMMITTED may let two
     // concurrent ones both see 999; the overshoot is one per concurrent request, bounded by the `block` limit).
-    const inserted = await db.$transaction(async (tx) => {
+    const changed = await db.$transaction(async (tx) => {
       await lockPairs(tx, user.id, [target.id], "exclusive");
       const n = await tx.$executeRaw`
         INSERT INTO "Block" ("blockerId", "blockedId")
         SELECT ${user.id}, ${target.id}
         WHERE (SELECT COUNT(*) FROM "Block" WHERE "blockerId" = ${user.id}) < ${MAX_BLOCKS}
         ON CONFLICT DO NOTHING`;
-      await bumpVersion(tx, user.id);
-      return n;
-    });
-    if (inserted === 0 && !(await blocks(user.id, target.id))) {
+      if (n > 0) {
+        await bumpVersion(tx, user.id);
+        return true;
+      }
+      const already = await tx.block.findUnique({
+        where: { blockerId_blockedId: { blockerId: user.id, blockedId: target.id } },
+      });
+      if (already) return false;
       throw new AppError(
         "conflict",
         `You have blocked ${MAX_BLOCKS} people, the most one account can; unblock someone first.`,
       );
-    }
-    return list(user.id);
+    });
+    return { list: await list(user.id), changed };
   }
 
-  /** Unblocks `blockedId` (nothing to do when they were not blocked). Answers the list as it is now. */
-  async function unblock(user: UserDTO, blockedId: number): Promise<BlockList> {
-    await db.$transaction(async (tx) => {
+  /**
+   * Unblocks `blockedId`. Answers the list as it is now, and whether this changed it: someone not blocked (or
+   * nobody by that id) changes nothing, not even the version.
+   */
+  async function unblock(user: UserDTO, blockedId: number): Promise<BlockChange> {
+    const changed = await db.$transaction(async (tx) => {
       await lockPairs(tx, user.id, [blockedId], "exclusive");
-      await tx.block.deleteMany({ where: { blockerId: user.id, blockedId } });
-      await bumpVersion(tx, user.id);
+      const { count } = await tx.block.deleteMany({ where: { blockerId: user.id, blockedId } });
+      if (count > 0) await bumpVersion(tx, user.id);
+      return count > 0;
     });
-    return list(user.id);
+    return { list: await list(user.id), changed };
   }
 
   /**
@@ -94,12 +109,6 @@ export function createBlockService({ db }: { db: Db }) {
    */
   async function bumpVersion(tx: Tx, userId: number) {
     await tx.$executeRaw`UPDATE "User" SET "blocksVersion" = "blocksVersion" + 1 WHERE "id" = ${userId}`;
-  }
-
-  /** Whether `blockerId` blocked `blockedId`. */
-  async function blocks(blockerId: number, blockedId: number): Promise<boolean> {
-    const row = await db.block.findUnique({ where: { blockerId_blockedId: { blockerId, blockedId } } });
-    return row !== null;
   }
 
   return { list, block, unblock };

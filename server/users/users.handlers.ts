@@ -3,7 +3,7 @@ import { blockInput, userIdParam, userLookupQuery } from "../contracts/inputs.ts
 import { parse } from "../errors.ts";
 import type { Limits } from "../limits/limits.ts";
 import type { Notifier } from "../realtime/notifier.ts";
-import type { BlockService } from "./blocks.service.ts";
+import type { BlockChange, BlockService } from "./blocks.service.ts";
 import type { UserDirectory } from "./users.service.ts";
 
 export type UserActions = ReturnType<typeof userActions>;
@@ -15,9 +15,9 @@ export function userActions(deps: {
   limits: Limits;
   notifier: Pick<Notifier, "blocksChanged">;
 }) {
-  /** The list after a change, to the caller and to every tab of theirs (the one that asked included). */
-  const changed = (user: UserDTO, list: BlockList): BlockList => {
-    deps.notifier.blocksChanged(user.id, list);
+  /** The list after a block or an unblock, to the caller, and to every tab of theirs when it changed. */
+  const answer = (user: UserDTO, { list, changed }: BlockChange): BlockList => {
+    if (changed) deps.notifier.blocksChanged(user.id, list);
     return list;
   };
 
@@ -37,13 +37,13 @@ export function userActions(deps: {
     async block(user: UserDTO, body: unknown): Promise<BlockList> {
       const { name } = parse(blockInput, body);
       await deps.limits.consume("block", { userId: user.id });
-      return changed(user, await deps.blocks.block(user, name));
+      return answer(user, await deps.blocks.block(user, name));
     },
 
     async unblock(user: UserDTO, idParam: unknown): Promise<BlockList> {
       const blockedId = parse(userIdParam, idParam);
       await deps.limits.consume("block", { userId: user.id });
-      return changed(user, await deps.blocks.unblock(user, blockedId));
+      return answer(user, await deps.blocks.unblock(user, blockedId));
     },
   };
 }
