@@ -2,6 +2,8 @@
  * Every Redis key Tally uses is built here. All keys of one user share the hash tag `{u:<id>}` so that each
  * script touches a single cluster slot. `prefix` lets the lab and tests run on their own key space.
  */
+import ipaddr from "ipaddr.js";
+
 export interface UserKeys {
   /** The two sums, version, epoch, replication term, rebuild ticket and layout (server/redis/lua/includes/unread.lua). */
   meta: string;
@@ -99,7 +101,20 @@ export function limitSubject(
   subject: { userId: number } | { address: string } | { name: string; address?: string },
 ): string {
   if ("userId" in subject) return `{u:${subject.userId}}`;
-  if (!("name" in subject)) return `{a:${subject.address}}`;
+  if (!("name" in subject)) return `{a:${addressBucket(subject.address)}}`;
   const name = `{n:${subject.name.toLowerCase()}}`;
-  return subject.address === undefined ? name : `${name}a:${subject.address}`;
+  return subject.address === undefined ? name : `${name}a:${addressBucket(subject.address)}`;
+}
+
+/**
+ * What a per-address limit counts by: an IPv4 address (written as such when it comes IPv4-mapped, `::ffff:a.b.c.d`),
+ * or an IPv6 address's /64, which one subscriber holds whole (RFC 6177): counted by the address, each of its 2^64
+ * addresses would have a limit of its own. Anything else (not an address: "unknown") as it is.
+ */
+export function addressBucket(address: string): string {
+  if (!ipaddr.isValid(address)) return address;
+  const parsed = ipaddr.process(address);
+  if (parsed.kind() === "ipv4") return parsed.toString();
+  const prefix = ipaddr.IPv6.networkAddressFromCIDR(`${parsed.toNormalizedString()}/64`);
+  return `${prefix.toString()}/64`;
 }
