@@ -6,7 +6,7 @@ import { createRemoval } from "./conversations/removal.ts";
 import type { Db } from "./db/prisma.ts";
 import type { AppConfig } from "./env.ts";
 import { createApiHandler } from "./http/api.ts";
-import { createSecurityHeaders } from "./http/headers.ts";
+import { createSecurityHeaders, socketHeaders } from "./http/headers.ts";
 import { clientAddress, originAllowed } from "./http/origin.ts";
 import { createLimits } from "./limits/limits.ts";
 import { logger as defaultLogger, type Logger } from "./log.ts";
@@ -188,6 +188,9 @@ export function createApp({
   });
 
   io.attach(httpServer);
+  // Socket.IO's own answers (polling, the upgrade) get the security headers too.
+  const engineHeaders = socketHeaders({ hsts: config.cookies.secure });
+  io.engine.on("headers", (headers: Record<string, string>) => Object.assign(headers, engineHeaders));
 
   /** A namespace's session check and socket cap: at most maxSocketsPerUser of a user's sockets in `nsp`. */
   const gate = (nsp: SocketsByRoom) =>

@@ -462,7 +462,7 @@ describe("accounts, sessions and the front door", () => {
     expect(ok.status).toBe(200);
   });
 
-  it("sends the security headers on API answers", async () => {
+  it("sends the security headers on API answers and on Socket.IO's own", async () => {
     const res = await fetch(`${h.instances[0]!.url}/api/health`);
     const csp = res.headers.get("content-security-policy") ?? "";
     expect(csp).toMatch(/frame-ancestors 'none'/);
@@ -474,6 +474,15 @@ describe("accounts, sessions and the front door", () => {
     expect(res.headers.get("strict-transport-security")).toBeNull();
     const next = await fetch(`${h.instances[0]!.url}/api/health`);
     expect(next.headers.get("content-security-policy")).not.toBe(csp);
+
+    // Socket.IO's own answers, which engine.io writes without the request handler: a long-polling handshake.
+    const polling = await fetch(`${h.instances[0]!.url}/socket.io/?EIO=4&transport=polling`);
+    expect(polling.status).toBe(200);
+    expect(await polling.text()).toMatch(/^0\{"sid":/);
+    expect(polling.headers.get("content-security-policy")).toBe("default-src 'none';frame-ancestors 'none'");
+    expect(polling.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(polling.headers.get("x-frame-options")).toBe("DENY");
+    expect(polling.headers.get("referrer-policy")).toBe("strict-origin-when-cross-origin");
   });
 
   it("answers HEAD as GET without a body, OPTIONS and other methods with Allow, and a target without a path with 400", async () => {

@@ -55,3 +55,24 @@ export function createSecurityHeaders({ hsts, dev }: { hsts: boolean; dev: boole
     });
   };
 }
+
+/**
+ * The headers of Socket.IO's own HTTP answers (long-polling and the WebSocket upgrade), which never reach the request
+ * handler above: the same helmet, with a policy for an answer that is never a page (`default-src 'none'`). Read
+ * once from helmet, by a response that records what it sets; engine.io adds them to each answer (its `headers`
+ * event).
+ */
+export function socketHeaders({ hsts }: { hsts: boolean }): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const recorder = {
+    setHeader: (name: string, value: unknown) => (headers[name.toLowerCase()] = String(value)),
+    removeHeader: (name: string) => delete headers[name.toLowerCase()],
+  };
+  helmet({
+    contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
+    frameguard: { action: "deny" },
+    referrerPolicy: { policy: "strict-origin-when-cross-origin" },
+    strictTransportSecurity: hsts ? { maxAge: 31_536_000, includeSubDomains: true } : false,
+  })({} as never, recorder as never, () => {});
+  return headers;
+}
