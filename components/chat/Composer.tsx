@@ -9,7 +9,7 @@ import {
   type KeyboardEvent,
   type SyntheticEvent,
 } from "react";
-import { hasVisibleText, MESSAGE_MAX_LENGTH } from "@/server/contracts/limits";
+import { hasVisibleText, MESSAGE_MAX_LENGTH, messageLength } from "@/server/contracts/limits";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { selectConversation } from "@/components/store/selectors";
 import { applyMention, mentionOptions, mentionQueryAt, type MentionOption } from "./mention-query";
@@ -44,8 +44,8 @@ export function Composer({ conversationId }: { conversationId: number }) {
   const open = focused && query !== null && options.length > 0 && dismissed !== query.start;
   const active = open ? Math.min(highlight, options.length - 1) : -1;
 
-  // What the server counts: the trimmed text.
-  const length = draft.trim().length;
+  // What the server counts: the trimmed text's characters (an emoji is one).
+  const length = messageLength(draft);
   const tooLong = length > MESSAGE_MAX_LENGTH;
   // Spaces, zero-width characters and the like alone: the server refuses them, so Send says so by being off.
   const blank = !hasVisibleText(draft);

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { hasVisibleText } from "./limits.ts";
+import { hasVisibleText, MESSAGE_MAX_LENGTH } from "./limits.ts";
 
 /**
  * Every input Tally accepts from a client, as the zod schema the server validates it with; the contract's input
@@ -87,7 +87,7 @@ export const sendInput = z.strictObject({
   content: storableText("The message")
     .trim()
     .min(1, "A message can't be empty.")
-    .max(4000, "A message can be at most 4000 characters.")
+    .max(MESSAGE_MAX_LENGTH, `A message can be at most ${MESSAGE_MAX_LENGTH} characters.`)
     .refine(hasVisibleText, "A message can't be empty: it has nothing to see."),
 });
 export type SendInput = z.infer<typeof sendInput>;

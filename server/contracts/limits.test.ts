@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { sendInput } from "./inputs.ts";
-import { hasVisibleText, MESSAGE_MAX_LENGTH } from "./limits.ts";
+import { hasVisibleText, MESSAGE_MAX_LENGTH, messageLength } from "./limits.ts";
 
 describe("MESSAGE_MAX_LENGTH", () => {
   it("is the limit the server validates a message with, counted after trimming", () => {
@@ -8,6 +8,16 @@ describe("MESSAGE_MAX_LENGTH", () => {
     expect(send("x".repeat(MESSAGE_MAX_LENGTH)).success).toBe(true);
     expect(send(` ${"x".repeat(MESSAGE_MAX_LENGTH)} \n`).success).toBe(true);
     expect(send("x".repeat(MESSAGE_MAX_LENGTH + 1)).success).toBe(false);
+  });
+
+  it("counts characters, an emoji as one, as messageLength (the composer's counter) does", () => {
+    const send = (content: string) => sendInput.safeParse({ conversationId: 1, clientMsgId: "c-1", content });
+    const emoji = "😀".repeat(MESSAGE_MAX_LENGTH);
+    expect(emoji.length).toBe(2 * MESSAGE_MAX_LENGTH);
+    expect(messageLength(` ${emoji}\n`)).toBe(MESSAGE_MAX_LENGTH);
+    expect(send(emoji).success).toBe(true);
+    expect(messageLength(`${emoji}x`)).toBe(MESSAGE_MAX_LENGTH + 1);
+    expect(send(`${emoji}x`).success).toBe(false);
   });
 });
 

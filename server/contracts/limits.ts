@@ -3,8 +3,15 @@
  * browser can import them without the validation code.
  */
 
-/** The longest message, in UTF-16 code units after trimming: what the server's `.max()` (and JS `length`) counts. */
+/** The longest message, in characters (Unicode code points: an emoji is one) after trimming: what zod's `.max()` counts. */
 export const MESSAGE_MAX_LENGTH = 4000;
+
+/** A message's length as MESSAGE_MAX_LENGTH counts it: code points of the trimmed text (not JS's UTF-16 `length`). */
+export function messageLength(text: string): number {
+  let n = 0;
+  for (const _ of text.trim()) n++;
+  return n;
+}
 
 /**
  * Whether text shows anything: not only whitespace, control characters, format characters (zero-width spaces and
