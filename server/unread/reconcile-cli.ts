@@ -18,23 +18,37 @@ import { createUnreadService } from "./unread.service.ts";
 
 /**
  * `npm run reconcile`: one reconciliation pass over every user, then a report. Connects to DATABASE_URL and
- * REDIS_URL (or REDIS_CLUSTER_NODES), or to the embedded services a running `npm start` recorded in
- * DATA_DIR/services.json.
+ * REDIS_URL (or REDIS_CLUSTER_NODES), or, with neither set, to the embedded services a running `npm start` recorded
+ * in DATA_DIR/services.json: both from one place, never a database of one deployment with a Redis of another.
+ * Exit status: 0 when every drift found was repaired, 1 when some was not or the pass failed (the error printed),
+ * 2 when it does not know where to connect.
  */
 const env = loadEnv();
 const servicesFile = join(resolve(projectRoot, env.DATA_DIR), "services.json");
+const given = { databaseUrl: env.DATABASE_URL, redis: redisTargetOf(env) };
+if ((given.databaseUrl === undefined) !== (given.redis === undefined)) {
+  console.error(
+    given.databaseUrl === undefined
+      ? "REDIS_URL (or REDIS_CLUSTER_NODES) is set but DATABASE_URL is not: set both, for the same deployment."
+      : "DATABASE_URL is set but REDIS_URL (or REDIS_CLUSTER_NODES) is not: set both, for the same deployment.",
+  );
+  process.exit(2);
+}
 const recorded =
-  existsSync(servicesFile) && (!env.DATABASE_URL || !redisTargetOf(env))
+  given.databaseUrl === undefined && existsSync(servicesFile)
     ? (JSON.parse(readFileSync(servicesFile, "utf8")) as { databaseUrl?: string; redis?: RedisTarget })
-    : {};
-const databaseUrl = env.DATABASE_URL ?? recorded.databaseUrl;
-const redisTarget = redisTargetOf(env) ?? recorded.redis;
+    : given;
+const { databaseUrl, redis: redisTarget } = recorded;
 if (!databaseUrl || !redisTarget) {
   console.error(
     "Set DATABASE_URL and REDIS_URL (or REDIS_CLUSTER_NODES), or start Tally with `npm start` first (it records its services in DATA_DIR).",
   );
   process.exit(2);
 }
+console.error(
+  `reconciling ${describeDatabase(databaseUrl)} against ${describeRedisTarget(redisTarget)}` +
+    (given.databaseUrl === undefined ? ` (recorded in ${servicesFile})` : ""),
+);
 
 const db = createDb(databaseUrl);
 const redis = createRedis(redisTarget, { maxRetriesPerRequest: 1 });
@@ -68,6 +82,12 @@ try {
   console.log(`old departures deleted: ${report.departuresForgotten} (older than a day: no late event can come)`);
   console.log(`took ${Date.now() - started} ms`);
   process.exitCode = report.drifted === report.repaired ? 0 : 1;
+} catch (err) {
+  // A database or Redis out of reach: said, and a failure for whatever runs this (cron, CI), not a clean pass.
+  // Prisma's message quotes the call site first; its last line says what went wrong.
+  const message = (err instanceof Error ? err.message : String(err)).trim().split("\n").at(-1);
+  console.error(`reconciliation failed: ${message}`);
+  process.exitCode = 1;
 } finally {
   // quit() waits for the publishes queued before it.
   await Promise.allSettled([pushes.close(), redis.quit(), db.$disconnect()]);
@@ -83,7 +103,6 @@ function pushChannel(target: RedisTarget): {
   emitter: { to(rooms: string | string[]): { emit(event: "unread:stale"): unknown } };
   close(): Promise<unknown>;
 } {
-  console.error(`reconciling against ${describeRedisTarget(target)}`);
   const clients = createAdapterClients(target);
   if (clients.sharded) {
     const io = new Server({ adapter: redisAdapter(clients) });
@@ -97,4 +116,14 @@ function pushChannel(target: RedisTarget): {
   }
   void clients.sub.quit();
   return { emitter: new Emitter(clients.pub), close: () => clients.pub.quit() };
+}
+
+/** The database a URL names, without its password: `user@host:port/database`. */
+function describeDatabase(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `database ${parsed.username ? `${decodeURIComponent(parsed.username)}@` : ""}${parsed.host}${parsed.pathname}`;
+  } catch {
+    return "database (DATABASE_URL does not parse as a URL)";
+  }
 }
