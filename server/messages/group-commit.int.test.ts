@@ -19,6 +19,8 @@ const { user, create } = testApi(() => h);
 async function pair(): Promise<{ a: UserDTO; b: UserDTO; conversationId: number }> {
   const [a, b] = [await user("gca"), await user("gcb")];
   const conversation = await create(a.token, [b.user.name]);
+  // b starts it too, so that it is b's as well before its first message (either may write first).
+  await create(b.token, [a.user.name]);
   return { a: a.user, b: b.user, conversationId: conversation.id };
 }
 

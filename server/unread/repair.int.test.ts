@@ -393,7 +393,8 @@ describe("reconciliation", () => {
       );
     for (const first of ["send", "read"] as const) {
       const [ann, ben] = [await user("ann"), await user("ben")];
-      const c = await create(ann.token, [ben.user.name]);
+      // Ben's, who writes first in it.
+      const c = await create(ben.token, [ann.user.name]);
       const annSocket = await h.connect(ann.token, 0);
       const benSocket = await h.connect(ben.token, 1);
       await send(benSocket, c.id);
