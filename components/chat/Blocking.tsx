@@ -1,10 +1,11 @@
 "use client";
 
-import { useEffect, useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import type { BlockList, ConversationDTO, Result, UserDTO } from "@/server/contracts";
 import { api } from "@/components/lib/api";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { selectUser } from "@/components/store/selectors";
+import { focusLost } from "./focus";
 import { TextField, useServerCall } from "./form";
 
 /** The person at the other end of a direct conversation, whom its member may block (a lab bot cannot be). */
@@ -76,7 +77,7 @@ export function BlockedNote({ person }: { person: UserDTO }) {
     <div className="composer blocked-note" data-testid="blocked-note">
       <p>
         You blocked {person.name}. Neither of you can write here until you unblock them.{" "}
-        <button type="button" className="button small" disabled={busy} onClick={() => void unblock(person)}>
+        <button type="button" className="button small" aria-disabled={busy} onClick={() => void unblock(person)}>
           Unblock
         </button>
       </p>
@@ -97,20 +98,34 @@ export function BlockedPeople() {
   const blocked = useChatStore((s) => s.blocked);
   const { busy, error, block, unblock } = useBlocking();
   const [name, setName] = useState("");
+  const list = useRef<HTMLUListElement>(null);
+  /** The place in the list of the person last unblocked here: their button goes, the focus goes to the next one's. */
+  const unblockedAt = useRef<number | null>(null);
+  useEffect(() => {
+    const at = unblockedAt.current;
+    if (at === null || busy) return;
+    unblockedAt.current = null;
+    if (!focusLost()) return;
+    const buttons = list.current?.querySelectorAll<HTMLElement>("button") ?? [];
+    (buttons[Math.min(at, buttons.length - 1)] ?? document.getElementById("block-name"))?.focus();
+  }, [blocked, busy]);
   return (
     <details className="blocked-people" data-testid="blocked-people">
       <summary>Blocked people{blocked.length > 0 ? ` (${blocked.length})` : ""}</summary>
       {blocked.length > 0 && (
-        <ul>
-          {blocked.map((person) => (
+        <ul ref={list}>
+          {blocked.map((person, index) => (
             <li key={person.id}>
               <span>{person.name}</span>
               <button
                 type="button"
                 className="button small ghost"
-                disabled={busy}
+                aria-disabled={busy}
                 aria-label={`Unblock ${person.name}`}
-                onClick={() => void unblock(person)}
+                onClick={() => {
+                  unblockedAt.current = index;
+                  void unblock(person);
+                }}
               >
                 Unblock
               </button>
@@ -123,7 +138,7 @@ export function BlockedPeople() {
         noValidate
         onSubmit={(event) => {
           event.preventDefault();
-          void block(name.trim()).then((done) => done && setName(""));
+          if (name.trim() !== "") void block(name.trim()).then((done) => done && setName(""));
         }}
       >
         <TextField
@@ -135,7 +150,8 @@ export function BlockedPeople() {
           autoComplete="off"
           spellCheck={false}
         />
-        <button type="submit" className="button small" disabled={busy || name.trim() === ""}>
+        {/* Not `disabled`: a disabled button loses the keyboard's focus, as it would once a block empties the field. */}
+        <button type="submit" className="button small" aria-disabled={busy || name.trim() === ""}>
           Block
         </button>
       </form>

@@ -1,9 +1,11 @@
 "use client";
 
+import { useEffect, useRef } from "react";
 import { ChatProvider, useChatStore } from "@/components/providers/ChatProvider";
 import { selectSessionStatus } from "@/components/store/selectors";
 import { ConnectionBanner } from "./ConnectionBanner";
 import { ConversationPane } from "./ConversationPane";
+import { focusConversationList, focusLost } from "./focus";
 import { GoneNotice } from "./GoneNotice";
 import { Header } from "./Header";
 import { LoginScreen } from "./LoginScreen";
@@ -11,8 +13,26 @@ import { RememberOpenConversation } from "./RememberOpenConversation";
 import { Sidebar } from "./Sidebar";
 import { TallyMark } from "./TallyMark";
 
+/**
+ * When the open conversation closes (Back, left, deleted here or elsewhere) and the focus was in it, the focus goes
+ * to the notice that says why it closed, if one does, else to its row in the list (or the first row, or New).
+ */
+function useFocusAfterClose() {
+  const active = useChatStore((s) => s.activeConversationId);
+  const before = useRef(active);
+  useEffect(() => {
+    const closed = before.current;
+    before.current = active;
+    if (closed === null || active !== null || !focusLost()) return;
+    const notice = document.querySelector<HTMLElement>('[data-testid="gone-notice-dismiss"]');
+    if (notice) notice.focus();
+    else focusConversationList(closed);
+  }, [active]);
+}
+
 function Workspace() {
   const hasActive = useChatStore((s) => s.activeConversationId !== null);
+  useFocusAfterClose();
   return (
     // The shell's test id says "signed in and showing the app" (the app badge hides at 0, so it cannot).
     <div className="app" data-testid="chat-app">

@@ -1,11 +1,12 @@
 "use client";
 
-import { useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import type { ConversationDTO } from "@/server/contracts";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { selectActiveConversationId, selectConversation, selectConversationError } from "@/components/store/selectors";
 import { BlockedNote, BlockToggle, useIsBlocked, useOtherPerson } from "./Blocking";
 import { Composer } from "./Composer";
+import { focusLost } from "./focus";
 import { MessageList } from "./MessageList";
 
 /**
@@ -40,7 +41,8 @@ function ConversationActions({
           type="button"
           className="button small ghost"
           data-testid="leave-conversation"
-          disabled={busy}
+          // Not `disabled`: a disabled button loses the keyboard's focus (run() ignores a click while busy).
+          aria-disabled={busy}
           onClick={() => void run(`Leave “${conversation.title}”? Its messages will no longer reach you.`, leave)}
         >
           <span>
@@ -53,7 +55,7 @@ function ConversationActions({
           type="button"
           className="button small ghost danger"
           data-testid="delete-conversation"
-          disabled={busy}
+          aria-disabled={busy}
           onClick={() =>
             void run(
               group
@@ -110,6 +112,13 @@ function OpenConversation({ id }: { id: number }) {
 function ComposerOrBlocked({ conversation }: { conversation: ConversationDTO }) {
   const person = useOtherPerson(conversation);
   const blocked = useIsBlocked(person);
+  // Unblocked from the note: its button goes with it, and the focus goes to the composer that takes its place.
+  const wasBlocked = useRef(blocked);
+  useEffect(() => {
+    if (wasBlocked.current && !blocked && focusLost())
+      document.querySelector<HTMLElement>('[data-testid="message-input"]')?.focus();
+    wasBlocked.current = blocked;
+  }, [blocked]);
   if (person && blocked) return <BlockedNote person={person} />;
   return <Composer conversationId={conversation.id} />;
 }

@@ -1,6 +1,7 @@
 "use client";
 
 import { useChatStore } from "@/components/providers/ChatProvider";
+import { focusConversationList } from "./focus";
 
 /**
  * Says why the open conversation closed by itself (deleted by its creator or the other member, or left in another
@@ -14,7 +15,7 @@ export function GoneNotice() {
     <div className="notice-region" role="status">
       {notice && (
         <p className="gone-notice" data-testid="gone-notice">
-          <span>
+          <span id="gone-notice-text">
             {notice.title === null ? (
               "This conversation"
             ) : (
@@ -25,7 +26,17 @@ export function GoneNotice() {
             )}{" "}
             is gone: it was deleted, or you left it elsewhere.
           </span>
-          <button type="button" className="button small ghost" onClick={dismiss} data-testid="gone-notice-dismiss">
+          <button
+            type="button"
+            className="button small ghost"
+            onClick={() => {
+              dismiss();
+              // The button goes with the notice: the focus goes on to the list.
+              focusConversationList();
+            }}
+            data-testid="gone-notice-dismiss"
+            aria-describedby="gone-notice-text"
+          >
             OK
           </button>
         </p>

@@ -130,7 +130,8 @@ export function LoginScreen() {
             {error}
           </p>
         )}
-        <button type="submit" className="button primary" data-testid="login-submit" disabled={busy}>
+        {/* Not `disabled` while busy: a disabled button loses the keyboard's focus (a second submit is ignored). */}
+        <button type="submit" className="button primary" data-testid="login-submit" aria-disabled={busy}>
           {busy ? (creating ? "Creating…" : "Signing in…") : creating ? "Create account" : "Sign in"}
         </button>
         {demo && (

@@ -174,7 +174,8 @@ export function NewConversationForm({ onDone, onCancel }: { onDone: () => void; 
         <button type="button" className="button ghost" onClick={onCancel}>
           Cancel
         </button>
-        <button type="submit" className="button primary" data-testid="create-conversation" disabled={busy}>
+        {/* Not `disabled` while busy: a disabled button loses the keyboard's focus (a second submit is ignored). */}
+        <button type="submit" className="button primary" data-testid="create-conversation" aria-disabled={busy}>
           {busy ? "Creating…" : "Start"}
         </button>
       </div>

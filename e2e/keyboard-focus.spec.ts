@@ -1,0 +1,105 @@
+import type { Page } from "@playwright/test";
+import { expect, test, uniqueName } from "./fixtures.ts";
+import { conversationItem, openConversation } from "./support/tally-page.ts";
+
+/**
+ * Where the keyboard's focus goes when what held it goes away: never to the page itself, from where the next Tab
+ * would start at the top (found by a keyboard-only walkthrough).
+ */
+
+/** The focused element's test id and conversation id, or "body". */
+const focused = (page: Page) =>
+  page.evaluate(() => {
+    const e = document.activeElement as HTMLElement | null;
+    if (!e || e === document.body) return "body";
+    return [e.dataset.testid ?? e.getAttribute("aria-label") ?? e.tagName, e.dataset.conversationId]
+      .filter(Boolean)
+      .join(" ");
+  });
+
+test("closing, leaving or losing the open conversation puts the focus on the list or on the notice that says why", async ({
+  alice,
+  bob,
+  carol,
+  env,
+}) => {
+  const direct = await alice.createConversation([bob.name]);
+  const group = await alice.createConversation([bob.name, carol.name], "Focus group");
+  const doomed = await bob.createConversation([alice.name, carol.name], "Doomed");
+  const page = await alice.openTab(env.serverA);
+
+  // On a phone, Back lands on the row the conversation was opened from.
+  await page.setViewportSize({ width: 375, height: 740 });
+  await conversationItem(page, direct.id).focus();
+  await page.keyboard.press("Enter");
+  await page.getByRole("button", { name: "Back to conversations" }).focus();
+  await page.keyboard.press("Enter");
+  await expect.poll(() => focused(page)).toBe(`conversation-item ${direct.id}`);
+
+  // Leaving the group from its header: its row is gone, the focus is on a row of the list.
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await openConversation(page, group.id);
+  page.once("dialog", (dialog) => void dialog.accept());
+  await page.getByTestId("leave-conversation").focus();
+  await page.keyboard.press("Enter");
+  await expect(conversationItem(page, group.id)).toHaveCount(0);
+  await expect.poll(() => focused(page)).toMatch(/^conversation-item \d+$/);
+
+  // Deleted by its creator while alice types in it: the focus goes to the notice's OK, then OK goes to the list.
+  await openConversation(page, doomed.id);
+  await page.getByTestId("message-input").focus();
+  expect((await bob.context.request.delete(`${env.serverA}/api/conversations/${doomed.id}`)).status()).toBe(200);
+  await expect(page.getByTestId("gone-notice")).toBeVisible();
+  await expect.poll(() => focused(page)).toBe("gone-notice-dismiss");
+  await page.keyboard.press("Enter");
+  await expect(page.getByTestId("gone-notice")).toHaveCount(0);
+  await expect.poll(() => focused(page)).toMatch(/^conversation-item \d+$/);
+});
+
+test("unblocking from the list moves the focus to the next person's button; from the note, to the composer", async ({
+  alice,
+  bob,
+  carol,
+  env,
+}) => {
+  const direct = await alice.createConversation([bob.name]);
+  const page = await alice.openTab(env.serverA);
+  await page.getByTestId("blocked-people").locator("summary").click();
+  for (const name of [bob.name, carol.name]) {
+    await page.getByTestId("block-name").fill(name);
+    // The Block button, pressed from the keyboard: it keeps the focus when the field empties.
+    await page.getByTestId("block-name").press("Tab");
+    await page.keyboard.press("Enter");
+    await expect(page.getByRole("button", { name: `Unblock ${name}` })).toBeVisible();
+    await expect.poll(() => focused(page)).not.toBe("body");
+  }
+  const [first, second] = [bob.name, carol.name].sort((a, b) => a.toLowerCase().localeCompare(b.toLowerCase()));
+  await page.getByRole("button", { name: `Unblock ${first}` }).focus();
+  await page.keyboard.press("Enter");
+  await expect(page.getByRole("button", { name: `Unblock ${first}` })).toHaveCount(0);
+  await expect.poll(() => focused(page)).toBe(`Unblock ${second}`);
+
+  // Bob blocked again; unblocked from the note in place of the composer: the focus is in the composer.
+  if (first === bob.name) {
+    await page.getByTestId("block-name").fill(bob.name);
+    await page.getByTestId("block-name").press("Enter");
+  }
+  await conversationItem(page, direct.id).click();
+  const note = page.getByTestId("blocked-note").getByRole("button", { name: "Unblock" });
+  await note.focus();
+  await page.keyboard.press("Enter");
+  await expect(page.getByTestId("message-input")).toBeVisible();
+  await expect.poll(() => focused(page)).toBe("message-input");
+});
+
+test("a refused sign-up pressed from the keyboard keeps the focus on its button", async ({ newContext, env }) => {
+  const page = await (await newContext()).newPage();
+  await page.goto(env.serverA);
+  await page.getByTestId("login-mode-sign-up").click();
+  await page.getByTestId("login-name").fill(uniqueName("short"));
+  await page.getByTestId("login-password").fill("short");
+  await page.getByTestId("login-submit").focus();
+  await page.keyboard.press("Enter");
+  await expect(page.getByTestId("login-error")).toBeVisible();
+  expect(await focused(page)).toBe("login-submit");
+});
