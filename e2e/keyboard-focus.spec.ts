@@ -103,3 +103,43 @@ test("a refused sign-up pressed from the keyboard keeps the focus on its button"
   await expect(page.getByTestId("login-error")).toBeVisible();
   expect(await focused(page)).toBe("login-submit");
 });
+
+test("on a phone the sign-out options close when the focus Tabs out of them", async ({ alice, env }) => {
+  const page = await alice.openTab(env.serverA);
+  await page.setViewportSize({ width: 375, height: 740 });
+  const more = page.getByTestId("account-more");
+  await more.focus();
+  await page.keyboard.press("Enter");
+  await expect(more).toHaveAttribute("aria-expanded", "true");
+  await page.keyboard.press("Tab"); // Sign out
+  await page.keyboard.press("Tab"); // Sign out everywhere
+  await expect(more).toHaveAttribute("aria-expanded", "true");
+  await page.keyboard.press("Tab"); // out
+  await expect(more).toHaveAttribute("aria-expanded", "false");
+  await expect(page.getByTestId("sign-out-everywhere")).toBeHidden();
+});
+
+test("a screen reader is told what the message area is, who is in a group, and when mentions are offered", async ({
+  alice,
+  bob,
+  carol,
+  env,
+}) => {
+  const group = await alice.createConversation([bob.name, carol.name], "Named");
+  const direct = await alice.createConversation([bob.name]);
+  const page = await alice.openTab(env.serverA, { open: group.id });
+  await expect(page.getByRole("region", { name: "Messages in Named" })).toBeVisible();
+  await expect(page.getByTestId("conversation-members")).toHaveText(/^3 members: /);
+  await expect(page.getByTestId("conversation-members")).toHaveAttribute("title", /, /);
+
+  const status = page.getByTestId("mention-status");
+  await expect(status).toHaveText("");
+  await page.getByTestId("message-input").fill("hi @");
+  await expect(status).toHaveText(/^\d+ people to mention: up and down to choose/);
+  await page.getByTestId("message-input").press("Escape");
+  await expect(status).toHaveText("");
+
+  await openConversation(page, direct.id);
+  await expect(page.getByRole("region", { name: `Messages with ${bob.name}` })).toBeVisible();
+  await expect(page.getByTestId("conversation-members")).not.toHaveText(/members:/);
+});

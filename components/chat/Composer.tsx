@@ -158,6 +158,15 @@ export function Composer({ conversationId }: { conversationId: number }) {
             </li>
           ))}
       </ul>
+      {/*
+        A textarea cannot be a combobox (ARIA in HTML allows it no role), so a screen reader is not told that the list
+        opened by the textarea itself: this status says so, once each time it opens or its length changes.
+      */}
+      <span className="visually-hidden" role="status" data-testid="mention-status">
+        {open
+          ? `${options.length} ${options.length === 1 ? "person" : "people"} to mention: up and down to choose, Enter or Tab to pick.`
+          : ""}
+      </span>
       <div className="composer-row">
         <textarea
           ref={inputRef}

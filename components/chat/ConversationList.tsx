@@ -149,8 +149,9 @@ const ConversationItem = memo(function ConversationItem({ id }: { id: number }) 
 });
 
 /**
- * With nothing focused (after a click on the page's background), the shortcuts act on the open conversation; in
- * a text field they never do, so the composer keeps every key.
+ * With nothing focused (after a click on the page's background) or its messages focused (a click among them, or
+ * Tab to scroll them), the shortcuts act on the open conversation; in a text field they never do, so the composer
+ * keeps every key.
  */
 function useShortcutsOnOpenConversation(): void {
   const active = useChatStore(selectActiveConversationId);
@@ -161,7 +162,8 @@ function useShortcutsOnOpenConversation(): void {
   useEffect(() => {
     if (active === null) return;
     const onKeyDown = (event: KeyboardEvent) => {
-      if (document.activeElement !== document.body) return;
+      const focused = document.activeElement;
+      if (focused !== document.body && !focused?.matches('[data-testid="message-list"]')) return;
       const command = rowShortcut(event);
       if (command === null) return;
       event.preventDefault();

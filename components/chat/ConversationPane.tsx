@@ -91,9 +91,7 @@ function OpenConversation({ id }: { id: number }) {
           <h2 className="pane-title" data-testid="conversation-title">
             {conversation.title}
           </h2>
-          <p className="pane-members" data-testid="conversation-members">
-            {conversation.members.map((m) => (m.bot ? `${m.name} (bot)` : m.name)).join(", ")}
-          </p>
+          <PaneMembers conversation={conversation} />
         </div>
         <ConversationActions key={id} conversation={conversation} onBlockError={setBlockError} />
       </header>
@@ -105,6 +103,20 @@ function OpenConversation({ id }: { id: number }) {
       <MessageList key={id} conversationId={id} />
       <ComposerOrBlocked key={`composer-${id}`} conversation={conversation} />
     </section>
+  );
+}
+
+/**
+ * Who is in the conversation, on one line cut with an ellipsis: a group's starts with how many, so a big one says
+ * its size however narrow the screen, and the whole list is its title (a tooltip).
+ */
+function PaneMembers({ conversation }: { conversation: ConversationDTO }) {
+  const names = conversation.members.map((m) => (m.bot ? `${m.name} (bot)` : m.name)).join(", ");
+  const count = conversation.members.length;
+  return (
+    <p className="pane-members" data-testid="conversation-members" title={names}>
+      {conversation.kind === "group" ? `${count} ${count === 1 ? "member" : "members"}: ${names}` : names}
+    </p>
   );
 }
 

@@ -28,7 +28,7 @@ function AppBadge() {
 
 /**
  * "Sign out" and "Sign out everywhere" in the header where there is room; on a narrow screen both behind one "More"
- * button (a disclosure: Escape or a tap elsewhere closes it), so a phone can still end the sessions of a lost device
+ * button (a disclosure: Escape, a tap elsewhere or the focus leaving it closes it), so a phone can still end the sessions of a lost device
  * and keeps room for the badge beside the brand.
  */
 function SignOutButtons({ signOut }: { signOut: (everywhere: boolean) => void }) {
@@ -56,7 +56,17 @@ function SignOutButtons({ signOut }: { signOut: (everywhere: boolean) => void })
   }, [open]);
 
   return (
-    <div className="account-more" ref={box} data-open={open}>
+    <div
+      className="account-more"
+      ref={box}
+      data-open={open}
+      // Tab past its last button (or Shift+Tab before the trigger) closes it: an open panel would cover what has the
+      // focus next. No related target (a click on something that takes no focus) is the pointerdown's to judge.
+      onBlur={(event) => {
+        const next = event.relatedTarget;
+        if (open && next !== null && !box.current?.contains(next)) setOpen(false);
+      }}
+    >
       <button
         ref={trigger}
         type="button"

@@ -311,7 +311,22 @@ export function MessageList({ conversationId }: { conversationId: number }) {
 
   return (
     <div className="message-area">
-      <div className="message-scroller" data-testid="message-list" ref={scroller} onScroll={onScroll}>
+      {/* A region with a name, focusable: the keyboard scrolls it (Page Down), and a screen reader says what it is. */}
+      <div
+        className="message-scroller"
+        data-testid="message-list"
+        ref={scroller}
+        onScroll={onScroll}
+        role="region"
+        tabIndex={0}
+        aria-label={
+          conversation === undefined
+            ? "Messages"
+            : kind === "direct"
+              ? `Messages with ${conversation.title}`
+              : `Messages in ${conversation.title}`
+        }
+      >
         {loaded && !hasMore && items.length > 0 && <p className="history-start">Start of the conversation</p>}
         {loading && <p className="history-status">Loading…</p>}
         {error && (
@@ -368,7 +383,11 @@ export function MessageList({ conversationId }: { conversationId: number }) {
             className="jump-to-latest"
             data-testid="jump-to-latest"
             data-count={unseen}
-            aria-label={unseen > 0 ? `${unseen} new messages, jump to the latest` : "Jump to the latest message"}
+            aria-label={
+              unseen > 0
+                ? `${unseen} new ${unseen === 1 ? "message" : "messages"}, jump to the latest`
+                : "Jump to the latest message"
+            }
             onClick={jumpToLatest}
           >
             {unseen > 0 ? `${unseen} new` : "Latest"} <span aria-hidden="true">↓</span>
