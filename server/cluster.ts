@@ -82,6 +82,8 @@ async function main(): Promise<void> {
         dataDir: services.dataDir,
         output: "inherit",
         readyTimeoutMs: 120_000,
+        // Seeded above, once; each instance shows the demo accounts on its sign-in page as `npm start` does.
+        env: { SEED_DEMO: env.SEED_DEMO === "1" ? "1" : "0" },
       });
       instances.push(instance);
       void instance.exited().then(() => {
