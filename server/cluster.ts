@@ -37,6 +37,14 @@ function options(): { instances: number; balancer: boolean; redisCluster: boolea
 async function main(): Promise<void> {
   const { instances: count, balancer, redisCluster } = options();
   const env = loadEnv();
+  const last = (balancer ? env.PORT + 1 : env.PORT) + count - 1;
+  if (env.PORT === 0 || last > 65535) {
+    throw new Error(
+      `PORT=${env.PORT} leaves no room for ${count} instance${count === 1 ? "" : "s"}: ` +
+        (balancer ? "HAProxy listens on PORT and the instances on PORT+1…PORT+N" : "the instances listen on PORT…") +
+        `, all at most 65535 (and PORT is not 0 here). ${USAGE}`,
+    );
+  }
   process.env.NEXT_TELEMETRY_DISABLED ??= "1";
   const cleanups: (() => Promise<void>)[] = [];
   const instances: TallyProcess[] = [];

@@ -36,6 +36,21 @@ describe("numbers", () => {
   });
 });
 
+describe("service URLs", () => {
+  it("say what a URL must look like when it is not one of its kind", () => {
+    expect(() => readEnv({ REDIS_URL: "localhost:6379" })).toThrow(
+      "REDIS_URL: must be a Redis URL: redis://host:6379 (rediss:// for TLS)",
+    );
+    expect(() => readEnv({ DATABASE_URL: "mysql://u@h/db" })).toThrow(
+      "DATABASE_URL: must be a PostgreSQL URL: postgresql://user:password@host:5432/database",
+    );
+    expect(readEnv({ DATABASE_URL: "postgres://u@h/db", REDIS_URL: "rediss://h:6380" })).toMatchObject({
+      DATABASE_URL: "postgres://u@h/db",
+      REDIS_URL: "rediss://h:6380",
+    });
+  });
+});
+
 describe("security settings", () => {
   it("reads origins, cookie flags and limit overrides", () => {
     const env = readEnv({

@@ -64,8 +64,15 @@ const schema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("production"),
   PORT: number(z.number().int().min(0).max(65535)).default(3000),
   HOST: z.string().min(1).default("0.0.0.0"),
-  DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
-  REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
+  DATABASE_URL: z
+    .url({
+      protocol: /^postgres(ql)?$/,
+      error: "must be a PostgreSQL URL: postgresql://user:password@host:5432/database",
+    })
+    .optional(),
+  REDIS_URL: z
+    .url({ protocol: /^rediss?$/, error: "must be a Redis URL: redis://host:6379 (rediss:// for TLS)" })
+    .optional(),
   /** A Redis Cluster instead of REDIS_URL: some of its nodes, `host:port,host:port` (the rest are discovered). */
   REDIS_CLUSTER_NODES: commaList
     .pipe(z.array(z.string().regex(/^[^\s:]+:\d{1,5}$/, "each node is host:port, e.g. 10.0.0.5:7000")).min(1))

@@ -88,7 +88,13 @@ export async function startServices(
       redis = { url: server.url };
     }
     log.info("applying database migrations");
-    const { applied } = await migrate(databaseUrl);
+    const { applied } = await migrate(databaseUrl).catch((err: unknown) => {
+      // The driver's error names an address and nothing else; say whose setting it came from.
+      if (env.DATABASE_URL === undefined) throw err;
+      const { host, pathname } = new URL(databaseUrl);
+      const reason = err instanceof Error ? err.message : String(err);
+      throw new Error(`cannot use the database of DATABASE_URL (${host}${pathname}): ${reason}`, { cause: err });
+    });
     if (applied.length > 0) log.info({ applied }, "applied database migrations");
     return { dataDir, databaseUrl, redis, stop };
   } catch (err) {
