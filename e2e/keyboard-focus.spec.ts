@@ -143,3 +143,30 @@ test("a screen reader is told what the message area is, who is in a group, and w
   await expect(page.getByRole("region", { name: `Messages with ${bob.name}` })).toBeVisible();
   await expect(page.getByTestId("conversation-members")).not.toHaveText(/members:/);
 });
+
+test("on a touch screen opening a conversation leaves the composer unfocused: no on-screen keyboard until a tap", async ({
+  browser,
+  alice,
+  bob,
+  env,
+}) => {
+  const direct = await alice.createConversation([bob.name]);
+  const phone = await browser.newContext({ hasTouch: true, viewport: { width: 375, height: 740 } });
+  try {
+    await phone.addCookies(await alice.context.cookies());
+    const page = await phone.newPage();
+    await page.goto(env.serverA);
+    await conversationItem(page, direct.id).tap();
+    const input = page.getByTestId("message-input");
+    await expect(input).toBeVisible();
+    expect(await focused(page)).not.toBe("message-input");
+    await input.tap();
+    await expect(input).toBeFocused();
+  } finally {
+    await phone.close();
+  }
+  // With a mouse, the composer takes the focus at once, ready to type.
+  const desk = await alice.openTab(env.serverA);
+  await conversationItem(desk, direct.id).click();
+  await expect(desk.getByTestId("message-input")).toBeFocused();
+});

@@ -181,7 +181,9 @@ export function Composer({ conversationId }: { conversationId: number }) {
           aria-autocomplete="list"
           aria-controls={listId}
           aria-activedescendant={active >= 0 ? `${listId}-${active}` : undefined}
-          autoFocus
+          // On a touch screen a focused field brings the on-screen keyboard up, over half the messages, at every
+          // open: there the person taps the field when they mean to write.
+          autoFocus={typeof window !== "undefined" && !window.matchMedia("(pointer: coarse)").matches}
           onChange={(e) => edit(e.target.value, e.target.selectionStart)}
           onSelect={onSelect}
           onKeyDown={onKeyDown}
