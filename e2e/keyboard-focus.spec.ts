@@ -170,3 +170,32 @@ test("on a touch screen opening a conversation leaves the composer unfocused: no
   await conversationItem(desk, direct.id).click();
   await expect(desk.getByTestId("message-input")).toBeFocused();
 });
+
+test("the sign-in and create-account tabs move with the arrow keys, and the error is read on either field", async ({
+  newContext,
+  env,
+}) => {
+  const page = await (await newContext()).newPage();
+  await page.goto(env.serverA);
+  const signIn = page.getByTestId("login-mode-sign-in");
+  const signUp = page.getByTestId("login-mode-sign-up");
+  await signIn.focus();
+  await page.keyboard.press("ArrowRight");
+  await expect(signUp).toBeFocused();
+  await expect(signUp).toHaveAttribute("aria-selected", "true");
+  await expect(page.getByRole("heading", { name: "Create an account" })).toBeAttached();
+  await page.keyboard.press("ArrowRight"); // round to the first
+  await expect(signIn).toBeFocused();
+  await page.keyboard.press("End");
+  await expect(signUp).toBeFocused();
+  // One Tab stop for the two: the next Tab leaves them for the name field.
+  await page.keyboard.press("Tab");
+  await expect(page.getByTestId("login-name")).toBeFocused();
+
+  await page.getByTestId("login-name").fill(uniqueName("short"));
+  await page.getByTestId("login-password").fill("short");
+  await page.getByTestId("login-password").press("Enter");
+  await expect(page.getByTestId("login-error")).toBeVisible();
+  for (const field of ["login-name", "login-password"])
+    await expect(page.getByTestId(field)).toHaveAttribute("aria-describedby", /(^| )login-error$/);
+});

@@ -67,13 +67,39 @@ export function LoginScreen() {
             {sessionEndedText(sessionEndReason)}
           </p>
         )}
-        <div className="login-tabs" role="tablist" aria-label="Sign in or create an account">
+        {/*
+          Tabs as the ARIA pattern has them: one stop for Tab (the selected one); the arrows, Home and End move between
+          them and select at once.
+        */}
+        <div
+          className="login-tabs"
+          role="tablist"
+          aria-label="Sign in or create an account"
+          onKeyDown={(event) => {
+            // Two tabs: either arrow goes to the other one (wrapping round), Home to the first, End to the last.
+            const other = creating ? "signIn" : "signUp";
+            const next =
+              event.key === "ArrowLeft" || event.key === "ArrowRight"
+                ? other
+                : event.key === "Home"
+                  ? "signIn"
+                  : event.key === "End"
+                    ? "signUp"
+                    : null;
+            if (next === null) return;
+            event.preventDefault();
+            switchMode(next);
+            event.currentTarget.querySelector<HTMLElement>(`[data-mode="${next}"]`)?.focus();
+          }}
+        >
           <button
             type="button"
             role="tab"
             aria-selected={!creating}
+            tabIndex={creating ? -1 : 0}
             className={!creating ? "active" : undefined}
             data-testid="login-mode-sign-in"
+            data-mode="signIn"
             onClick={() => switchMode("signIn")}
           >
             Sign in
@@ -82,8 +108,10 @@ export function LoginScreen() {
             type="button"
             role="tab"
             aria-selected={creating}
+            tabIndex={creating ? 0 : -1}
             className={creating ? "active" : undefined}
             data-testid="login-mode-sign-up"
+            data-mode="signUp"
             onClick={() => switchMode("signUp")}
           >
             Create account
@@ -103,7 +131,7 @@ export function LoginScreen() {
           placeholder="e.g. ada_l"
           autoFocus
           aria-invalid={error ? true : undefined}
-          aria-describedby={creating ? "login-name-hint" : error ? "login-error" : undefined}
+          aria-describedby={describedBy(creating && "login-name-hint", error && "login-error")}
         />
         {creating && (
           <p id="login-name-hint" className="login-hint">
@@ -118,7 +146,7 @@ export function LoginScreen() {
           onValue={setPassword}
           autoComplete={creating ? "new-password" : "current-password"}
           aria-invalid={error ? true : undefined}
-          aria-describedby={creating ? "login-password-hint" : error ? "login-error" : undefined}
+          aria-describedby={describedBy(creating && "login-password-hint", error && "login-error")}
         />
         {creating && (
           <p id="login-password-hint" className="login-hint">
@@ -158,4 +186,9 @@ export function LoginScreen() {
       </form>
     </main>
   );
+}
+
+/** A field's description: its hint and the form's error, whichever there are (the error is read on either field). */
+function describedBy(...ids: (string | false | null)[]): string | undefined {
+  return ids.filter(Boolean).join(" ") || undefined;
 }
