@@ -1,6 +1,6 @@
 import type { Page } from "@playwright/test";
 import { expect, test, uniqueName } from "./fixtures.ts";
-import { conversationItem, openConversation } from "./support/tally-page.ts";
+import { conversationItem, openConversation, sendMessage } from "./support/tally-page.ts";
 
 /**
  * Where the keyboard's focus goes when what held it goes away: never to the page itself, from where the next Tab
@@ -198,4 +198,34 @@ test("the sign-in and create-account tabs move with the arrow keys, and the erro
   await expect(page.getByTestId("login-error")).toBeVisible();
   for (const field of ["login-name", "login-password"])
     await expect(page.getByTestId(field)).toHaveAttribute("aria-describedby", /(^| )login-error$/);
+});
+
+test("a screen reader hears others' messages as they arrive, once each, and a mute or a mark when it is done", async ({
+  alice,
+  bob,
+  carol,
+  env,
+}) => {
+  const group = await alice.createConversation([bob.name, carol.name], "Spoken");
+  const page = await alice.openTab(env.serverA, { open: group.id });
+  const arrivals = page.getByTestId("arrivals");
+  await expect(page.getByTestId("message-input")).toBeVisible();
+  await expect(arrivals).toHaveText("");
+  const bobPage = await bob.openTab(env.serverA, { open: group.id });
+  await sendMessage(bobPage, "the map is in my bag");
+  await expect(arrivals).toHaveText(`${bob.name}: the map is in my bag`);
+  // Her own message is not said again (she just wrote it).
+  await sendMessage(page, "great");
+  await expect(arrivals).toHaveText(`${bob.name}: the map is in my bag`);
+  // The ordered list is no live region of its own: each arrival is said once, by the status.
+  await expect(page.getByTestId("message-list").locator("ol")).not.toHaveAttribute("aria-live", /.*/);
+
+  const announcer = page.getByTestId("announcer");
+  await conversationItem(page, group.id).focus();
+  await page.keyboard.press("Alt+Shift+M");
+  await expect(announcer).toHaveText("“Spoken” muted: only its mentions count in the badge.");
+  await page.keyboard.press("Alt+Shift+M");
+  await expect(announcer).toHaveText("“Spoken” unmuted.");
+  await page.keyboard.press("Alt+Shift+U");
+  await expect(announcer).toHaveText("“Spoken” marked as unread.");
 });

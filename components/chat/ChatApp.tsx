@@ -4,6 +4,7 @@ import { useEffect, useRef } from "react";
 import { ChatProvider, useChatStore } from "@/components/providers/ChatProvider";
 import { selectSessionStatus } from "@/components/store/selectors";
 import { ConnectionBanner } from "./ConnectionBanner";
+import { Announcer } from "./Announcer";
 import { ConversationPane } from "./ConversationPane";
 import { focusConversationList, focusLost } from "./focus";
 import { GoneNotice } from "./GoneNotice";
@@ -37,6 +38,7 @@ function Workspace() {
     // The shell's test id says "signed in and showing the app" (the app badge hides at 0, so it cannot).
     <div className="app" data-testid="chat-app">
       <RememberOpenConversation />
+      <Announcer />
       <Header />
       {/* The grid's one row between the header and the workspace: what the person should know now. */}
       <div className="notices">

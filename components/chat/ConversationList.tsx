@@ -1,6 +1,6 @@
 "use client";
 
-import { memo, useEffect, useRef } from "react";
+import { memo, useEffect, useMemo, useRef } from "react";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { formatTimestamp } from "@/components/lib/format";
 import {
@@ -14,6 +14,7 @@ import {
   selectUnlistedMentions,
   selectUnlistedUnread,
 } from "@/components/store/selectors";
+import { announce } from "./Announcer";
 import { RowMenu } from "./RowMenu";
 import { rowShortcut } from "./row-shortcut";
 
@@ -38,6 +39,24 @@ function MutedIcon() {
   );
 }
 
+/** Mute and mark as unread, from a row's menu or keys: asked of the store, then said to a screen reader when done. */
+function useRowCommands() {
+  const mute = useChatStore((s) => s.mute);
+  const markUnread = useChatStore((s) => s.markUnread);
+  return useMemo(
+    () => ({
+      async toggleMute(id: number, title: string, muted: boolean) {
+        if ((await mute(id, !muted)) !== null) return;
+        announce(muted ? `“${title}” unmuted.` : `“${title}” muted: only its mentions count in the badge.`);
+      },
+      async markUnread(id: number, title: string) {
+        if ((await markUnread(id)) === null) announce(`“${title}” marked as unread.`);
+      },
+    }),
+    [mute, markUnread],
+  );
+}
+
 const ConversationItem = memo(function ConversationItem({ id }: { id: number }) {
   const conversation = useChatStore(selectConversation(id));
   const unread = useChatStore(selectShownUnread(id));
@@ -45,8 +64,7 @@ const ConversationItem = memo(function ConversationItem({ id }: { id: number }) 
   const muted = useChatStore(selectMuted(id));
   const active = useChatStore((s) => s.activeConversationId === id);
   const open = useChatStore((s) => s.openConversation);
-  const mute = useChatStore((s) => s.mute);
-  const markUnread = useChatStore((s) => s.markUnread);
+  const commands = useRowCommands();
   const markUnreadRefusal = useChatStore(selectMarkUnreadRefusal(id));
   const myId = useChatStore((s) => s.user?.id);
   if (!conversation) return null;
@@ -61,8 +79,8 @@ const ConversationItem = memo(function ConversationItem({ id }: { id: number }) 
         const command = rowShortcut(event);
         if (command === null) return;
         event.preventDefault();
-        if (command === "mute") void mute(id, !muted);
-        else if (markUnreadRefusal === null) void markUnread(id);
+        if (command === "mute") void commands.toggleMute(id, conversation.title, muted);
+        else if (markUnreadRefusal === null) void commands.markUnread(id, conversation.title);
       }}
     >
       <button
@@ -141,8 +159,8 @@ const ConversationItem = memo(function ConversationItem({ id }: { id: number }) 
         title={conversation.title}
         muted={muted}
         markUnreadRefusal={markUnreadRefusal}
-        onMute={() => void mute(id, !muted)}
-        onMarkUnread={() => void markUnread(id)}
+        onMute={() => void commands.toggleMute(id, conversation.title, muted)}
+        onMarkUnread={() => void commands.markUnread(id, conversation.title)}
       />
     </li>
   );
@@ -156,8 +174,8 @@ const ConversationItem = memo(function ConversationItem({ id }: { id: number }) 
 function useShortcutsOnOpenConversation(): void {
   const active = useChatStore(selectActiveConversationId);
   const muted = useChatStore((s) => (active === null ? false : (s.unreadDetails[active]?.muted ?? false)));
-  const mute = useChatStore((s) => s.mute);
-  const markUnread = useChatStore((s) => s.markUnread);
+  const title = useChatStore((s) => (active === null ? "" : (s.conversations[active]?.title ?? "")));
+  const commands = useRowCommands();
   const markUnreadRefusal = useChatStore((s) => (active === null ? null : selectMarkUnreadRefusal(active)(s)));
   useEffect(() => {
     if (active === null) return;
@@ -167,12 +185,12 @@ function useShortcutsOnOpenConversation(): void {
       const command = rowShortcut(event);
       if (command === null) return;
       event.preventDefault();
-      if (command === "mute") void mute(active, !muted);
-      else if (markUnreadRefusal === null) void markUnread(active);
+      if (command === "mute") void commands.toggleMute(active, title, muted);
+      else if (markUnreadRefusal === null) void commands.markUnread(active, title);
     };
     document.addEventListener("keydown", onKeyDown);
     return () => document.removeEventListener("keydown", onKeyDown);
-  }, [active, muted, mute, markUnread, markUnreadRefusal]);
+  }, [active, muted, title, commands, markUnreadRefusal]);
 }
 
 export function ConversationList() {

@@ -72,6 +72,40 @@ const Message = memo(function Message({ message, own, members, kind, userId, con
   );
 });
 
+/** A message as a screen reader says it on arrival: long ones are cut. */
+const SAID_CHARACTERS = 200;
+
+/**
+ * What a screen reader hears as messages arrive in the open conversation: others' new ones, in one sentence per
+ * arrival. Not the first page, not older pages, not the person's own (they just wrote it, and it would be said
+ * twice: queued, then stored).
+ */
+function useArrivals(items: MessageDTO[], ready: boolean, userId: number | undefined): string {
+  const [text, setText] = useState("");
+  /** The newest seq already accounted for (null: not yet shown). */
+  const known = useRef<number | null>(null);
+  const newest = items.at(-1)?.seq ?? 0;
+  useEffect(() => {
+    if (!ready) return;
+    const before = known.current;
+    known.current = Math.max(before ?? 0, newest);
+    if (before === null || newest <= before) return;
+    const fresh = items.filter((m) => m.seq > before && m.senderId !== userId);
+    const latest = fresh.at(-1);
+    if (!latest) return;
+    const content =
+      latest.content.length > SAID_CHARACTERS ? `${latest.content.slice(0, SAID_CHARACTERS)}…` : latest.content;
+    setText(
+      fresh.length === 1
+        ? `${latest.senderName}: ${content}`
+        : `${fresh.length} new messages, the last from ${latest.senderName}: ${content}`,
+    );
+    // Only a newer message is an arrival; `items` changes with older pages too.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [newest, ready]);
+  return text;
+}
+
 function UnreadDivider() {
   return (
     <li className="unread-divider" data-testid="unread-divider" role="separator" aria-label="New messages">
@@ -308,6 +342,7 @@ export function MessageList({ conversationId }: { conversationId: number }) {
   }, [positioned, loaded, loading, hasMore, firstSeq, conversationId, loadOlder]);
 
   const note = replyNote(replyBelow, pending, items);
+  const arrival = useArrivals(items, positioned && loaded, userId);
 
   return (
     <div className="message-area">
@@ -355,7 +390,8 @@ export function MessageList({ conversationId }: { conversationId: number }) {
             )}
           </p>
         )}
-        <ol className="message-list" aria-live="polite" style={positioned ? undefined : { visibility: "hidden" }}>
+        {/* Not a live region itself: what arrives is said once, by the status below (useArrivals). */}
+        <ol className="message-list" style={positioned ? undefined : { visibility: "hidden" }}>
           {items.map((m, i) => (
             <MessageItem
               key={m.id}
@@ -373,6 +409,9 @@ export function MessageList({ conversationId }: { conversationId: number }) {
           ))}
         </ol>
       </div>
+      <p className="visually-hidden" role="status" data-testid="arrivals">
+        {arrival}
+      </p>
       <div className="list-float">
         <p className="reply-note" role="status" data-testid="reply-note" data-state={note ?? undefined}>
           {note && !atBottom ? REPLY_NOTE_TEXT[note] : null}
