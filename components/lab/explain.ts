@@ -86,7 +86,8 @@ export const RESULT_COLUMNS: readonly ResultColumn[] = [
   {
     heading: "drift at the end (users / Σ)",
     meaning:
-      "once every operation finished: users whose badge ≠ the sum of their conversations / Σ, the sum of those " +
+      "once no operation was in flight (every one finished, or for a stopped run those under way): users whose " +
+      "badge ≠ the sum of their conversations / Σ, the sum of those " +
       "differences (the drift chart samples live, with operations in flight)",
   },
   {
