@@ -1,5 +1,4 @@
 import type { ChildProcess } from "node:child_process";
-import { constants } from "node:os";
 import { logger } from "../log.ts";
 
 /** Keeps the last lines a child printed, to quote when it fails; every line also goes to the debug log. */
@@ -23,8 +22,7 @@ export function collectOutput(child: ChildProcess, name: string, keep = 40): { t
  * its own. A terminal's Ctrl-C sends SIGINT to the whole foreground group; a child in it would stop at the same moment
  * as this process, the database before the instance using it had drained, and an instance would then get this
  * process's SIGTERM as a second signal, which means "stop now". In its own group, a child gets only the signal
- * `supervise` sends, in the order this process stops things (`atParentExit` still stops it when this process
- * exits, on a signal it does not handle too).
+ * `supervise` sends, in the order this process stops things. (`atParentExit` still stops it if this process dies.)
  */
 export const OWN_PROCESS_GROUP = { detached: true } as const;
 
@@ -32,20 +30,9 @@ export const OWN_PROCESS_GROUP = { detached: true } as const;
 const killAtExit = new Set<() => void>();
 
 function atParentExit(kill: () => void): () => void {
-  if (!process.listeners("exit").includes(killAll)) {
-    process.on("exit", killAll);
-    // Children in their own group (OWN_PROCESS_GROUP) no longer die with a Ctrl-C of this process's group, and a
-    // process killed by a signal it does not handle never emits "exit". So a signal this process has no other
-    // listener for ends it the way the default would (exit 128 + the signal's number), with "exit" emitted.
-    for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, exitUnlessHandled);
-  }
+  if (!process.listeners("exit").includes(killAll)) process.on("exit", killAll);
   killAtExit.add(kill);
   return () => void killAtExit.delete(kill);
-}
-
-function exitUnlessHandled(signal: NodeJS.Signals): void {
-  if (process.listenerCount(signal) > 1) return; // the process stops its children itself, in its own order
-  process.exit(128 + constants.signals[signal]);
 }
 
 function killAll(): void {
