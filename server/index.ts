@@ -95,13 +95,16 @@ async function main(): Promise<void> {
   const demo = env.SEED_DEMO === "1" ? ` and sign in as alice, bob, carol or dave (password ${DEMO_PASSWORD})` : "";
   logger.info({ port, dev }, `Tally is running: open http://localhost:${port}${demo}`);
 
-  let stopping = false;
+  let stopping: string | null = null;
   const stop = async (signal: string) => {
-    if (stopping) {
+    // The same signal again means "now". Another one does not: a terminal's Ctrl-C reaches `start:cluster`'s
+    // instances (SIGINT, to the whole process group) and then the launcher stops them (SIGTERM), one request.
+    if (stopping === signal) {
       logger.warn({ signal }, "stopping now, without waiting for the rest");
       process.exit(1);
     }
-    stopping = true;
+    if (stopping !== null) return;
+    stopping = signal;
     logger.info({ signal }, "shutting down");
     // Nothing here may wait for Redis or the database for good: ioredis queues QUIT (and the adapter's UNSUBSCRIBE)
     // until it reconnects, so with Redis away the process stayed up after SIGTERM (an operator's walkthrough).

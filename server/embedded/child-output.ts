@@ -17,15 +17,6 @@ export function collectOutput(child: ChildProcess, name: string, keep = 40): { t
   return { text: () => lines.join("\n") };
 }
 
-/**
- * Spawn options of a child this process stops itself (a database, Redis, the balancer, an instance): a process group of
- * its own. A terminal's Ctrl-C sends SIGINT to the whole foreground group; a child in it would stop at the same moment
- * as this process, the database before the instance using it had drained, and an instance would then get this
- * process's SIGTERM as a second signal, which means "stop now". In its own group, a child gets only the signal
- * `supervise` sends, in the order this process stops things. (`atParentExit` still stops it if this process dies.)
- */
-export const OWN_PROCESS_GROUP = { detached: true } as const;
-
 /** What to kill if this process exits: one "exit" listener for every child, however many start and restart. */
 const killAtExit = new Set<() => void>();
 

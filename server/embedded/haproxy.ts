@@ -3,7 +3,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import path from "node:path";
 import { logger } from "../log.ts";
-import { collectOutput, OWN_PROCESS_GROUP, supervise } from "./child-output.ts";
+import { collectOutput, supervise } from "./child-output.ts";
 
 export const HAPROXY_MISSING =
   "haproxy was not found on PATH. Install it (Debian/Ubuntu: sudo apt-get install haproxy; macOS: brew install " +
@@ -70,7 +70,7 @@ export async function startBalancer(opts: {
   const file = path.join(opts.dir, "haproxy.cfg");
   await writeFile(file, haproxyConfig({ host, port: opts.port, instances: opts.instances }));
   // -db: stay in the foreground, so that stopping the child stops haproxy; -W would fork a master.
-  const child = spawn("haproxy", ["-db", "-f", file], { stdio: ["ignore", "pipe", "pipe"], ...OWN_PROCESS_GROUP });
+  const child = spawn("haproxy", ["-db", "-f", file], { stdio: ["ignore", "pipe", "pipe"] });
   const output = collectOutput(child, "haproxy");
   const spawnFailed = new Promise<never>((_, reject) =>
     child.once("error", (err) =>

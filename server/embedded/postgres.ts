@@ -21,7 +21,7 @@ import { promisify } from "node:util";
 import pg from "pg";
 import { logger } from "../log.ts";
 import { stopOrphan } from "./orphans.ts";
-import { collectOutput, OWN_PROCESS_GROUP, supervise } from "./child-output.ts";
+import { collectOutput, supervise } from "./child-output.ts";
 import { freePort } from "./ports.ts";
 
 /*
@@ -370,7 +370,6 @@ async function startServer(
     env: { ...process.env, LC_ALL: "C" },
     stdio: ["ignore", "pipe", "pipe"],
     ...runAs,
-    ...OWN_PROCESS_GROUP,
   });
   const log = collectOutput(child, "postgres");
   const spawnError = new Promise<never>((_, reject) => child.once("error", reject));

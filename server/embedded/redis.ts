@@ -4,7 +4,7 @@ import path from "node:path";
 import { connect } from "node:net";
 import { logger } from "../log.ts";
 import { stopOrphan } from "./orphans.ts";
-import { collectOutput, OWN_PROCESS_GROUP, supervise } from "./child-output.ts";
+import { collectOutput, supervise } from "./child-output.ts";
 import { freePort } from "./ports.ts";
 
 export const REDIS_SERVER_MISSING =
@@ -102,7 +102,7 @@ async function spawnOnce(port: number, dir: string | undefined, extra: string[],
     if (orphan !== null) logger.warn({ orphanPid: orphan }, "stopped a redis-server left by a Tally process that died");
     args.push("--dir", dir, "--pidfile", pidFile);
   }
-  const child = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"], ...OWN_PROCESS_GROUP });
+  const child = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
   const log = collectOutput(child, "redis", keepLines);
   const spawnFailed = new Promise<never>((_, reject) =>
     child.once("error", (err) =>

@@ -3,7 +3,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { redisTargetEnv, type RedisTarget } from "../redis/client.ts";
-import { OWN_PROCESS_GROUP, supervise } from "./child-output.ts";
+import { supervise } from "./child-output.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const KEEP_LINES = 200;
@@ -115,7 +115,6 @@ export class TallyProcess {
         cwd: root,
         env: childEnv,
         stdio: output === "inherit" ? ["ignore", "inherit", "inherit"] : ["ignore", "pipe", "pipe"],
-        ...OWN_PROCESS_GROUP,
       },
     );
     this.child = child;
