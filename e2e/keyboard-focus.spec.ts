@@ -217,6 +217,25 @@ test("a screen reader hears others' messages as they arrive, once each, and a mu
   // Her own message is not said again (she just wrote it).
   await sendMessage(page, "great");
   await expect(arrivals).toHaveText(`${bob.name}: the map is in my bag`);
+  // The same words twice are said twice: the status is emptied and filled again.
+  await arrivals.evaluate((status) => {
+    const said: string[] = [];
+    (window as unknown as { said: string[] }).said = said;
+    new MutationObserver(() => status.textContent && said.push(status.textContent)).observe(status, {
+      childList: true,
+      characterData: true,
+      subtree: true,
+    });
+  });
+  await sendMessage(bobPage, "ok");
+  await expect.poll(() => page.evaluate(() => (window as unknown as { said: string[] }).said.length)).toBe(1);
+  // The same words again (sendMessage would find two messages of that text).
+  await bobPage.getByTestId("message-input").fill("ok");
+  await bobPage.getByTestId("message-input").press("Enter");
+  await expect(page.getByTestId("message").filter({ hasText: /^.*ok$/ })).toHaveCount(2);
+  await expect
+    .poll(() => page.evaluate(() => (window as unknown as { said: string[] }).said))
+    .toEqual([`${bob.name}: ok`, `${bob.name}: ok`]);
   // The ordered list is no live region of its own: each arrival is said once, by the status.
   await expect(page.getByTestId("message-list").locator("ol")).not.toHaveAttribute("aria-live", /.*/);
 

@@ -246,17 +246,16 @@ test("a run holds the server's one slot: another user waits for it, a second tab
   await expect.poll(() => points(page), { timeout: 30_000 }).toBeGreaterThan(20);
 
   // A second tab of the owner, opened mid-run: the run's settings, Stop, and the line drawn so far.
+  const before = await points(page);
   const second = await alice.context.newPage();
   await second.goto(`${env.serverA}/lab`);
   await expect(second.getByTestId("lab-status")).toHaveAttribute("data-status", "running");
   await expect(second.getByTestId("lab-operations")).toHaveValue("200000");
   await expect(second.getByTestId("lab-strategy-lua")).not.toBeChecked();
   await expect(second.getByTestId("lab-stop")).toBeVisible();
-  // Drawn from the run's start, not from when the tab opened (the server kept the samples of the first seconds): as
-  // many points as the first tab's, but for a sample or two that reached one tab before the other.
-  await expect.poll(() => points(second)).toBeGreaterThan(0);
-  const [first, again] = await Promise.all([points(page), points(second)]);
-  expect(again).toBeGreaterThanOrEqual(first - 6);
+  // Drawn from the run's start, not from when the tab opened (the server kept the samples of the first seconds): at
+  // least as many points as the first tab had drawn before the second opened, however fast each tab draws.
+  await expect.poll(() => points(second)).toBeGreaterThanOrEqual(before);
 
   await second.getByTestId("lab-stop").click();
   for (const tab of [page, second]) {

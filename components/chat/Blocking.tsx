@@ -71,13 +71,22 @@ export function BlockToggle({ person, onError }: { person: UserDTO; onError(mess
 }
 
 /** In place of the composer while the user has blocked the other member. */
-export function BlockedNote({ person }: { person: UserDTO }) {
+export function BlockedNote({ person, onUnblock }: { person: UserDTO; onUnblock?: () => void }) {
   const { busy, error, unblock } = useBlocking();
   return (
     <div className="composer blocked-note" data-testid="blocked-note">
       <p>
         You blocked {person.name}. Neither of you can write here until you unblock them.{" "}
-        <button type="button" className="button small" aria-disabled={busy} onClick={() => void unblock(person)}>
+        <button
+          type="button"
+          className="button small"
+          aria-disabled={busy}
+          onClick={() => {
+            if (busy) return;
+            onUnblock?.();
+            void unblock(person);
+          }}
+        >
           Unblock
         </button>
       </p>

@@ -124,14 +124,18 @@ function PaneMembers({ conversation }: { conversation: ConversationDTO }) {
 function ComposerOrBlocked({ conversation }: { conversation: ConversationDTO }) {
   const person = useOtherPerson(conversation);
   const blocked = useIsBlocked(person);
-  // Unblocked from the note: its button goes with it, and the focus goes to the composer that takes its place.
+  // Unblocked from the note: its button goes with it, and the focus goes to the composer that takes its place
+  // (not when the unblock came from elsewhere, such as the list of blocked people, nor on a touch screen, where a
+  // focused field brings the on-screen keyboard up).
   const wasBlocked = useRef(blocked);
+  const fromNote = useRef(false);
   useEffect(() => {
-    if (wasBlocked.current && !blocked && focusLost())
+    if (wasBlocked.current && !blocked && fromNote.current && focusLost() && !matchMedia("(pointer: coarse)").matches)
       document.querySelector<HTMLElement>('[data-testid="message-input"]')?.focus();
     wasBlocked.current = blocked;
+    if (!blocked) fromNote.current = false;
   }, [blocked]);
-  if (person && blocked) return <BlockedNote person={person} />;
+  if (person && blocked) return <BlockedNote person={person} onUnblock={() => (fromNote.current = true)} />;
   return <Composer conversationId={conversation.id} />;
 }
 

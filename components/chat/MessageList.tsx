@@ -84,6 +84,7 @@ function useArrivals(items: MessageDTO[], ready: boolean, userId: number | undef
   const [text, setText] = useState("");
   /** The newest seq already accounted for (null: not yet shown). */
   const known = useRef<number | null>(null);
+  const frame = useRef(0);
   const newest = items.at(-1)?.seq ?? 0;
   useEffect(() => {
     if (!ready) return;
@@ -95,14 +96,18 @@ function useArrivals(items: MessageDTO[], ready: boolean, userId: number | undef
     if (!latest) return;
     const content =
       latest.content.length > SAID_CHARACTERS ? `${latest.content.slice(0, SAID_CHARACTERS)}…` : latest.content;
-    setText(
+    const sentence =
       fresh.length === 1
         ? `${latest.senderName}: ${content}`
-        : `${fresh.length} new messages, the last from ${latest.senderName}: ${content}`,
-    );
+        : `${fresh.length} new messages, the last from ${latest.senderName}: ${content}`;
+    // Emptied first and filled on the next frame, so the same sentence twice ("bob: ok", "bob: ok") is said twice.
+    setText("");
+    cancelAnimationFrame(frame.current);
+    frame.current = requestAnimationFrame(() => setText(sentence));
     // Only a newer message is an arrival; `items` changes with older pages too.
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [newest, ready]);
+  useEffect(() => () => cancelAnimationFrame(frame.current), []);
   return text;
 }
 

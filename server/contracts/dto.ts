@@ -41,7 +41,10 @@ export interface ConversationRow {
  * meet it with its first message, or when they start it too. Starting one puts nothing in a stranger's list
  * (docs/security.md, "Unwanted conversations"). A group shows at once: adding people to groups has its own limit.
  */
-export function hiddenFrom(row: Pick<ConversationRow, "lastSeq" | "memberships">, viewerId: number): boolean {
+export function hiddenFrom(
+  row: { lastSeq: number; memberships: readonly { userId: number; hidden?: boolean }[] },
+  viewerId: number,
+): boolean {
   return row.lastSeq === 0 && row.memberships.some((m) => m.userId === viewerId && m.hidden === true);
 }
 

@@ -1,4 +1,4 @@
-import { messageInclude, toMessageDTO } from "../contracts/dto.ts";
+import { hiddenFrom, messageInclude, toMessageDTO } from "../contracts/dto.ts";
 import type { HistoryQuery, MessageDTO, SendInput, UserDTO } from "../contracts/index.ts";
 import { mentionedUserIds, parseMentions } from "../contracts/mentions.ts";
 import { groupCommit } from "../db/group-commit.ts";
@@ -210,7 +210,8 @@ export function createMessageService({
   /**
    * Charges the sender for the people the content mentions among the conversation's members as read now (the
    * `mention` limit), before the transaction that stores it: a refusal stores nothing, and no row lock of that
-   * transaction waits on Redis. A non-member is not charged (the store refuses them), nor a retry of a message
+   * transaction waits on Redis. A non-member is not charged (the store refuses them), nor a member whom the
+   * conversation is hidden from (`hiddenFrom`: refused alike), nor a retry of a message
    * already stored (it mentions nobody anew). Two attempts of one message racing may both be charged: the limit's
    * window forgives it.
    */
@@ -220,7 +221,11 @@ export function createMessageService({
     const [conversation, stored] = await Promise.all([
       db.conversation.findUnique({
         where: { id: conversationId },
-        select: { kind: true, memberships: { select: { user: { select: { id: true, name: true } } } } },
+        select: {
+          kind: true,
+          lastSeq: true,
+          memberships: { select: { hidden: true, user: { select: { id: true, name: true } } } },
+        },
       }),
       db.message.findUnique({
         where: { senderId_clientMsgId: { senderId: sender.id, clientMsgId } },
@@ -229,6 +234,13 @@ export function createMessageService({
     ]);
     const members = conversation?.memberships.map((m) => m.user) ?? [];
     if (stored || !conversation || !members.some((m) => m.id === sender.id)) return;
+    // Nor one whom the conversation is hidden from (the store refuses them as a non-member): charged, they could
+    // tell it from an id that does not exist by the limit's answer.
+    const viewer = {
+      lastSeq: conversation.lastSeq,
+      memberships: conversation.memberships.map((m) => ({ userId: m.user.id, hidden: m.hidden })),
+    };
+    if (hiddenFrom(viewer, sender.id)) return;
     const mentioned = mentionedUserIds(content, members, sender.id, conversation.kind).length;
     if (mentioned > 0) await chargeMentions(sender, mentioned);
   }

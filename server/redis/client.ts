@@ -89,10 +89,17 @@ export function redisTargetEnv(target: RedisTarget | string): Record<string, str
       };
 }
 
-/** For logs: the URL, or the cluster's seed nodes. */
+/** For logs: the URL without its password, or the cluster's seed nodes. */
 export function describeRedisTarget(target: RedisTarget | string): string {
   const t = redisTarget(target);
-  return isClusterTarget(t) ? `cluster ${t.clusterNodes.join(",")}${t.tls ? " (TLS)" : ""}` : t.url;
+  if (isClusterTarget(t)) return `cluster ${t.clusterNodes.join(",")}${t.tls ? " (TLS)" : ""}`;
+  try {
+    const url = new URL(t.url);
+    if (url.password !== "") url.password = "***";
+    return url.href;
+  } catch {
+    return "a REDIS_URL that does not parse";
+  }
 }
 
 /** `host:port` strings as ioredis' Cluster takes its startup nodes. */

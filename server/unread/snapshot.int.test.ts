@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { nextEvent, startHarness, type Harness } from "../testing/harness.ts";
 import { testApi } from "../testing/api.ts";
-import { userKeys } from "../redis/keys.ts";
+import { limitSubject, userKeys } from "../redis/keys.ts";
 import pg from "pg";
 import { createDb, poolOf } from "../db/prisma.ts";
 import { createSnapshotService } from "./snapshot.service.ts";
@@ -316,6 +316,12 @@ describe("the conversation list", () => {
     const readsBefore = await h.db.outboxEvent.count({ where: { userId: b.user.id } });
     expect(await sb.emitWithAck("conversation:read", { conversationId: direct.id, seq: 0 })).toMatchObject(forbidden);
     expect(await send(sb, direct.id, "found you")).toMatchObject(forbidden);
+    // A send that mentions someone is refused before it is charged to the mention limit, as for an id that does not
+    // exist: charged, b could tell the two apart by the limit's answer once it ran out.
+    const mentionKey = `rl:mention:${limitSubject({ userId: b.user.id })}`;
+    expect(await h.redis.get(mentionKey)).toBeNull();
+    expect(await send(sb, direct.id, `@${a.user.name} found you`)).toMatchObject(forbidden);
+    expect(await h.redis.get(mentionKey)).toBeNull();
     const history = await h.http(`/api/conversations/${direct.id}/messages`, { token: b.token });
     expect([history.status, history.body]).toMatchObject([403, forbidden]);
     const deleted = await h.http(`/api/conversations/${direct.id}`, { token: b.token, method: "DELETE" });

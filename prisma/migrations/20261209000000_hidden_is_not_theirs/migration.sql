@@ -5,8 +5,8 @@
 -- Both functions now treat such a membership as none: no row, so the caller answers `forbidden` as for a
 -- conversation that does not exist. The way to write first stays starting the conversation (POST
 -- /api/conversations), which clears "hidden". Each function is the previous one with that condition added.
--- The send's condition is on the row its UPDATE takes: a send that waited for the creator's first message is
--- re-checked against it (lastSeq 1) and goes through.
+-- The send judges the row as its statement's snapshot has it: a send racing the creator's first message, not yet
+-- committed, is refused (it does not wait for that row's lock); once the message is in, it goes through.
 
 CREATE OR REPLACE FUNCTION tally_store_messages(
     p_conversation INTEGER[],
