@@ -115,7 +115,8 @@ export function seedNodes(nodes: string[]): { host: string; port: number }[] {
  * `maxRedirections`); while a master is down (CLUSTERDOWN, a refused connection) and while a slot is migrating
  * (TRYAGAIN) a command is resent every 100 ms. 64 redirections × 100 ms outlast a failover of a cluster whose
  * cluster-node-timeout is up to about five seconds; past that the command fails, and its caller answers
- * `unavailable` (a send is still committed, and the outbox relay applies it later).
+ * `unavailable` (a send is still committed, and the outbox relay applies it later). Through an outage the 6.4 s
+ * are a bound in time, and the commands after one that ran out fail at once (boundOutageRetries).
  */
 const CLUSTER_OPTIONS: ClusterOptions = {
   maxRedirections: 64,
@@ -127,6 +128,51 @@ const CLUSTER_OPTIONS: ClusterOptions = {
   // up again, so commands follow the promoted replica instead of waiting on the dead master's reconnects.
   slotsRefreshInterval: 5000,
 };
+
+/** 64 resends 100 ms apart: how long a command is resent through an outage (see CLUSTER_OPTIONS). */
+const OUTAGE_RETRY_MS = 6400;
+/** After a command has been resent that long in vain, how long the next ones that meet the outage fail at once. */
+const OUTAGE_HOLD_MS = 2000;
+/** What a cluster answers while a master is down: CLUSTERDOWN, or a refused or closed connection to it. */
+const OUTAGE_ERROR = /^CLUSTERDOWN |^Connection is closed\.$/;
+
+/**
+ * Bounds by time what `maxRedirections` bounds by count, and once per outage instead of once per command. ioredis
+ * waits for a slots refresh between two resends, so 64 of them took 7 to 11 s, and every command waited out its own:
+ * a request that makes three Redis calls in turn (a sign-in) answered after 26 s with a shard down. Here a command
+ * is resent through an outage for at most OUTAGE_RETRY_MS from its first such error; once one has run out, the
+ * commands that meet the outage in the following OUTAGE_HOLD_MS (counted from the last of them) fail at once, with
+ * the outage's error as the last error. A failover shorter than OUTAGE_RETRY_MS is ridden out as before: no command
+ * runs out, so none fails early. MOVED, ASK and TRYAGAIN are left to ioredis.
+ */
+export function boundOutageRetries(
+  cluster: Cluster,
+  { retryMs = OUTAGE_RETRY_MS, holdMs = OUTAGE_HOLD_MS, now = Date.now } = {},
+): Cluster {
+  const handleError = cluster.handleError.bind(cluster);
+  let failFastUntil = 0;
+  // ttl: the command's (or pipeline's) own retry state; handlers.maxRedirections rejects it as ioredis does.
+  cluster.handleError = (
+    error,
+    ttl: { value?: unknown; outageSince?: number },
+    handlers: { maxRedirections(err: Error): void },
+  ) => {
+    if (!OUTAGE_ERROR.test(error.message)) return handleError(error, ttl, handlers);
+    const t = now();
+    ttl.outageSince ??= t;
+    if (t < failFastUntil || t - ttl.outageSince >= retryMs) {
+      failFastUntil = t + holdMs;
+      handlers.maxRedirections(
+        new Error(
+          `Redis Cluster unavailable for ${t - ttl.outageSince} ms of this command. Last error: ${String(error)}`,
+        ),
+      );
+      return;
+    }
+    handleError(error, ttl, handlers);
+  };
+  return cluster;
+}
 
 /** ioredis reconnects by itself; without a listener it would print every failed attempt as unhandled. */
 function logErrors<T extends RedisClient>(redis: T, role: string): T {
@@ -180,10 +226,12 @@ export function createRedis(target: RedisTarget | string, options: RedisOptions 
   const t = redisTarget(target);
   const redisOptions: RedisOptions = { maxRetriesPerRequest: 2, ...options };
   const client: RedisClient = isClusterTarget(t)
-    ? new Cluster(seedNodes(t.clusterNodes), {
-        ...CLUSTER_OPTIONS,
-        redisOptions: { ...redisOptions, ...clusterNodeOptions(t) },
-      })
+    ? boundOutageRetries(
+        new Cluster(seedNodes(t.clusterNodes), {
+          ...CLUSTER_OPTIONS,
+          redisOptions: { ...redisOptions, ...clusterNodeOptions(t) },
+        }),
+      )
     : new Redis(t.url, redisOptions);
   defineScripts(client);
   return logErrors(coalesceWrites(client), "commands");
