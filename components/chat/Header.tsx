@@ -28,8 +28,8 @@ function AppBadge() {
 
 /**
  * "Sign out" and "Sign out everywhere" in the header where there is room; on a narrow screen both behind one "More"
- * button (a disclosure: Escape, a tap elsewhere or the focus leaving it closes it), so a phone can still end the sessions of a lost device
- * and keeps room for the badge beside the brand.
+ * button (a disclosure: Escape, a tap elsewhere or the focus leaving it closes it), so a phone can still end the
+ * sessions of a lost device and keeps room for the badge beside the brand.
  */
 function SignOutButtons({ signOut }: { signOut: (everywhere: boolean) => void }) {
   const [open, setOpen] = useState(false);
