@@ -5,6 +5,7 @@ import { io } from "socket.io-client";
 import { useStore } from "zustand";
 import { api, sessionApi } from "@/components/lib/api";
 import { bindNotifications } from "@/components/notifications/notifications";
+import { showFaviconCount } from "@/components/notifications/favicon";
 import { createChatStore, type ChatState, type ChatStore } from "@/components/store";
 import { selectShownTotal } from "@/components/store/selectors";
 import { bindSocket, createSocketLink, type ChatSocket } from "@/components/store/socket-binding";
@@ -101,6 +102,9 @@ export function ChatProvider({ children }: { children: ReactNode }) {
     keepTitle.observe(document.head, { childList: true, subtree: true, characterData: true });
     return () => keepTitle.disconnect();
   }, [shownCount]);
+
+  // The tab's icon shows the count too: a narrow or pinned tab shows no title.
+  useEffect(() => showFaviconCount(shownCount), [shownCount]);
 
   useEffect(() => {
     if (!("setAppBadge" in navigator) || !("clearAppBadge" in navigator)) return;

@@ -1,4 +1,5 @@
 import { expect, type Locator, type Page } from "@playwright/test";
+import { faviconHref } from "../../components/notifications/favicon.ts";
 import type { BadgeSample, BadgeSum, TestWindow, WindowState } from "./browser-scripts.ts";
 
 export function appBadge(page: Page): Locator {
@@ -20,7 +21,7 @@ export function messages(page: Page): Locator {
 
 /**
  * The total as the user sees it: the header badge (attribute, text, what a screen reader says; at 0 it is out
- * of sight) and the tab title.
+ * of sight), the tab title and the tab's icon.
  */
 export async function expectTotalUnread(page: Page, total: number): Promise<void> {
   const badge = appBadge(page);
@@ -31,6 +32,7 @@ export async function expectTotalUnread(page: Page, total: number): Promise<void
   );
   if (total === 0) await expect.poll(async () => (await badge.boundingBox())?.width ?? 0).toBeLessThanOrEqual(1);
   await expect(page).toHaveTitle(total > 0 ? `(${total}) Tally` : "Tally");
+  await expect(page.locator('head link[rel~="icon"]').first()).toHaveAttribute("href", faviconHref(total));
 }
 
 export async function expectConversationUnread(page: Page, conversationId: number, count: number): Promise<void> {
