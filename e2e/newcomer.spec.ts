@@ -263,3 +263,48 @@ test("right-to-left text reads right to left, and a bidi control cannot disguise
   expect(await direction(row.locator(".conversation-title"))).toBe("rtl");
   expect(await direction(conversationItem(page, direct.id).locator(".conversation-preview"))).toBe("ltr");
 });
+
+test("a long message shows its first 20 lines and Show more; it counts as seen like any other", async ({
+  alice,
+  bob,
+  env,
+}) => {
+  const direct = await bob.createConversation([alice.name]);
+  const bobPage = await bob.openTab(env.serverA, { open: direct.id });
+  const long = Array.from({ length: 60 }, (_, i) => `line ${i + 1}`).join("\n");
+  await sendMessage(bobPage, long);
+  await sendMessage(bobPage, "short, after it");
+
+  const page = await alice.openTab(env.serverA);
+  // A tall phone: the cut message and the one after it fit on screen together.
+  await page.setViewportSize({ width: 375, height: 900 });
+  await expectUnread(page, direct.id, 2);
+  await openConversation(page, direct.id);
+  const message = page.getByTestId("message").first();
+  const bubble = message.locator(".message-bubble");
+  const overflow = () => bubble.evaluate((e) => e.scrollHeight - e.clientHeight);
+  await expect(message.getByTestId("cut-message")).toBeVisible();
+  expect(await overflow()).toBeGreaterThan(100);
+  // 20 lines and the padding: one line is about 22 px here.
+  expect((await bubble.boundingBox())!.height).toBeLessThan(22 * 21 + 16);
+  // Only the long one has the button, and both count as seen.
+  await expect(page.getByRole("button", { name: "Show more" })).toHaveCount(1);
+  await expectUnread(page, direct.id, 0);
+
+  const more = message.getByRole("button", { name: "Show more" });
+  await expect(more).toHaveAttribute("aria-expanded", "false");
+  await more.click();
+  const less = message.getByRole("button", { name: "Show less" });
+  await expect(less).toHaveAttribute("aria-expanded", "true");
+  await expect.poll(overflow).toBeLessThanOrEqual(1);
+  await expect(message.getByTestId("cut-message")).toHaveCount(0);
+  // Show less is under the whole message, its start scrolled out of view: cut again, the start comes back.
+  await less.click();
+  await expect(message.getByTestId("cut-message")).toBeVisible();
+  expect(await overflow()).toBeGreaterThan(100);
+  const startShown = () =>
+    bubble.evaluate(
+      (e) => e.getBoundingClientRect().top >= e.closest(".message-scroller")!.getBoundingClientRect().top,
+    );
+  await expect.poll(startShown).toBe(true);
+});

@@ -1,6 +1,6 @@
 "use client";
 
-import { memo, useEffect, useLayoutEffect, useRef, useState } from "react";
+import { memo, useEffect, useLayoutEffect, useRef, useState, type ReactNode } from "react";
 import type { ConversationKind, MessageDTO, UserDTO } from "@/server/contracts";
 import { mentionedUserIds } from "@/server/contracts/mentions";
 import { useChatStore } from "@/components/providers/ChatProvider";
@@ -64,13 +64,83 @@ const Message = memo(function Message({ message, own, members, kind, userId, con
         </time>
         {mentionsMe && <span className="visually-hidden">mentions you</span>}
       </div>
-      {/* dir="auto": a message in Arabic or Hebrew reads right to left, its full stop at its end. */}
-      <div className="message-bubble" dir="auto" title={continued ? formatFullDate(message.createdAt) : undefined}>
-        <MessageText content={message.content} memberNames={memberNames} kind={kind} myName={myName} />
-      </div>
+      {mayBeLong(message.content) ? (
+        <LongBubble message={message} title={continued ? formatFullDate(message.createdAt) : undefined}>
+          <MessageText content={message.content} memberNames={memberNames} kind={kind} myName={myName} />
+        </LongBubble>
+      ) : (
+        // dir="auto": a message in Arabic or Hebrew reads right to left, its full stop at its end.
+        <div className="message-bubble" dir="auto" title={continued ? formatFullDate(message.createdAt) : undefined}>
+          <MessageText content={message.content} memberNames={memberNames} kind={kind} myName={myName} />
+        </div>
+      )}
     </li>
   );
 });
+
+/**
+ * Whether a message could be taller than a long bubble's height (the CSS's `.message-bubble.clamped`, 20 lines) on
+ * some screen: a cheap test, so that short messages measure nothing.
+ */
+function mayBeLong(content: string): boolean {
+  if (content.length > 600) return true;
+  let lines = 1;
+  for (let i = content.indexOf("\n"); i !== -1; i = content.indexOf("\n", i + 1)) if (++lines > 12) return true;
+  return false;
+}
+
+/**
+ * A long message is shown to its 20th line, with "Show more" under it, so that one message cannot fill everyone's
+ * screen. Shown cut, the bubble counts as seen like any other (half of it on screen). A screen reader reads it
+ * whole: the rest is cut off from sight, not from the page.
+ */
+function LongBubble({ message, title, children }: { message: MessageDTO; title?: string; children: ReactNode }) {
+  const bubble = useRef<HTMLDivElement>(null);
+  const [expanded, setExpanded] = useState(false);
+  /** Cut: taller than the clamp on this screen (a wide one may fit it all). */
+  const [cut, setCut] = useState(false);
+  useLayoutEffect(() => {
+    const el = bubble.current;
+    if (!el || expanded) return;
+    const check = () => setCut(el.scrollHeight > el.clientHeight + 1);
+    check();
+    if (typeof ResizeObserver === "undefined") return;
+    const ro = new ResizeObserver(check);
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, [expanded]);
+  const id = `message-${message.conversationId}-${message.seq}`;
+  return (
+    <>
+      <div
+        ref={bubble}
+        id={id}
+        className={expanded ? "message-bubble" : cut ? "message-bubble clamped cut" : "message-bubble clamped"}
+        dir="auto"
+        title={title}
+        data-testid={cut && !expanded ? "cut-message" : undefined}
+      >
+        {children}
+      </div>
+      {(cut || expanded) && (
+        <button
+          type="button"
+          className="show-more"
+          aria-expanded={expanded}
+          aria-controls={id}
+          onClick={() => {
+            setExpanded(!expanded);
+            // Shown cut again from far below its start: its start comes back into view, not the messages after it.
+            if (expanded)
+              requestAnimationFrame(() => bubble.current?.closest("li")?.scrollIntoView({ block: "nearest" }));
+          }}
+        >
+          {expanded ? "Show less" : "Show more"}
+        </button>
+      )}
+    </>
+  );
+}
 
 /** A message as a screen reader says it on arrival: long ones are cut. */
 const SAID_CHARACTERS = 200;
