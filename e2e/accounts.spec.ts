@@ -32,11 +32,22 @@ test("sign up, sign out and sign in again from the form; a wrong password and a 
   await page.getByTestId("login-password").fill("not erin's password");
   await page.getByTestId("login-submit").click();
   await expect(page.getByTestId("login-error")).toHaveText("Wrong name or password.");
+  // Either may be wrong, so both fields are marked and say why.
+  const fields = [page.getByTestId("login-name"), page.getByTestId("login-password")];
+  for (const field of fields) {
+    await expect(field).toHaveAttribute("aria-invalid", "true");
+    await expect(field).toHaveAccessibleDescription("Wrong name or password.");
+  }
 
   await page.getByTestId("login-mode-sign-up").click();
   await page.getByTestId("login-password").fill("another password");
   await page.getByTestId("login-submit").click();
   await expect(page.getByTestId("login-error")).toContainText("taken");
+  // The name is taken, the password is fine: only the name is marked.
+  await expect(fields[0]!).toHaveAttribute("aria-invalid", "true");
+  await expect(fields[0]!).toHaveAccessibleDescription(/taken/);
+  await expect(fields[1]!).not.toHaveAttribute("aria-invalid");
+  await expect(fields[1]!).toHaveAccessibleDescription("At least 8 characters.");
 
   await page.getByTestId("login-mode-sign-in").click();
   await page.getByTestId("login-name").fill(name);

@@ -16,10 +16,17 @@ export class AppError extends Error {
     message: string,
     /** With `rate_limited`: when the same call can succeed again. */
     readonly retryAfterMs?: number,
+    /** With `invalid` or `conflict`: the input field at fault (ApiError's `field`). */
+    readonly field?: string,
   ) {
     super(message);
     this.name = "AppError";
   }
+}
+
+/** A refusal about one field of the input (`field`, as the input spells it), so that a form can mark that field. */
+export function fieldError(code: "invalid" | "conflict", field: string, message: string): AppError {
+  return new AppError(code, message, undefined, field);
 }
 
 /**
@@ -43,9 +50,10 @@ export const httpStatus: Record<ErrorCode, number> = {
 /** Anything else becomes `unavailable` without leaking internals; the caller logs the original. */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof AppError) {
-    return err.retryAfterMs === undefined
-      ? { code: err.code, message: err.message }
-      : { code: err.code, message: err.message, retryAfterMs: err.retryAfterMs };
+    const error: ApiError = { code: err.code, message: err.message };
+    if (err.retryAfterMs !== undefined) error.retryAfterMs = err.retryAfterMs;
+    if (err.field !== undefined) error.field = err.field;
+    return error;
   }
   return { code: "unavailable", message: "The service is temporarily unavailable; try again." };
 }
@@ -135,7 +143,10 @@ export function parse<S extends z.ZodType>(schema: S, input: unknown): z.infer<S
   const fast = schema.safeParse(input);
   if (fast.success) return fast.data;
   const result = schema.safeParse(input, { error: plainIssueMessage });
-  throw new AppError("invalid", (!result.success && result.error.issues[0]?.message) || "The request is not valid.");
+  const issue = result.success ? undefined : result.error.issues[0];
+  // The field at fault: the input's own key the first problem is under (a list's entry names its list).
+  const field = typeof issue?.path[0] === "string" ? issue.path[0] : undefined;
+  throw new AppError("invalid", issue?.message || "The request is not valid.", undefined, field);
 }
 
 /** "No user called 'x'." / "No users called 'x', 'y' or 'z'." */

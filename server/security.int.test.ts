@@ -123,9 +123,25 @@ describe("accounts, sessions and the front door", () => {
         method: "POST",
         body: JSON.stringify({ name, password: "whatever123" }),
       });
-      expect(again).toMatchObject({ status: 409, body: { ok: false, error: { code: "conflict" } } });
+      // The name is at fault, not the password: a form marks that field alone.
+      expect(again).toMatchObject({ status: 409, body: { ok: false, error: { code: "conflict", field: "name" } } });
     }
     expect(await h.db.user.count({ where: { name: { equals: "sec_new", mode: "insensitive" } } })).toBe(1);
+  });
+
+  it("names the field at fault in a refused sign-up, and none when no one field is", async () => {
+    const signUp = (body: object) => h.http("/api/users", { method: "POST", body: JSON.stringify(body) });
+    const fieldOf = async (body: object) => ((await signUp(body)).body as { error: { field?: string } }).error.field;
+    expect(await fieldOf({ name: "has space", password: TEST_PASSWORD })).toBe("name");
+    expect(await fieldOf({ name: "bot-sec", password: TEST_PASSWORD })).toBe("name");
+    expect(await fieldOf({ name: "sec_short_pw", password: "short" })).toBe("password");
+    expect(await fieldOf({ password: TEST_PASSWORD })).toBe("name");
+    expect(await signUp({ name: "sec_extra", password: TEST_PASSWORD, admin: true })).toMatchObject({
+      status: 400,
+      body: { error: { code: "invalid", message: "The request has a field Tally does not know: 'admin'." } },
+    });
+    expect(await fieldOf({ name: "sec_extra", password: TEST_PASSWORD, admin: true })).toBeUndefined();
+    expect(await h.db.user.count({ where: { name: { in: ["sec_short_pw", "sec_extra", "bot-sec"] } } })).toBe(0);
   });
 
   it("refuses a name that looks like a taken one (I, 1 or l; 0 or O; rn or m; vv or w), also when both come at once", async () => {
@@ -137,7 +153,10 @@ describe("accounts, sessions and the front door", () => {
       });
       expect(res, name).toMatchObject({
         status: 409,
-        body: { ok: false, error: { code: "conflict", message: `The name ${name} looks like a taken one.` } },
+        body: {
+          ok: false,
+          error: { code: "conflict", message: `The name ${name} looks like a taken one.`, field: "name" },
+        },
       });
     }
     // Letters that do not look alike stay apart.

@@ -7,6 +7,7 @@ import { sessionEndedText } from "@/components/lib/session-ended";
 import { returnPath } from "@/components/lib/return-path";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { TextField, useServerCall } from "./form";
+import { fieldsAtFault, NONE_AT_FAULT } from "./login-errors";
 import { TallyMark } from "./TallyMark";
 
 type Mode = "signIn" | "signUp";
@@ -19,6 +20,8 @@ export function LoginScreen() {
   const [name, setName] = useState("");
   const [password, setPassword] = useState("");
   const { busy, error, setError, call } = useServerCall();
+  /** Which fields the error is about: marked invalid, the error read on them (the others only hear it once). */
+  const [atFault, setAtFault] = useState(NONE_AT_FAULT);
   const [demo, setDemo] = useState<DemoAccounts | null>(null);
 
   useEffect(() => {
@@ -34,7 +37,11 @@ export function LoginScreen() {
   async function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     // No client-side checks: the server's rules and wording are the ones to show.
-    const signedIn = await call(() => signIn({ name: name.trim(), password }, mode === "signUp"));
+    const signedIn = await call(async () => {
+      const failure = await signIn({ name: name.trim(), password }, mode === "signUp");
+      setAtFault(failure ? fieldsAtFault(failure) : NONE_AT_FAULT);
+      return failure?.message ?? null;
+    });
     // Came from a page that needs a session (/lab → "/?next=/lab"): go back there.
     const back = returnPath(new URLSearchParams(window.location.search).get("next"), window.location.origin);
     if (signedIn && back) window.location.assign(back);
@@ -130,8 +137,8 @@ export function LoginScreen() {
           spellCheck={false}
           placeholder="e.g. ada_l"
           autoFocus
-          aria-invalid={error ? true : undefined}
-          aria-describedby={describedBy(creating && "login-name-hint", error && "login-error")}
+          aria-invalid={error && atFault.name ? true : undefined}
+          aria-describedby={describedBy(creating && "login-name-hint", error && atFault.name && "login-error")}
         />
         {creating && (
           <p id="login-name-hint" className="login-hint">
@@ -145,8 +152,8 @@ export function LoginScreen() {
           value={password}
           onValue={setPassword}
           autoComplete={creating ? "new-password" : "current-password"}
-          aria-invalid={error ? true : undefined}
-          aria-describedby={describedBy(creating && "login-password-hint", error && "login-error")}
+          aria-invalid={error && atFault.password ? true : undefined}
+          aria-describedby={describedBy(creating && "login-password-hint", error && atFault.password && "login-error")}
         />
         {creating && (
           <p id="login-password-hint" className="login-hint">
@@ -188,7 +195,7 @@ export function LoginScreen() {
   );
 }
 
-/** A field's description: its hint and the form's error, whichever there are (the error is read on either field). */
+/** A field's description: its hint and the form's error when the error is about it. */
 function describedBy(...ids: (string | false | null)[]): string | undefined {
   return ids.filter(Boolean).join(" ") || undefined;
 }

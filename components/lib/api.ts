@@ -34,7 +34,8 @@ function errorOf(body: unknown): (Partial<ApiError> & { message: string }) | nul
     return null;
   }
   const code = "code" in error && typeof error.code === "string" ? (error.code as ErrorCode) : undefined;
-  return { code, message: error.message };
+  const field = "field" in error && typeof error.field === "string" ? error.field : undefined;
+  return field === undefined ? { code, message: error.message } : { code, message: error.message, field };
 }
 
 /** The `fetch` the client sends with: the browser's own, or (outside a browser) one that adds what a page would. */
@@ -68,7 +69,8 @@ function requester(send: Fetch, shown: () => number | null) {
     if (res.ok) return { ...(parsed as T), ok: true };
     const error = errorOf(parsed);
     const code = error?.code ?? CODE_BY_STATUS[res.status] ?? "unavailable";
-    return { ok: false, error: { code, message: error?.message ?? `Request failed (HTTP ${res.status}).` } };
+    const message = error?.message ?? `Request failed (HTTP ${res.status}).`;
+    return { ok: false, error: error?.field === undefined ? { code, message } : { code, message, field: error.field } };
   };
 }
 

@@ -103,7 +103,10 @@ export function createFakeSession(user: UserDTO = ME): SessionTransport & { sign
     },
     async signIn({ name, password }) {
       if (!USER_NAME.test(name)) {
-        return { ok: false, error: { code: "invalid", message: "A name is 1–32 characters: a–z, A–Z, 0–9, _ or -." } };
+        return {
+          ok: false,
+          error: { code: "invalid", message: "A name is 1–32 characters: a–z, A–Z, 0–9, _ or -.", field: "name" },
+        };
       }
       if (password !== "right password") {
         return { ok: false, error: { code: "unauthorized", message: "Wrong name or password." } };
@@ -112,7 +115,8 @@ export function createFakeSession(user: UserDTO = ME): SessionTransport & { sign
       return { ok: true, user: { ...user, name }, token: "t" };
     },
     async signUp(credentials) {
-      if (credentials.name === "taken") return { ok: false, error: { code: "conflict", message: "taken" } };
+      if (credentials.name === "taken")
+        return { ok: false, error: { code: "conflict", message: "taken", field: "name" } };
       return session.signIn(credentials);
     },
     async signOut() {

@@ -455,12 +455,18 @@ describe("session", () => {
     expect(t.store.getState()).toMatchObject({ sessionStatus: "signedOut", user: null });
   });
 
-  it("returns the server's message for an invalid name, a wrong password or a taken name", async () => {
+  it("returns the server's error (message and field) for an invalid name, a wrong password or a taken name", async () => {
     const t = setup();
     const password = "right password";
-    expect(await t.store.getState().signIn({ name: "no spaces", password })).toMatch(/1–32 characters/);
-    expect(await t.store.getState().signIn({ name: "alice", password: "wrong" })).toBe("Wrong name or password.");
-    expect(await t.store.getState().signIn({ name: "taken", password }, true)).toBe("taken");
+    expect((await t.store.getState().signIn({ name: "no spaces", password }))?.message).toMatch(/1–32 characters/);
+    expect((await t.store.getState().signIn({ name: "alice", password: "wrong" }))?.message).toBe(
+      "Wrong name or password.",
+    );
+    expect(await t.store.getState().signIn({ name: "taken", password }, true)).toEqual({
+      code: "conflict",
+      message: "taken",
+      field: "name",
+    });
     expect(t.store.getState().user?.name).toBe("me");
     expect(await t.store.getState().signIn({ name: "alice", password })).toBeNull();
     expect(t.store.getState().user?.name).toBe("alice");

@@ -70,7 +70,7 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
 
       async signIn(credentials, create = false) {
         const res = await (create ? rt.deps.session.signUp(credentials) : rt.deps.session.signIn(credentials));
-        if (!res.ok) return res.error.message;
+        if (!res.ok) return res.error;
         heard = null;
         set({ user: res.user, sessionStatus: "signedIn", sessionEnded: false, sessionEndReason: null });
         get().restoreQueue();

@@ -1,4 +1,5 @@
 import type {
+  ApiError,
   BlockList,
   ConversationDTO,
   ConversationPage,
@@ -116,9 +117,11 @@ export interface SessionSlice {
    */
   sessionEndReason: SessionEndReason | null;
   restoreSession(): Promise<void>;
-  /** Resolves with the server's error message, or null on success. */
-  /** Signs in, or with `create` makes the account first; returns the server's message on failure. */
-  signIn(credentials: Credentials, create?: boolean): Promise<string | null>;
+  /**
+   * Signs in, or with `create` makes the account first; resolves with the server's error on failure (its message to
+   * show, and the field at fault where one is), or null on success.
+   */
+  signIn(credentials: Credentials, create?: boolean): Promise<ApiError | null>;
   /** Ends this session, or with `everywhere` every session of the user (other devices drop at once). */
   signOut(everywhere?: boolean): Promise<void>;
   /** The socket (re)connected: replace the snapshot and catch up the open conversation. */

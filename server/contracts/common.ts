@@ -18,6 +18,11 @@ export interface ApiError {
   message: string;
   /** With `rate_limited`: how long to wait before the same call can succeed (HTTP also sends Retry-After). */
   retryAfterMs?: number;
+  /**
+   * With `invalid` or `conflict` about one field of the input: its name as the input spells it (`name`, `password`,
+   * `content`…), so that a form can mark that field and not the others. Absent when no one field is at fault.
+   */
+  field?: string;
 }
 
 /** Every acknowledgement and every HTTP error body has this shape. */

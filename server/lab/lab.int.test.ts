@@ -75,7 +75,7 @@ describe("the /lab namespace", () => {
     });
     expect(await lab.emitWithAck("lab:stop", { runId: "" })).toEqual({
       ok: false,
-      error: { code: "invalid", message: "That is not a run's id." },
+      error: { code: "invalid", message: "That is not a run's id.", field: "runId" },
     });
   });
 

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import type { UserDTO } from "../contracts/index.ts";
 import type { Db } from "../db/prisma.ts";
 import { isUniqueViolation } from "../db/unique.ts";
-import { AppError } from "../errors.ts";
+import { AppError, fieldError } from "../errors.ts";
 import { readSessionCookies } from "./cookies.ts";
 import { burnVerification, hashPassword, verifyPassword } from "./password.ts";
 
@@ -59,8 +59,8 @@ export function createSessionService({ db, now = () => Date.now() }: { db: Db; n
    * look-alikes wait for each other on a lock of their skeleton, so two sent at once cannot both pass the check.
    */
   async function signUp(name: string, password: string): Promise<{ user: UserDTO; token: string }> {
-    if (BOT_NAME.test(name)) throw new AppError("invalid", "Names starting with 'bot-' are kept for the lab's bots.");
-    if (await findByName(name)) throw new AppError("conflict", `The name ${name} is taken.`);
+    if (BOT_NAME.test(name)) throw fieldError("invalid", "name", "Names starting with 'bot-' are kept for the lab's bots.");
+    if (await findByName(name)) throw fieldError("conflict", "name", `The name ${name} is taken.`);
     const passwordHash = await hashPassword(password);
     let user: UserDTO;
     try {
@@ -70,15 +70,16 @@ export function createSessionService({ db, now = () => Date.now() }: { db: Db; n
           SELECT "name" FROM "User" WHERE tally_name_skeleton("name") = tally_name_skeleton(${name}) LIMIT 1`;
         if (alike.length > 0) {
           const same = alike[0]!.name.toLowerCase() === name.toLowerCase();
-          throw new AppError(
+          throw fieldError(
             "conflict",
+            "name",
             same ? `The name ${name} is taken.` : `The name ${name} looks like a taken one.`,
           );
         }
         return tx.user.create({ data: { name, passwordHash }, select: { id: true, name: true } });
       });
     } catch (err) {
-      if (isUniqueViolation(err)) throw new AppError("conflict", `The name ${name} is taken.`);
+      if (isUniqueViolation(err)) throw fieldError("conflict", "name", `The name ${name} is taken.`);
       throw err;
     }
     const { token } = await createSession(user.id);
