@@ -8,6 +8,9 @@ import {
   badgeSums,
   conversationItem,
   expectMessageSeqs,
+  expectUnread,
+  hide,
+  lookAt,
   messages,
   openConversation,
   watchBadgeSums,
@@ -413,5 +416,71 @@ test("a long draft grows the composer and a list at its bottom stays there, the 
     await expect(page.locator('[data-testid=message][data-seq="30"]')).toBeInViewport({ ratio: 1 });
     await input.fill("");
     await expect.poll(gap).toBeLessThanOrEqual(2);
+  }
+});
+
+/** Seven lines: twenty of them are several screens high. */
+const TALL = ["a tall message", "", "second line", "third line", "fourth line", "fifth line", "the end"].join("\n");
+
+test("a tab looked at again reads only the arrivals it shows; those that would have scrolled by wait below", async ({
+  alice,
+  bob,
+  env,
+}) => {
+  const conversation = await bob.createConversation([alice.name]);
+  const lastReadSeq = async () =>
+    (await alice.snapshot()).conversations.find((c) => c.id === conversation.id)?.lastReadSeq ?? 0;
+  const bobSocket = await connect(bob, env.serverB);
+  try {
+    await sendMany(bobSocket, conversation.id, 5, "before");
+    const page = await alice.openTab(env.serverA, { window: "looking", open: conversation.id });
+    await expect.poll(lastReadSeq).toBe(5);
+
+    await hide(page);
+    await sendMany(bobSocket, conversation.id, 20, [TALL]);
+    await expectUnread(page, conversation.id, 20);
+    await expectMessageSeqs(
+      page,
+      Array.from({ length: 25 }, (_, i) => i + 1),
+    );
+
+    // Back: the first arrival is at the top of the list, and only what the screen shows is read.
+    await lookAt(page);
+    await expect(page.locator('[data-testid="message"][data-seq="6"]')).toBeInViewport();
+    await expect.poll(lastReadSeq).toBeGreaterThanOrEqual(6);
+    const read = await lastReadSeq();
+    expect(read).toBeLessThan(25);
+    await expectUnread(page, conversation.id, 25 - read);
+    await expect(page.getByTestId("jump-to-latest")).toBeVisible();
+    await expect(page.locator('[data-testid="message"][data-seq="25"]')).not.toBeInViewport();
+  } finally {
+    bobSocket.disconnect();
+  }
+});
+
+test("a window too small to show a message reads nothing that arrives; grown again, it reads what it shows", async ({
+  alice,
+  bob,
+  env,
+}) => {
+  const conversation = await bob.createConversation([alice.name]);
+  const bobSocket = await connect(bob, env.serverB);
+  try {
+    await sendMany(bobSocket, conversation.id, 3, "before");
+    const page = await alice.openTab(env.serverA, { window: "looking", open: conversation.id });
+    await expectUnread(page, conversation.id, 0);
+    const size = page.viewportSize()!;
+
+    // Dragged down to its title bar (or the phone's keyboard is up in landscape): the list is out of sight.
+    await page.setViewportSize({ width: size.width, height: 110 });
+    await sendMany(bobSocket, conversation.id, 3, "while small");
+    await expectUnread(page, conversation.id, 3);
+    expect((await alice.snapshot()).totalUnread).toBe(3);
+
+    await page.setViewportSize(size);
+    await expectUnread(page, conversation.id, 0);
+    await expect.poll(async () => (await alice.snapshot()).totalUnread).toBe(0);
+  } finally {
+    bobSocket.disconnect();
   }
 });

@@ -12,7 +12,7 @@ import {
   selectPending,
   selectShownUnread,
 } from "@/components/store/selectors";
-import { latestSeq } from "@/components/store/runtime";
+import { isBeingRead, latestSeq } from "@/components/store/runtime";
 import type { OnScreen } from "@/components/store";
 import { firstUnseenSeq } from "./first-unseen";
 import { continuesRun } from "./message-runs";
@@ -26,6 +26,8 @@ const EDGE = 80;
 const AT_BOTTOM = 2;
 /** A message whose bubble is taller than the screen counts as seen once this much of its end is on screen. */
 const LAST_LINE = 24;
+/** A list shown less high than this (a window dragged small, a phone's keyboard up) shows nothing readable. */
+const MIN_VIEW = 48;
 /** Room left above the "New messages" divider when the conversation opens on it. */
 const DIVIDER_MARGIN = 8;
 
@@ -211,6 +213,7 @@ export function MessageList({ conversationId }: { conversationId: number }) {
   const setOnScreen = useChatStore((s) => s.setOnScreen);
   const unseen = useChatStore(selectShownUnread(conversationId));
   const unseenBelow = useChatStore(selectOthersUnseenBelow(conversationId));
+  const attending = useChatStore((s) => isBeingRead(s, conversationId));
   const countsKnown = useChatStore((s) => s.epoch !== null);
   const latest = useChatStore((s) => latestSeq(s, conversationId));
   const conversation = useChatStore(selectConversation(conversationId));
@@ -231,6 +234,10 @@ export function MessageList({ conversationId }: { conversationId: number }) {
 
   const scroller = useRef<HTMLDivElement>(null);
   const nearBottom = useRef(true);
+  /** The newest seq the list has shown: a message above it is an arrival. */
+  const newestKnown = useRef(0);
+  /** The first message of others' that arrived at the bottom while nobody was reading; null once someone is. */
+  const awayFrom = useRef<number | null>(null);
   /** At the very bottom when last measured (within AT_BOTTOM): a shrinking scroller keeps it there. */
   const following = useRef(true);
   /** Scroll geometry from just before older messages were requested, to keep the view still when they land. */
@@ -250,17 +257,25 @@ export function MessageList({ conversationId }: { conversationId: number }) {
   const dividerBefore = divider == null ? undefined : items.find((m) => m.seq >= divider)?.seq;
   const dividerLoaded = divider === null || (firstSeq !== undefined && firstSeq <= (divider ?? 0)) || !hasMore;
 
-  function measure(): OnScreen | null {
+  /**
+   * What is on screen: the highest seq seen inside the part of the scroller that the window shows (a window
+   * dragged small can put the list below its bottom edge), and whether the list sits at its bottom. A list shown
+   * less than MIN_VIEW high shows nothing readable: nothing in it counts as seen.
+   */
+  function measure(): (OnScreen & { readable: boolean }) | null {
     const el = scroller.current;
     if (!el) return null;
-    const view = el.getBoundingClientRect();
+    const box = el.getBoundingClientRect();
+    const view = new DOMRect(box.x, Math.max(box.top, 0), box.width, 0);
+    view.height = Math.max(0, Math.min(box.bottom, window.innerHeight) - view.top);
+    const readable = view.height >= MIN_VIEW;
     let highestSeq = 0;
-    for (const bubble of intersecting.current) {
+    for (const bubble of readable ? intersecting.current : []) {
       const seq = Number((bubble.parentElement as HTMLElement | null)?.dataset.seq ?? 0);
       if (seq > highestSeq && bubble.isConnected && isSeen(bubble.getBoundingClientRect(), view)) highestSeq = seq;
     }
     const following = el.scrollHeight - el.scrollTop - el.clientHeight <= AT_BOTTOM;
-    return { highestSeq, following };
+    return { highestSeq, following, readable };
   }
 
   /** Tells the store what is on screen; it decides whether that counts (visible and focused window). */
@@ -270,9 +285,11 @@ export function MessageList({ conversationId }: { conversationId: number }) {
     if (!seen) return;
     following.current = seen.following;
     setAtBottom(seen.following);
+    if (attending && seen.readable) awayFrom.current = null;
     // At the bottom the reply is in sight: the note has done its work.
     if (seen.following) setReplyBelow(null);
-    setOnScreen(conversationId, seen);
+    // Following the bottom of a list nobody can read counts no arrival as seen.
+    setOnScreen(conversationId, { highestSeq: seen.highestSeq, following: seen.following && seen.readable });
   }
 
   /**
@@ -293,6 +310,11 @@ export function MessageList({ conversationId }: { conversationId: number }) {
     reportRef.current = report;
     resizedRef.current = resized;
   });
+
+  // Someone looks again: what is on screen now is measured afresh (report() ends the away state once readable).
+  useEffect(() => {
+    if (attending) reportRef.current();
+  }, [attending]);
 
   useEffect(() => {
     const el = scroller.current;
@@ -378,6 +400,7 @@ export function MessageList({ conversationId }: { conversationId: number }) {
       nearBottom.current = true;
     }
     pendingCount.current = pending.length;
+    newestKnown.current = items.at(-1)?.seq ?? 0;
     setPositioned(true);
   }, [positioned, loaded, divider, dividerLoaded, items, pending.length]);
 
@@ -387,11 +410,25 @@ export function MessageList({ conversationId }: { conversationId: number }) {
     if (!el || !positioned) return;
     const sent = pending.length > pendingCount.current;
     pendingCount.current = pending.length;
+    const before = newestKnown.current;
+    newestKnown.current = Math.max(before, items.at(-1)?.seq ?? 0);
+    const othersArrived = items.some((m) => m.seq > before && m.senderId !== userId);
+    // Someone is reading this list: the window is visible and focused, and the list is shown high enough.
+    const watched = attending && (measure()?.readable ?? false);
     const held = anchor.current;
     if (held && held.firstSeq !== firstSeq) {
       anchor.current = null;
       el.scrollTop = el.scrollHeight - held.height + held.top;
-    } else if (nearBottom.current || (sent && !unseenBelow)) {
+    } else if (othersArrived && !watched && (nearBottom.current || awayFrom.current !== null)) {
+      // Nobody is reading (another tab or window has the focus, or the list is shown too small to read): the list
+      // follows the arrivals only until the first of them reaches its top. Following to the bottom would show only
+      // the last few on return, and the read (up to the highest seq on screen) would take the rest as seen.
+      awayFrom.current ??= items.find((m) => m.seq > before && m.senderId !== userId)?.seq ?? null;
+      const first = el.querySelector<HTMLElement>(`[data-seq="${awayFrom.current}"]`);
+      const top = first ? first.getBoundingClientRect().top - el.getBoundingClientRect().top + el.scrollTop : Infinity;
+      el.scrollTop = Math.min(el.scrollHeight, top - DIVIDER_MARGIN);
+      nearBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < EDGE;
+    } else if ((nearBottom.current && awayFrom.current === null) || (sent && !unseenBelow)) {
       // A send scrolls to it only when no message of others' lies unseen below the view: a reply from the divider
       // stays put, for the jump would show the latest message, and the read (up to the highest seq on screen) would
       // take every message it skipped as seen.
