@@ -46,7 +46,7 @@ export function RememberOpenConversation() {
     if (userId === null || !synced) return;
     if (!restored.current) {
       restored.current = true;
-      if (active === null && remembered !== null && exists) return open(remembered);
+      if (active === null && remembered !== null && exists) return open(remembered, "restored");
     }
     remember(userId, active);
   }, [userId, synced, active, remembered, exists, open]);

@@ -303,6 +303,69 @@ describe("reading the active conversation", () => {
     expect(t.transport.reads.map((r) => r.input.seq)).toEqual([5, 5]);
   });
 
+  it("sends a read that failed while offline after the next sync, though another conversation is open by then", async () => {
+    const t = await synced([
+      conversation(1, { lastSeq: 5, lastReadSeq: 0, unreadCount: 5 }),
+      conversation(2, { lastSeq: 1, lastReadSeq: 1 }),
+    ]);
+    history(t, 1, 5);
+    attend(t);
+    t.store.getState().openConversation(1);
+    await flush();
+    t.store.getState().setOnScreen(1, AT_BOTTOM);
+    t.transport.reads[0]?.reject(new Error("disconnected"));
+    await flush();
+    // Seen here, so this tab shows 0, while the server still counts 5.
+    expect(selectShownUnread(1)(t.store.getState())).toBe(0);
+    t.store.getState().openConversation(2);
+    expect(t.transport.reads).toHaveLength(1);
+
+    // Back online: the snapshot still counts 5 (the read never arrived), and the read goes again.
+    t.store.getState().requestSync();
+    t.transport.syncs[0]?.resolve(
+      snapshot(
+        [
+          conversation(1, { lastSeq: 5, lastReadSeq: 0, unreadCount: 5 }),
+          conversation(2, { lastSeq: 1, lastReadSeq: 1 }),
+        ],
+        2,
+      ),
+    );
+    await flush();
+    expect(t.transport.reads.map((r) => r.input)).toEqual([
+      { conversationId: 1, seq: 5 },
+      { conversationId: 1, seq: 5 },
+    ]);
+    // Nothing unseen is sent: conversation 2 had nothing new, and a sync after the read's answer sends nothing.
+    t.transport.reads[1]?.resolve({ ok: true, changed: true, unread: update(1, 0, 0, 3) });
+    await flush();
+    t.store.getState().requestSync();
+    t.transport.syncs[1]?.resolve(
+      snapshot([conversation(1, { lastSeq: 5, lastReadSeq: 5 }), conversation(2, { lastSeq: 1, lastReadSeq: 1 })], 3),
+    );
+    await flush();
+    expect(t.transport.reads).toHaveLength(2);
+  });
+
+  it("sends what was seen at once when the window is left, not after the debounce (a reload would lose it)", async () => {
+    const t = await synced([conversation(1, { lastSeq: 9, lastReadSeq: 0, unreadCount: 9 })], 3, {
+      readDebounceMs: 300,
+    });
+    history(t, 1, 9);
+    attend(t);
+    t.store.getState().openConversation(1);
+    await flush();
+    t.store.getState().setOnScreen(1, scrolledTo(4));
+    t.store.getState().setFocused(false);
+    expect(t.transport.reads.map((r) => r.input)).toEqual([{ conversationId: 1, seq: 4 }]);
+    t.store.getState().setFocused(true);
+    t.store.getState().setOnScreen(1, scrolledTo(6));
+    t.store.getState().setVisible(false);
+    expect(t.transport.reads.map((r) => r.input.seq)).toEqual([4, 6]);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(t.transport.reads).toHaveLength(2);
+  });
+
   it("takes read positions from each snapshot and reads what is still unread once it is on screen", async () => {
     const t = await synced([conversation(1, { lastSeq: 5 })]);
     history(t, 1, 5);

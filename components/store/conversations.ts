@@ -258,8 +258,10 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         });
       },
 
-      openConversation(conversationId) {
+      openConversation(conversationId, how = "chosen") {
         leaveView(conversationId);
+        // Reopened by a reload, not by the person: a mark on it stays until they open it themselves.
+        if (how === "restored") rt.markHeld.add(conversationId);
         set({ activeConversationId: conversationId, goneNotice: null });
         get().clearConversationError(conversationId);
         get().refreshMessages(conversationId);
@@ -384,14 +386,19 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         if (get().visible === visible) return;
         set({ visible });
         const active = get().activeConversationId;
-        if (active !== null) get().readIfActive(active);
+        if (active === null) return;
+        // Looking away (another tab, a reload, the tab closed): what was seen goes now, not after the page is gone.
+        if (!visible) rt.cursors.get(active)?.flush();
+        get().readIfActive(active);
       },
 
       setFocused(focused) {
         if (get().focused === focused) return;
         set({ focused });
         const active = get().activeConversationId;
-        if (active !== null) get().readIfActive(active);
+        if (active === null) return;
+        if (!focused) rt.cursors.get(active)?.flush();
+        get().readIfActive(active);
       },
 
       setOnScreen(conversationId, view) {

@@ -343,17 +343,54 @@ describe("mark as unread", () => {
     expect(t.transport.reads.map((c) => c.input)).toEqual([{ conversationId: 1, seq: 4, markVersion: 1 }]);
   });
 
-  it("a newer mark from another tab is cleared by a read naming it, not by the older one", async () => {
-    const t = await synced([conversation(1, { lastSeq: 4, unreadCount: 1, markedUnread: true, markVersion: 3 })], 7);
+  it("a newer mark from another tab on the conversation open here stays until it is opened again, then is cleared by name", async () => {
+    const t = await synced(
+      [
+        conversation(1, { lastSeq: 4, unreadCount: 1, markedUnread: true, markVersion: 3 }),
+        conversation(2, { lastSeq: 1 }),
+      ],
+      7,
+    );
     await readTo(t, 1, 4);
-    // The server cleared mark 3, then another tab marked again (4) before this read's answer came.
+    // The server cleared mark 3, then another tab (or device) marked it again (4).
     t.transport.reads[0]?.resolve({ ok: true, changed: true, unread: update(1, 0, 0, 8) });
     await flush();
     t.store.getState().applyUnread(update(1, 1, 1, 9, "e1", { markedUnread: true, markVersion: 4 }));
     await flush();
+    // This tab showing it is not the person opening it: the mark stays.
+    t.store.getState().setOnScreen(1, { highestSeq: 4, following: true });
+    t.store.getState().setFocused(false);
+    t.store.getState().setFocused(true);
+    expect(t.transport.reads).toHaveLength(1);
+    expect(selectShownTotal(t.store.getState())).toBe(1);
+
+    t.store.getState().openConversation(2);
+    t.store.getState().openConversation(1);
+    t.store.getState().setOnScreen(1, { highestSeq: 4, following: true });
     expect(t.transport.reads.map((c) => c.input)).toEqual([
       { conversationId: 1, seq: 4, markVersion: 3 },
       { conversationId: 1, seq: 4, markVersion: 4 },
     ]);
+  });
+
+  it("keeps the mark of a conversation a reload reopens, until the person opens it", async () => {
+    const t = await synced(
+      [
+        conversation(1, { lastSeq: 4, unreadCount: 1, markedUnread: true, markVersion: 3 }),
+        conversation(2, { lastSeq: 1 }),
+      ],
+      7,
+    );
+    attend(t);
+    t.store.getState().openConversation(1, "restored");
+    t.store.getState().setOnScreen(1, { highestSeq: 4, following: true });
+    await flush();
+    expect(t.transport.reads).toHaveLength(0);
+    expect(selectShownTotal(t.store.getState())).toBe(1);
+
+    t.store.getState().openConversation(2);
+    t.store.getState().openConversation(1);
+    t.store.getState().setOnScreen(1, { highestSeq: 4, following: true });
+    expect(t.transport.reads.map((c) => c.input)).toEqual([{ conversationId: 1, seq: 4, markVersion: 3 }]);
   });
 });

@@ -33,6 +33,11 @@ export interface ReadCursor {
   readonly seen: number;
   /** Sends a read that is waiting for its debounce now (the conversation is being left). */
   flush(): void;
+  /**
+   * Sends what was seen and is not read yet (above `floor()`), whether or not a read waits: after a read that failed
+   * (sent while the connection was down), once it is back.
+   */
+  resend(): void;
   /** Forgets a waiting read (sign-out, the conversation is gone). */
   cancel(): void;
 }
@@ -63,6 +68,9 @@ export function createReadCursor(options: ReadCursorOptions, initialSeen = 0): R
     },
     flush() {
       if (timer !== null) fire();
+    },
+    resend() {
+      fire();
     },
     cancel() {
       if (timer !== null) clearTimeout(timer);

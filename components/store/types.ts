@@ -168,7 +168,8 @@ export interface ConversationsSlice {
    */
   goneNotice: { title: string | null } | null;
   dismissGoneNotice(): void;
-  openConversation(conversationId: number): void;
+  /** Opens a conversation: `chosen` by the person, or `restored` (a reload reopening what the tab had open). */
+  openConversation(conversationId: number, how?: "chosen" | "restored"): void;
   closeConversation(): void;
   /** Resolves with the server's error message, or null once the new conversation is open. */
   createConversation(input: CreateConversationInput): Promise<string | null>;

@@ -128,6 +128,10 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
       }
       if (stillMissing) get().requestSync();
 
+      // Reads that failed while the connection was down, in the open conversation or one left since: sent now, or
+      // this tab would show them read while the server and every other device count them.
+      for (const cursor of rt.cursors.values()) cursor.resend();
+
       const active = get().activeConversationId;
       if (active !== null) {
         const list = get().messages[active];
@@ -237,6 +241,15 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
           // push); applying the total without the row would break total = Σ rows, so take a snapshot instead.
           get().requestSync();
           return;
+        }
+        // A mark set elsewhere (another tab, another device) on the conversation open here: this tab does not read it
+        // away by showing it; opening it again on purpose does.
+        if (
+          update.markedUnread &&
+          !get().unreadDetails[update.conversationId]?.markedUnread &&
+          get().activeConversationId === update.conversationId
+        ) {
+          rt.markHeld.add(update.conversationId);
         }
         if (!addsUp(get(), update, removed)) {
           // The next version changes one row; totals that this tab's rows with that change do not add up to
