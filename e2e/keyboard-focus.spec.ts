@@ -131,6 +131,21 @@ test("a screen reader is told what the message area is, who is in a group, and w
   await expect(page.getByRole("region", { name: "Messages in Named" })).toBeVisible();
   await expect(page.getByTestId("conversation-members")).toHaveText(/^3 members: /);
   await expect(page.getByTestId("conversation-members")).toHaveAttribute("title", /, /);
+  // The line opens the whole list, one name a line, by keyboard too; Escape closes it where it was.
+  const list = page.getByRole("list", { name: "3 members" });
+  await expect(list).toBeHidden();
+  await page.getByTestId("conversation-members").focus();
+  await page.keyboard.press("Enter");
+  await expect(list.getByRole("listitem")).toHaveCount(3);
+  for (const name of [alice.name, bob.name, carol.name]) await expect(list).toContainText(name);
+  await page.keyboard.press("Escape");
+  await expect(list).toBeHidden();
+  await expect(page.getByTestId("conversation-members")).toBeFocused();
+  // A tap opens it, a tap elsewhere closes it.
+  await page.getByTestId("conversation-members").click();
+  await expect(list).toBeVisible();
+  await page.getByTestId("message-input").click();
+  await expect(list).toBeHidden();
 
   const status = page.getByTestId("mention-status");
   await expect(status).toHaveText("");

@@ -108,15 +108,54 @@ function OpenConversation({ id }: { id: number }) {
 
 /**
  * Who is in the conversation, on one line cut with an ellipsis: a group's starts with how many, so a big one says
- * its size however narrow the screen, and the whole list is its title (a tooltip).
+ * its size however narrow the screen. A group's line opens the whole list, one name a line (a tooltip alone
+ * reaches neither a touch screen nor the keyboard).
  */
 function PaneMembers({ conversation }: { conversation: ConversationDTO }) {
-  const names = conversation.members.map((m) => (m.bot ? `${m.name} (bot)` : m.name)).join(", ");
-  const count = conversation.members.length;
+  const names = conversation.members.map((m) => (m.bot ? `${m.name} (bot)` : m.name));
+  if (conversation.kind === "group") return <GroupMembers names={names} />;
   return (
-    <p className="pane-members" data-testid="conversation-members" title={names}>
-      {conversation.kind === "group" ? `${count} ${count === 1 ? "member" : "members"}: ${names}` : names}
+    <p className="pane-members" data-testid="conversation-members" title={names.join(", ")}>
+      {names.join(", ")}
     </p>
+  );
+}
+
+/** A group's members line and the list it opens; Escape or a click elsewhere closes it. */
+function GroupMembers({ names }: { names: string[] }) {
+  const disclosure = useRef<HTMLDetailsElement>(null);
+  const [open, setOpen] = useState(false);
+  useEffect(() => {
+    if (!open) return;
+    const outside = (event: PointerEvent) => {
+      if (!disclosure.current?.contains(event.target as Node)) setOpen(false);
+    };
+    document.addEventListener("pointerdown", outside);
+    return () => document.removeEventListener("pointerdown", outside);
+  }, [open]);
+  const size = `${names.length} ${names.length === 1 ? "member" : "members"}`;
+  return (
+    <details
+      ref={disclosure}
+      className="pane-members members-disclosure"
+      open={open}
+      onToggle={(event) => setOpen(event.currentTarget.open)}
+      onKeyDown={(event) => {
+        if (event.key !== "Escape" || !open) return;
+        event.stopPropagation();
+        setOpen(false);
+        disclosure.current?.querySelector("summary")?.focus();
+      }}
+    >
+      <summary data-testid="conversation-members" title={names.join(", ")}>
+        {`${size}: ${names.join(", ")}`}
+      </summary>
+      <ul className="members-list" data-testid="members-list" aria-label={size}>
+        {names.map((name) => (
+          <li key={name}>{name}</li>
+        ))}
+      </ul>
+    </details>
   );
 }
 
