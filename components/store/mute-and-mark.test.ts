@@ -38,6 +38,13 @@ async function readTo(t: Setup, conversationId: number, seq: number) {
   await flush();
 }
 
+/** The person opens another conversation and then this one again, its list at the bottom showing up to seq 4. */
+function reopen(t: Setup, conversationId: number, other: number) {
+  t.store.getState().openConversation(other);
+  t.store.getState().openConversation(conversationId);
+  t.store.getState().setOnScreen(conversationId, { highestSeq: 4, following: true });
+}
+
 const violations = (s: ChatState) => checkUnreadInvariants(s, storeUnreadRows(s));
 
 describe("checkUnreadInvariants", () => {
@@ -337,9 +344,7 @@ describe("mark as unread", () => {
     expect(t.transport.reads).toHaveLength(0);
     expect(selectShownTotal(t.store.getState())).toBe(1);
 
-    t.store.getState().openConversation(2);
-    t.store.getState().openConversation(1);
-    t.store.getState().setOnScreen(1, { highestSeq: 4, following: true });
+    reopen(t, 1, 2);
     expect(t.transport.reads.map((c) => c.input)).toEqual([{ conversationId: 1, seq: 4, markVersion: 1 }]);
   });
 
@@ -364,9 +369,7 @@ describe("mark as unread", () => {
     expect(t.transport.reads).toHaveLength(1);
     expect(selectShownTotal(t.store.getState())).toBe(1);
 
-    t.store.getState().openConversation(2);
-    t.store.getState().openConversation(1);
-    t.store.getState().setOnScreen(1, { highestSeq: 4, following: true });
+    reopen(t, 1, 2);
     expect(t.transport.reads.map((c) => c.input)).toEqual([
       { conversationId: 1, seq: 4, markVersion: 3 },
       { conversationId: 1, seq: 4, markVersion: 4 },
@@ -388,9 +391,7 @@ describe("mark as unread", () => {
     expect(t.transport.reads).toHaveLength(0);
     expect(selectShownTotal(t.store.getState())).toBe(1);
 
-    t.store.getState().openConversation(2);
-    t.store.getState().openConversation(1);
-    t.store.getState().setOnScreen(1, { highestSeq: 4, following: true });
+    reopen(t, 1, 2);
     expect(t.transport.reads.map((c) => c.input)).toEqual([{ conversationId: 1, seq: 4, markVersion: 3 }]);
   });
 });
