@@ -59,7 +59,8 @@ export function createSessionService({ db, now = () => Date.now() }: { db: Db; n
    * look-alikes wait for each other on a lock of their skeleton, so two sent at once cannot both pass the check.
    */
   async function signUp(name: string, password: string): Promise<{ user: UserDTO; token: string }> {
-    if (BOT_NAME.test(name)) throw fieldError("invalid", "name", "Names starting with 'bot-' are kept for the lab's bots.");
+    if (BOT_NAME.test(name))
+      throw fieldError("invalid", "name", "Names starting with 'bot-' are kept for the lab's bots.");
     if (await findByName(name)) throw fieldError("conflict", "name", `The name ${name} is taken.`);
     const passwordHash = await hashPassword(password);
     let user: UserDTO;
