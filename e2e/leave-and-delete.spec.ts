@@ -150,3 +150,39 @@ test("an untitled group down to two members reads as a group in its row, header,
   );
   expect(question).toBe(`Delete “Group with ${alice.name}” and its messages for every member?`);
 });
+
+test("a member who leaves a group shows as 'name left' in its history, live and after a reload", async ({
+  alice,
+  bob,
+  carol,
+  env,
+}) => {
+  const group = await alice.createConversation([bob.name, carol.name], "Leavers");
+  const alicePage = await alice.openTab(env.serverA, { open: group.id });
+  await sendMessage(alicePage, "before");
+  const bobPage = await bob.openTab(env.serverB, { open: group.id });
+  await confirmAction(bobPage, "leave-conversation");
+  await expect(conversationItem(bobPage, group.id)).toHaveCount(0);
+
+  // Alice's open group says so at once, between the message before and the one after.
+  const line = alicePage.getByTestId("member-left");
+  await expect(line).toHaveText(new RegExp(`^${bob.name} left \\d`));
+  await expect(alicePage.getByTestId("conversation-members")).toHaveText(/^2 members: /);
+  await sendMessage(alicePage, "after");
+  const order = () =>
+    alicePage
+      .locator('[data-testid="message"], [data-testid="member-left"]')
+      .evaluateAll((items) => items.map((e) => (e.matches('[data-testid="member-left"]') ? "left" : e.textContent)));
+  await expect
+    .poll(async () =>
+      (await order()).map((t) => (t?.includes("before") ? "before" : t?.includes("after") ? "after" : t)),
+    )
+    .toEqual(["before", "left", "after"]);
+
+  // The server's record, for a reload and for a member who opens the group later.
+  await alicePage.reload();
+  await expect(alicePage.getByTestId("member-left")).toHaveText(new RegExp(`^${bob.name} left`));
+  const carolPage = await carol.openTab(env.serverA, { open: group.id });
+  await expect(carolPage.getByTestId("member-left")).toHaveAttribute("data-user-id", String(bob.id));
+  await expect(carolPage.getByTestId("member-left")).toContainText(`${bob.name} left`);
+});

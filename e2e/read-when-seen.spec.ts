@@ -447,6 +447,9 @@ test("a tab looked at again reads only the arrivals it shows; those that would h
     // Back: the first arrival is at the top of the list, and only what the screen shows is read.
     await lookAt(page);
     await expect(page.locator('[data-testid="message"][data-seq="6"]')).toBeInViewport();
+    // "New messages" says where they start.
+    await expect(page.locator("[data-testid=unread-divider] + [data-testid=message]")).toHaveAttribute("data-seq", "6");
+    await expect(page.getByTestId("unread-divider")).toBeInViewport();
     await expect.poll(lastReadSeq).toBeGreaterThanOrEqual(6);
     const read = await lastReadSeq();
     expect(read).toBeLessThan(25);

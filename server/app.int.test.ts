@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { io as connect } from "socket.io-client";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { ConversationDTO, MessageDTO, UnreadUpdate } from "./contracts/index.ts";
+import type { ConversationDTO, MemberLeft, MessageDTO, UnreadUpdate } from "./contracts/index.ts";
 import { nextEvent, startHarness, TEST_PASSWORD, type ClientSocket, type Harness } from "./testing/harness.ts";
 import { isClusterTarget } from "./redis/client.ts";
 import { userKeys } from "./redis/keys.ts";
@@ -360,6 +360,39 @@ describe("access and validation", () => {
     expect(older.body.messages.map((m: MessageDTO) => m.seq)).toEqual([2, 3, 4]);
     const after = await h.http(`/api/conversations/${conv.id}/messages?after=5`, { token: bob.token });
     expect(after.body.messages.map((m: MessageDTO) => m.seq)).toEqual([6, 7]);
+  });
+
+  it("history names the group's members who left, oldest first, whatever the page; a direct conversation none", async () => {
+    const { alice, bob, conv: pair, sender } = await aliceSendingToBob();
+    const carol = await user("carol");
+    const dave = await user("dave");
+    const created = await h.http("/api/conversations", {
+      method: "POST",
+      token: alice.token,
+      body: JSON.stringify({ memberNames: [bob.user.name, carol.user.name, dave.user.name], title: "Leavers" }),
+    });
+    const group = created.body.conversation as ConversationDTO;
+    await send(sender, group.id, "before anyone left");
+    for (const who of [carol, bob]) {
+      const res = await h.http(`/api/conversations/${group.id}/leave`, { method: "POST", token: who.token });
+      expect(res.status).toBe(200);
+    }
+    await send(sender, group.id, "after");
+    const page = (query: string) => h.http(`/api/conversations/${group.id}/messages${query}`, { token: dave.token });
+    const latest = await page("");
+    expect(latest.body.left.map((l: MemberLeft) => [l.userId, l.name])).toEqual([
+      [carol.user.id, carol.user.name],
+      [bob.user.id, bob.user.name],
+    ]);
+    const [first, last] = latest.body.messages as MessageDTO[];
+    const times = latest.body.left.map((l: MemberLeft) => l.at);
+    // Between the two messages, in the order they left.
+    expect(first!.createdAt <= times[0] && times[0] <= times[1] && times[1] <= last!.createdAt).toBe(true);
+    expect((await page("?before=2")).body.left).toEqual(latest.body.left);
+    expect((await page("?after=1")).body.left).toEqual(latest.body.left);
+    // Those who left read no more of it, and a direct conversation has nobody who left.
+    expect((await h.http(`/api/conversations/${group.id}/messages`, { token: bob.token })).status).toBe(403);
+    expect((await h.http(`/api/conversations/${pair.id}/messages`, { token: alice.token })).body.left).toEqual([]);
   });
 
   it("the same direct conversation is returned for the pair", async () => {

@@ -1,7 +1,7 @@
 "use client";
 
-import { memo, useEffect, useLayoutEffect, useRef, useState, type ReactNode } from "react";
-import type { ConversationKind, MessageDTO, UserDTO } from "@/server/contracts";
+import { Fragment, memo, useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode } from "react";
+import type { ConversationKind, MemberLeft, MessageDTO, UserDTO } from "@/server/contracts";
 import { mentionedUserIds } from "@/server/contracts/mentions";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { formatFullDate, formatMessageTime } from "@/components/lib/format";
@@ -15,6 +15,7 @@ import {
 import { isBeingRead, latestSeq } from "@/components/store/runtime";
 import type { OnScreen } from "@/components/store";
 import { firstUnseenSeq } from "./first-unseen";
+import { placeLeft } from "./left-lines";
 import { continuesRun } from "./message-runs";
 import { MessageText } from "./MessageText";
 import { PendingItem } from "./PendingItem";
@@ -32,6 +33,7 @@ const MIN_VIEW = 48;
 const DIVIDER_MARGIN = 8;
 
 const NO_MEMBERS: UserDTO[] = [];
+const NO_LEFT: MemberLeft[] = [];
 
 interface MessageProps {
   message: MessageDTO;
@@ -223,7 +225,8 @@ export function MessageList({ conversationId }: { conversationId: number }) {
   /**
    * The first message that was unread when the conversation was opened (null: none; undefined: the counts or the
    * first page are not in yet), found by counting back over the loaded messages, the user's own left out
-   * (first-unseen.ts). Fixed then, so the divider stays where reading started until the conversation is left.
+   * (first-unseen.ts). Fixed then, so the divider stays where reading started until the conversation is left, or
+   * until messages arrive at the bottom while nobody reads: it moves to the first of them.
    */
   const [divider, setDivider] = useState<number | null | undefined>(() =>
     countsKnown && list.loaded ? firstUnseenSeq(list.items, latest, unseen, userId) : undefined,
@@ -253,6 +256,8 @@ export function MessageList({ conversationId }: { conversationId: number }) {
   const observer = useRef<IntersectionObserver | null>(null);
 
   const { items, hasMore, loading, loaded, error } = list;
+  const left = useChatStore((s) => s.left[conversationId] ?? NO_LEFT);
+  const placed = useMemo(() => placeLeft(items, left, !hasMore), [items, left, hasMore]);
   const firstSeq = items[0]?.seq;
   const dividerBefore = divider == null ? undefined : items.find((m) => m.seq >= divider)?.seq;
   const dividerLoaded = divider === null || (firstSeq !== undefined && firstSeq <= (divider ?? 0)) || !hasMore;
@@ -423,9 +428,16 @@ export function MessageList({ conversationId }: { conversationId: number }) {
       // Nobody is reading (another tab or window has the focus, or the list is shown too small to read): the list
       // follows the arrivals only until the first of them reaches its top. Following to the bottom would show only
       // the last few on return, and the read (up to the highest seq on screen) would take the rest as seen.
-      awayFrom.current ??= items.find((m) => m.seq > before && m.senderId !== userId)?.seq ?? null;
+      if (awayFrom.current === null) {
+        awayFrom.current = items.find((m) => m.seq > before && m.senderId !== userId)?.seq ?? null;
+        // "New messages" moves to the first of them: everything above it had been read at the bottom.
+        setDivider(awayFrom.current);
+      }
       const first = el.querySelector<HTMLElement>(`[data-seq="${awayFrom.current}"]`);
-      const top = first ? first.getBoundingClientRect().top - el.getBoundingClientRect().top + el.scrollTop : Infinity;
+      // The divider above it, once drawn, is kept in view too.
+      const above = first?.previousElementSibling;
+      const mark = above?.matches("[data-testid=unread-divider]") ? above : first;
+      const top = mark ? mark.getBoundingClientRect().top - el.getBoundingClientRect().top + el.scrollTop : Infinity;
       el.scrollTop = Math.min(el.scrollHeight, top - DIVIDER_MARGIN);
       nearBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < EDGE;
     } else if ((nearBottom.current && awayFrom.current === null) || (sent && !unseenBelow)) {
@@ -505,16 +517,23 @@ export function MessageList({ conversationId }: { conversationId: number }) {
         {/* Not a live region itself: what arrives is said once, by the status below (useArrivals). */}
         <ol className="message-list" style={positioned ? undefined : { visibility: "hidden" }}>
           {items.map((m, i) => (
-            <MessageItem
-              key={m.id}
-              message={m}
-              own={m.senderId === userId}
-              members={members}
-              kind={kind}
-              userId={userId}
-              divider={m.seq === dividerBefore}
-              continued={continuesRun(items[i - 1], m, m.seq === dividerBefore)}
-            />
+            <Fragment key={m.id}>
+              {placed.before.get(m.seq)?.map((l) => (
+                <LeftLine key={`left-${l.userId}`} member={l} />
+              ))}
+              <MessageItem
+                message={m}
+                own={m.senderId === userId}
+                members={members}
+                kind={kind}
+                userId={userId}
+                divider={m.seq === dividerBefore}
+                continued={!placed.before.has(m.seq) && continuesRun(items[i - 1], m, m.seq === dividerBefore)}
+              />
+            </Fragment>
+          ))}
+          {placed.after.map((l) => (
+            <LeftLine key={`left-${l.userId}`} member={l} />
           ))}
           {pending.map((p) => (
             <PendingItem key={p.clientMsgId} conversationId={conversationId} item={p} />
@@ -546,6 +565,15 @@ export function MessageList({ conversationId }: { conversationId: number }) {
         )}
       </div>
     </div>
+  );
+}
+
+/** A member who left the group, among the messages at the time they left. */
+function LeftLine({ member }: { member: MemberLeft }) {
+  return (
+    <li className="left-line" data-testid="member-left" data-user-id={member.userId}>
+      <span dir="auto">{member.name}</span> left <time dateTime={member.at}>{formatMessageTime(member.at)}</time>
+    </li>
   );
 }
 

@@ -38,11 +38,15 @@ export function ChatProvider({ children }: { children: ReactNode }) {
     };
     const onFocus = () => store.getState().setFocused(true);
     const onBlur = () => store.getState().setFocused(false);
+    // Leaving the page (a reload, a link, the tab closed): a read still waiting goes now (setVisible flushes it).
+    const onPageHide = () => store.getState().setVisible(false);
     sync();
     document.addEventListener("visibilitychange", sync);
     window.addEventListener("focus", onFocus);
     window.addEventListener("blur", onBlur);
+    window.addEventListener("pagehide", onPageHide);
     return () => {
+      window.removeEventListener("pagehide", onPageHide);
       document.removeEventListener("visibilitychange", sync);
       window.removeEventListener("focus", onFocus);
       window.removeEventListener("blur", onBlur);

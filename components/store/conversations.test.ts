@@ -563,6 +563,22 @@ describe("conversation:updated", () => {
     expect(s.totalUnread).toBe(2);
   });
 
+  it("notes who left a group (once, timed when seen), and nothing for a direct conversation", async () => {
+    const carol = { id: 3, name: "carol" };
+    const t = await synced([conversation(1, { kind: "group", members: [ME, BOB, carol] }), conversation(2)], 3);
+    t.transport.auto.fetchMessages = () => ({ ok: true, messages: [], left: [] });
+    t.store.getState().updateConversation(conversation(1, { kind: "group", members: [ME, carol] }));
+    t.store.getState().updateConversation(conversation(1, { kind: "group", members: [ME, carol] }));
+    expect(t.store.getState().left[1]).toEqual([{ userId: BOB.id, name: BOB.name, at: expect.any(String) }]);
+    t.store.getState().updateConversation(conversation(2, { members: [ME] }));
+    expect(t.store.getState().left[2]).toBeUndefined();
+    // The server's list, with every page of history, replaces what the tab noted.
+    const fromServer = [{ userId: BOB.id, name: BOB.name, at: "2026-12-07T10:00:00.000Z" }];
+    t.transport.auto.fetchMessages = () => ({ ok: true, messages: [], left: fromServer });
+    await t.store.getState().loadLatest(1);
+    expect(t.store.getState().left[1]).toEqual(fromServer);
+  });
+
   it("does not bring back a conversation this tab does not show", async () => {
     const t = await synced([conversation(2)], 3);
     t.store.getState().updateConversation(conversation(1, { title: "gone" }));

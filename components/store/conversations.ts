@@ -335,6 +335,7 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
             seenSeq: without(s.seenSeq, conversationId),
             conversationErrors: without(s.conversationErrors, conversationId),
             messages: without(s.messages, conversationId),
+            left: without(s.left, conversationId),
             pending: without(s.pending, conversationId),
             unreadCounts: without(s.unreadCounts, conversationId),
             unreadDetails: without(s.unreadDetails, conversationId),
@@ -355,7 +356,21 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
       },
 
       updateConversation(conversation) {
-        if (get().conversations[conversation.id]) get().receiveConversation(conversation);
+        const known = get().conversations[conversation.id];
+        if (!known) return;
+        // A group with fewer members: those gone left it now (a removal would be conversation:removed).
+        const staying = new Set(conversation.members.map((m) => m.id));
+        const gone = conversation.kind === "group" ? known.members.filter((m) => !staying.has(m.id)) : [];
+        if (gone.length > 0) {
+          const at = new Date().toISOString();
+          set((s) => {
+            const before = s.left[conversation.id] ?? [];
+            const fresh = gone.filter((m) => !before.some((l) => l.userId === m.id));
+            const added = fresh.map((m) => ({ userId: m.id, name: m.name, at }));
+            return { left: { ...s.left, [conversation.id]: [...before, ...added] } };
+          });
+        }
+        get().receiveConversation(conversation);
       },
 
       receiveConversation(conversation) {

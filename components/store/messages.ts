@@ -121,8 +121,15 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
       });
     }
 
-    function fetchPage(conversationId: number, query: MessagesQuery): Promise<Result<MessagesResponse>> {
-      return rt.deps.transport.fetchMessages(conversationId, query).catch(unavailable);
+    /** A page of history; the members who left come with every page and replace what the tab knew of them. */
+    async function fetchPage(conversationId: number, query: MessagesQuery): Promise<Result<MessagesResponse>> {
+      const generation = rt.generation;
+      const res = await rt.deps.transport.fetchMessages(conversationId, query).catch(unavailable);
+      const left = res.ok ? res.left : undefined;
+      if (left && generation === rt.generation && !rt.removed.has(conversationId)) {
+        set((s) => ({ left: { ...s.left, [conversationId]: left } }));
+      }
+      return res;
     }
 
     /** After a successful load the open conversation may still be behind, or may now have more to read. */
@@ -283,6 +290,7 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
 
     return {
       messages: {},
+      left: {},
       pending: {},
 
       async loadLatest(conversationId) {

@@ -40,6 +40,7 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
         ...initialConversationsState,
         ...initialBlocksState,
         messages: {},
+        left: {},
         pending: {},
         conversationErrors: {},
         user: null,

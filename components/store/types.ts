@@ -1,5 +1,6 @@
 import type {
   ApiError,
+  MemberLeft,
   BlockList,
   ConversationDTO,
   ConversationPage,
@@ -234,6 +235,11 @@ export interface PendingMessage {
 
 export interface MessagesSlice {
   messages: Record<number, MessageList>;
+  /**
+   * Per group, its members who left it, oldest first: from the last history page fetched, and those this tab saw
+   * go since (a `conversation:updated` with fewer members), timed when it saw them.
+   */
+  left: Record<number, MemberLeft[]>;
   /** Per conversation, in the order they were sent. */
   pending: Record<number, PendingMessage[]>;
   loadLatest(conversationId: number): Promise<void>;

@@ -211,8 +211,21 @@ export interface StartResponse {
   user: UserDTO | null;
   lab: boolean;
 }
+/** A member who left a group: shown in its history as "name left", at `at` among the messages. */
+export interface MemberLeft {
+  userId: number;
+  name: string;
+  /** ISO 8601 */
+  at: string;
+}
+
 export interface MessagesResponse {
   messages: MessageDTO[];
+  /**
+   * A group's members who left it, oldest first (every one, whatever the page: a group has few). Absent from a
+   * server older than this field (during a rolling restart); a direct conversation's is empty.
+   */
+  left?: MemberLeft[];
 }
 
 export type * from "./common.ts";

@@ -150,6 +150,7 @@ export function createConversationService({ db }: { db: Db }) {
       }
       await tx.membership.delete({ where: { userId_conversationId: { userId: user.id, conversationId } } });
       await tx.departure.create({ data: { userId: user.id, conversationId } });
+      await tx.groupLeave.create({ data: { userId: user.id, conversationId } });
       await tx.outboxEvent.create({ data: { kind: "remove", conversationId, userId: user.id, seq: 0 } });
       const remaining = await tx.membership.findMany({ where: { conversationId }, select: { userId: true } });
       return remaining.map((m) => m.userId);

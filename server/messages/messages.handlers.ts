@@ -50,5 +50,6 @@ export async function historyPage(
   const conversationId = parse(conversationIdParam, idParam);
   const page = parse(historyQuery, query);
   await deps.limits.consume("history", { userId: user.id }, page.limit);
-  return { messages: await deps.messages.history(user, conversationId, page) };
+  const messages = await deps.messages.history(user, conversationId, page);
+  return { messages, left: await deps.messages.left(conversationId) };
 }

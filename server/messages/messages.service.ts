@@ -1,5 +1,5 @@
 import { hiddenFrom, messageInclude, toMessageDTO } from "../contracts/dto.ts";
-import type { HistoryQuery, MessageDTO, SendInput, UserDTO } from "../contracts/index.ts";
+import type { HistoryQuery, MemberLeft, MessageDTO, SendInput, UserDTO } from "../contracts/index.ts";
 import { mentionedUserIds, parseMentions } from "../contracts/mentions.ts";
 import { groupCommit } from "../db/group-commit.ts";
 import { isUniqueViolation } from "../db/unique.ts";
@@ -342,6 +342,16 @@ export function createMessageService({
     return rows.reverse().map(toMessageDTO);
   }
 
+  /** The group's members who left it, oldest first; call after `history` (which checks the reader is a member). */
+  async function left(conversationId: number): Promise<MemberLeft[]> {
+    const rows = await db.groupLeave.findMany({
+      where: { conversationId },
+      orderBy: [{ at: "asc" }, { userId: "asc" }],
+      select: { userId: true, at: true, user: { select: { name: true } } },
+    });
+    return rows.map((r) => ({ userId: r.userId, name: r.user.name, at: r.at.toISOString() }));
+  }
+
   /** `waiting()`: sends waiting for a group now (the /metrics gauge; past the bound a send is refused). */
-  return { send, history, waiting: storeGrouped.waiting };
+  return { send, history, left, waiting: storeGrouped.waiting };
 }
