@@ -1,3 +1,4 @@
+import type { Locator } from "@playwright/test";
 import { expect, test } from "./fixtures.ts";
 
 // What a presenter meets on stage: fields typed into by hand, a projector's screen, a clicker.
@@ -138,17 +139,57 @@ test("a story steps with a clicker's keys or the arrows, and each step lands on 
   await page.keyboard.press("ArrowLeft");
   await expect(seed).toBeFocused();
   await expect(position).toHaveText(`step ${steps - 1} / ${steps}`);
+});
 
-  // A phone: the columns stack and the buttons step; each step still lands on screen.
-  await page.setViewportSize({ width: 375, height: 740 });
-  await page.getByTestId("lab-story-crash").click();
-  await expect(position).toHaveText(/^step 1 \/ \d+$/);
-  const crashSteps = Number((await position.textContent())!.split("/")[1]);
-  for (let step = 2; step <= crashSteps; step++) {
-    // Pressed where it is, as a thumb does: no scrolling to it first.
-    await next.dispatchEvent("click");
-    await expect(position).toHaveText(`step ${step} / ${crashSteps}`);
-    await expect(newest).toBeInViewport({ ratio: 1 });
+/** Wholly inside the window and drawn over by nothing (no sticky bar): its middle and its top edge reach it. */
+async function uncovered(target: Locator): Promise<boolean> {
+  return target.evaluate((el) => {
+    const r = el.getBoundingClientRect();
+    if (r.top < 0 || r.left < 0 || r.bottom > window.innerHeight || r.right > window.innerWidth) return false;
+    const x = r.x + r.width / 2;
+    return [r.y + r.height / 2, r.y + 2].every((y) => el.contains(document.elementFromPoint(x, y)));
+  });
+}
+
+test("a story's steps bar, and each column's name and figures, stay on screen above its newest step", async ({
+  signUp,
+  env,
+}) => {
+  const presenter = await signUp("lab_sticky");
+  const page = await presenter.context.newPage();
+  const position = page.getByTestId("lab-story-position");
+  const next = page.getByTestId("lab-story-next");
+  const columns = page.getByTestId("lab-story-column");
+
+  // A projector (the columns side by side), then a phone (the columns stacked, one under another).
+  for (const [width, height, scenario] of [
+    [1280, 720, "race"],
+    [375, 667, "crash"],
+  ] as const) {
+    await page.setViewportSize({ width, height });
+    await page.goto(`${env.serverA}/lab`);
+    await page.getByTestId(`lab-story-${scenario}`).click();
+    await expect(columns).toHaveCount(4, { timeout: 30_000 });
+    await expect(position).toHaveText(/^step 1 \/ \d+$/);
+    const steps = Number((await position.textContent())!.split("/")[1]);
+    const lengths = await columns.evaluateAll((cs) => cs.map((c) => Number(c.getAttribute("data-steps"))));
+    for (let step = 2; step <= steps; step++) {
+      // Pressed where it is, as a mouse or a thumb does: no scrolling to it first.
+      await next.dispatchEvent("click");
+      await expect(position).toHaveText(`step ${step} / ${steps}`);
+      await expect.poll(() => uncovered(next), `Next at step ${step}, ${width} px`).toBe(true);
+      await expect.poll(() => uncovered(position)).toBe(true);
+      // What this step changed: the newest step (or verdict) of the first column that still moves (on a phone, not
+      // the finished column above it), below the sticky bar and head, under its column's name and figures.
+      const moved = columns.nth(lengths.findIndex((length) => length >= step));
+      await expect.poll(() => uncovered(moved.locator("[data-current]")), `step ${step}, ${width} px`).toBe(true);
+      const shown = width > 900 ? [0, 1, 2, 3].map((i) => columns.nth(i)) : [moved];
+      for (const column of shown) {
+        await expect.poll(() => uncovered(column.getByRole("heading"))).toBe(true);
+        await expect.poll(() => uncovered(column.getByTestId("lab-story-badge"))).toBe(true);
+        await expect.poll(() => uncovered(column.getByTestId("lab-story-list"))).toBe(true);
+      }
+    }
   }
 });
 

@@ -5,6 +5,7 @@ import type { LabStory } from "@/server/contracts";
 import { STRATEGY_COLORS, STRATEGY_LABELS } from "./colors";
 import { useLabStore } from "./LabProvider";
 import { storyStepForKey } from "./story-keys";
+import { changedColumns } from "./story-view";
 
 const VERDICTS: Record<LabStory["verdict"], string> = {
   correct: "badge = list = truth",
@@ -24,21 +25,29 @@ function Timeline({ story, step }: { story: LabStory; step: number }) {
   const last = shown.at(-1);
   const done = step >= story.steps.length;
   return (
-    <div className="lab-story-column" data-testid="lab-story-column" data-strategy={story.strategy}>
-      <h3 style={{ borderColor: STRATEGY_COLORS[story.strategy] }}>{STRATEGY_LABELS[story.strategy]}</h3>
-      <div className="lab-story-now" aria-live="polite">
-        <span>
-          list <b data-testid="lab-story-list">{last?.list ?? 0}</b>
-          {last?.muted && (
-            <span className="lab-story-muted" data-testid="lab-story-muted">
-              {" "}
-              (muted)
-            </span>
-          )}
-        </span>
-        <span>
-          badge <b data-testid="lab-story-badge">{last?.badge ?? 0}</b>
-        </span>
+    <div
+      className="lab-story-column"
+      data-testid="lab-story-column"
+      data-strategy={story.strategy}
+      data-steps={story.steps.length}
+    >
+      {/* Sticky under the steps bar: the column's name and its figures stay in view however long it grows. */}
+      <div className="lab-story-head" data-testid="lab-story-head">
+        <h3 style={{ borderColor: STRATEGY_COLORS[story.strategy] }}>{STRATEGY_LABELS[story.strategy]}</h3>
+        <div className="lab-story-now" aria-live="polite">
+          <span>
+            list <b data-testid="lab-story-list">{last?.list ?? 0}</b>
+            {last?.muted && (
+              <span className="lab-story-muted" data-testid="lab-story-muted">
+                {" "}
+                (muted)
+              </span>
+            )}
+          </span>
+          <span>
+            badge <b data-testid="lab-story-badge">{last?.badge ?? 0}</b>
+          </span>
+        </div>
       </div>
       <ol className="lab-timeline">
         {shown.map((s, i) => (
@@ -84,7 +93,10 @@ export function LabStoryMode() {
   const atStart = story.step <= 1;
   const atEnd = story.step >= longest;
   const loaded = story.stories.length > 0;
+  const section = useRef<HTMLElement>(null);
+  const stepsBar = useRef<HTMLDivElement>(null);
   const grid = useRef<HTMLDivElement>(null);
+  const shown = useRef<{ stories: LabStory[]; step: number } | null>(null);
 
   // A presenter's clicker (PageDown / PageUp) or the arrow keys step the story, unless a form field has the focus.
   useEffect(() => {
@@ -109,11 +121,42 @@ export function LabStoryMode() {
     return () => window.removeEventListener("keydown", onKey);
   }, [loaded, stepStory]);
 
-  // Each step brings what it added into view: the newest step (or verdict) lowest on the screen among the
-  // columns of the first row (side by side on a wide screen; on a phone, the first column).
+  // The sticky steps bar and column heads, measured, so that the heads stick under the bar and a step scrolled into
+  // view stops below both (their heights change as the bar's buttons wrap on a narrow screen).
+  useEffect(() => {
+    const box = section.current;
+    const bar = stepsBar.current;
+    if (!loaded || !box || !bar) return;
+    const heads = [...box.querySelectorAll<HTMLElement>("[data-testid=lab-story-head]")];
+    const measure = () => {
+      box.style.setProperty("--lab-story-steps-h", `${bar.offsetHeight}px`);
+      box.style.setProperty("--lab-story-head-h", `${Math.max(0, ...heads.map((h) => h.offsetHeight))}px`);
+    };
+    measure();
+    const observer = new ResizeObserver(measure);
+    for (const el of [bar, ...heads]) observer.observe(el);
+    return () => observer.disconnect();
+  }, [loaded, story.stories]);
+
+  // Each step brings what it changed into view: the newest step (or verdict) lowest on the screen among the
+  // changed columns of the first row that has one (side by side on a wide screen; on a phone, where the columns
+  // stack, the first column that moved, not a finished one above it).
   useEffect(() => {
     if (!loaded || !grid.current) return;
-    const columns = [...grid.current.querySelectorAll<HTMLElement>("[data-testid=lab-story-column]")];
+    const before = shown.current;
+    shown.current = { stories: story.stories, step: story.step };
+    const from = before?.stories === story.stories ? before.step : 0;
+    const changed = new Set(
+      changedColumns(
+        story.stories.map((s) => s.steps.length),
+        from,
+        story.step,
+      ),
+    );
+    const columns = [...grid.current.querySelectorAll<HTMLElement>("[data-testid=lab-story-column]")].filter((_, i) =>
+      changed.has(i),
+    );
+    if (columns.length === 0) return;
     const firstRow = Math.min(...columns.map((c) => c.offsetTop));
     const newest = columns
       .filter((c) => c.offsetTop === firstRow)
@@ -123,7 +166,7 @@ export function LabStoryMode() {
   }, [loaded, story.step, story.stories]);
 
   return (
-    <section className="lab-section" aria-labelledby="lab-story-title">
+    <section className="lab-section lab-story" aria-labelledby="lab-story-title" ref={section}>
       <h2 id="lab-story-title">Story mode</h2>
       <p className="lab-lead">
         Replays one classic interleaving against each strategy on a real Redis, then lets you walk through it.
@@ -147,7 +190,7 @@ export function LabStoryMode() {
       {loaded && (
         // aria-disabled, not disabled: a button pressed to the last step keeps the focus (a disabled one drops it to the
         // page, and the next Tab put it in a form field, where the clicker's keys are the field's).
-        <div className="lab-actions" role="group" aria-label="Steps">
+        <div className="lab-actions lab-story-steps" role="group" aria-label="Steps" ref={stepsBar}>
           <button
             type="button"
             className="button ghost"
