@@ -104,8 +104,10 @@ test("a story steps with a clicker's keys or the arrows, and each step lands on 
   const steps = Number((await position.textContent())!.split("/")[1]);
   expect(steps).toBeGreaterThan(5);
 
-  // Focus on the page (not in a field): PageDown and → step forward, every step in view; PageUp and ← step back.
-  await page.locator("body").click({ position: { x: 2, y: 200 } });
+  // Focus on the page (a click on the story's text, not on a control), the story on screen: PageDown and → step
+  // forward, every step in view; PageUp and ← step back.
+  await page.locator(".lab-story .lab-lead").click();
+  await expect(page.locator("body")).toBeFocused();
   for (let step = 2; step <= steps; step++) {
     await page.keyboard.press(step % 2 === 0 ? "PageDown" : "ArrowRight");
     await expect(position).toHaveText(`step ${step} / ${steps}`);
@@ -139,6 +141,25 @@ test("a story steps with a clicker's keys or the arrows, and each step lands on 
   await page.keyboard.press("ArrowLeft");
   await expect(seed).toBeFocused();
   await expect(position).toHaveText(`step ${steps - 1} / ${steps}`);
+
+  // Scrolled back to the form, the story out of view: the keys are the page's again, PageDown scrolls it.
+  await page.evaluate(() => {
+    (document.activeElement as HTMLElement | null)?.blur();
+    window.scrollTo(0, 0);
+  });
+  await page.keyboard.press("PageDown");
+  await expect.poll(() => page.evaluate(() => window.scrollY)).toBeGreaterThan(0);
+  await expect(page.getByTestId("lab-story-next")).not.toBeInViewport();
+  // Another control focused (Run), with the story on screen: its keys are its own.
+  await position.scrollIntoViewIfNeeded();
+  const run = page.getByTestId("lab-run");
+  await run.evaluate((el) => el.focus({ preventScroll: true }));
+  await expect(position).toBeInViewport();
+  for (const key of ["ArrowRight", "PageDown"]) await page.keyboard.press(key);
+  await expect(run).toBeFocused();
+  // Then one step from the button, after those keys: had any of them stepped, it would show another step.
+  await page.getByTestId("lab-story-prev").dispatchEvent("click");
+  await expect(position).toHaveText(`step ${steps - 2} / ${steps}`);
 });
 
 /** Wholly inside the window and drawn over by nothing (no sticky bar): its middle and its top edge reach it. */

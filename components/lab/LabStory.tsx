@@ -4,7 +4,7 @@ import { useEffect, useRef } from "react";
 import type { LabStory } from "@/server/contracts";
 import { STRATEGY_COLORS, STRATEGY_LABELS } from "./colors";
 import { useLabStore } from "./LabProvider";
-import { storyStepForKey } from "./story-keys";
+import { storyInView, storyStepForKey } from "./story-keys";
 import { changedColumns } from "./story-view";
 
 const VERDICTS: Record<LabStory["verdict"], string> = {
@@ -98,11 +98,12 @@ export function LabStoryMode() {
   const grid = useRef<HTMLDivElement>(null);
   const shown = useRef<{ stories: LabStory[]; step: number } | null>(null);
 
-  // A presenter's clicker (PageDown / PageUp) or the arrow keys step the story, unless a form field has the focus.
+  // A presenter's clicker (PageDown / PageUp) or the arrow keys step the story while it is what the window shows or
+  // the focus is in it; a form field's keys are the field's, and another control's (Run, a preset) its own.
   useEffect(() => {
     if (!loaded) return;
     const onKey = (event: KeyboardEvent) => {
-      if (event.defaultPrevented) return;
+      if (event.defaultPrevented || !section.current) return;
       const target = event.target instanceof HTMLElement ? event.target : null;
       const delta = storyStepForKey({
         key: event.key,
@@ -110,7 +111,12 @@ export function LabStoryMode() {
         ctrlKey: event.ctrlKey,
         metaKey: event.metaKey,
         shiftKey: event.shiftKey,
-        target: target && { tagName: target.tagName, isContentEditable: target.isContentEditable },
+        target: target && {
+          tagName: target.tagName,
+          isContentEditable: target.isContentEditable,
+          inStory: section.current.contains(target),
+        },
+        storyInView: storyInView(section.current.getBoundingClientRect(), window.innerHeight),
       });
       if (delta === 0) return;
       // PageDown would also scroll the page; the step brings its own content into view instead.
