@@ -26,6 +26,23 @@ test("the lab runs a small comparison of the four strategies, charts it and repl
     "watch",
     "lua",
   ]);
+  // Named as everywhere else, then what the lab is about (drift, ≠ truth) before the timings, whose milliseconds
+  // show three significant figures at most.
+  await expect(rows.locator("th")).toHaveText(["naive", "lock", "WATCH", "Lua"]);
+  await expect(page.getByTestId("lab-results").locator("thead th")).toHaveText([
+    "strategy",
+    "drift at the end (users / Σ)",
+    "≠ truth (counts / totals)",
+    "lost",
+    "aborted",
+    "ops/s",
+    "p50 ms",
+    "p99 ms",
+    "retries",
+    "lock waits",
+  ]);
+  for (const ms of await rows.locator("[data-testid=lab-result-p50], [data-testid=lab-result-p99]").allTextContents())
+    expect(ms).toMatch(/^(\d+|\d{2}\.\d|\d\.\d{1,2})$/);
   // The step-failure fault makes the naive strategy drift; Lua never does.
   await expect(rows.and(page.locator('[data-strategy="naive"]'))).not.toHaveAttribute("data-drift", "0");
   await expect(rows.and(page.locator('[data-strategy="lua"]'))).toHaveAttribute("data-drift", "0");
@@ -189,6 +206,21 @@ test("the lab fits a 375 px wide phone: nothing overflows sideways, the header i
   await page.getByTestId("lab-run").click();
   await expect(page.getByTestId("lab-status")).toHaveAttribute("data-status", "finished", { timeout: 60_000 });
   await expect(page.getByTestId("lab-summary")).toBeVisible();
+  // Each strategy's drift and ≠ truth show beside its name, not scrolled off to the table's right.
+  await page.getByTestId("lab-results").scrollIntoViewIfNeeded();
+  const cells = page
+    .getByTestId("lab-results")
+    .locator("tbody th, [data-testid=lab-result-drift], [data-testid=lab-result-wrong]");
+  await expect(cells).toHaveCount(12);
+  for (const cell of await cells.all()) {
+    await expect(cell).toBeInViewport({ ratio: 1 });
+    expect(
+      await cell.evaluate((el) => {
+        const r = el.getBoundingClientRect();
+        return el.contains(document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2));
+      }),
+    ).toBe(true);
+  }
   await page.getByTestId("lab-story-crash").click();
   await expect(page.getByTestId("lab-story-column")).toHaveCount(4, { timeout: 30_000 });
   await page.getByRole("button", { name: "To the end" }).click();

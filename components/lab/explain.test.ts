@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { LabStrategyName, LabStrategyResult } from "@/server/contracts";
 import { DEFAULT_WORKLOAD } from "@/server/contracts/lab-defaults";
-import { FAULT_PRESETS, GLOSSARY, matchingPreset, notRun, RESULT_COLUMNS, summarize } from "./explain";
+import { FAULT_PRESETS, formatMs, GLOSSARY, matchingPreset, notRun, RESULT_COLUMNS, summarize } from "./explain";
 
 function result(
   strategy: LabStrategyName,
@@ -125,5 +125,18 @@ describe("a stopped run", () => {
       "Lock, WATCH and Lua did not run.",
     );
     expect(notRun(["naive", "lua"], [result("naive", [0, 0]), result("lua", [0, 0])])).toBeNull();
+  });
+});
+
+describe("a latency in the results table", () => {
+  it("keeps three significant figures at most, and whole milliseconds from 100 ms up", () => {
+    expect(formatMs(441.381)).toBe("441");
+    expect(formatMs(706.43)).toBe("706");
+    expect(formatMs(99.96)).toBe("100");
+    expect(formatMs(70.643)).toBe("70.6");
+    expect(formatMs(12)).toBe("12");
+    expect(formatMs(2.456)).toBe("2.46");
+    expect(formatMs(0.3125)).toBe("0.31");
+    expect(formatMs(0)).toBe("0");
   });
 });

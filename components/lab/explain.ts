@@ -96,6 +96,16 @@ export const RESULT_COLUMNS: readonly ResultColumn[] = [
   },
 ];
 
+/**
+ * A latency as the results table shows it: three significant figures at most, whole milliseconds from 100 ms up
+ * (441.381 → 441, 70.643 → 70.6, 2.456 → 2.46, 0.3125 → 0.31); the server's three decimals are noise on a screen.
+ */
+export function formatMs(ms: number): string {
+  if (ms >= 100) return String(Math.round(ms));
+  if (ms >= 10) return String(Math.round(ms * 10) / 10);
+  return String(Math.round(ms * 100) / 100);
+}
+
 /** The heading's meaning, for a column's tooltip. */
 export function columnMeaning(heading: string): string {
   return RESULT_COLUMNS.find((c) => c.heading === heading)?.meaning ?? "";
