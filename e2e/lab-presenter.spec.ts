@@ -313,3 +313,50 @@ test("a story asked for while the lab's socket is still connecting waits for it 
   await expect(page.getByTestId("lab-story-column")).toHaveCount(4, { timeout: 30_000 });
   await expect(page.getByTestId("lab-story-position")).toHaveText(/^step 1 \/ \d+$/);
 });
+
+test("the sticky run bar covers neither a field the keyboard focuses nor the charts Run brings into view", async ({
+  signUp,
+  env,
+}) => {
+  const presenter = await signUp("lab_runbar");
+  const page = await presenter.context.newPage();
+  const focused = page.locator(":focus");
+
+  // 1280×720 at 150 % zoom (853×480 CSS px), a 1280×720 projector minus the browser's bars, a phone: Tab from the
+  // top of the page to Run, and every control focused on the way shows clear of the bar (top or bottom).
+  for (const [width, height] of [
+    [853, 480],
+    [1280, 633],
+    [375, 667],
+  ] as const) {
+    await page.setViewportSize({ width, height });
+    await page.goto(`${env.serverA}/lab`);
+    await expect(page.getByTestId("lab-operations")).toBeEnabled();
+    let checked = 0;
+    for (let i = 0; i < 40; i++) {
+      await page.keyboard.press("Tab");
+      const where = await focused.evaluate((el) =>
+        el.closest(".lab-runbar") ? "bar" : el.closest(".lab-run-section") ? "section" : "elsewhere",
+      );
+      if (where === "bar") break;
+      if (where === "elsewhere") continue;
+      checked++;
+      const name = await focused.evaluate((el) => el.getAttribute("data-testid") ?? el.textContent);
+      await expect.poll(() => uncovered(focused), `${name} at ${width}×${height}`).toBe(true);
+    }
+    await expect(page.getByTestId("lab-run")).toBeFocused();
+    expect(checked).toBeGreaterThan(15);
+  }
+
+  // Run pressed at 1280×720, where the charts start below the window: they come into view, just under the bar.
+  await page.setViewportSize({ width: 1280, height: 720 });
+  await page.goto(`${env.serverA}/lab`);
+  await page.getByTestId("lab-operations").fill("300");
+  await page.getByTestId("lab-users").fill("5");
+  await expect(page.getByTestId("lab-live")).not.toBeInViewport();
+  await page.getByTestId("lab-run").click();
+  for (const caption of await page.getByTestId("lab-live").locator("figcaption").all())
+    await expect.poll(() => uncovered(caption)).toBe(true);
+  await expect(page.getByTestId("lab-status")).toHaveAttribute("data-status", "finished", { timeout: 60_000 });
+  await expect.poll(() => uncovered(page.getByTestId("lab-run"))).toBe(true);
+});

@@ -1,5 +1,6 @@
 "use client";
 
+import { useEffect, useRef } from "react";
 import { TallyMark } from "@/components/chat/TallyMark";
 import { sessionEndedText } from "@/components/lib/session-ended";
 import { LabBadges } from "./LabBadges";
@@ -14,6 +15,17 @@ import { LabStoryMode } from "./LabStory";
 function Body() {
   const connection = useLabStore((s) => s.connection);
   const ended = useLabStore((s) => s.ended);
+  const status = useLabStore((s) => s.status);
+  const live = useRef<HTMLDivElement>(null);
+  const previous = useRef(status);
+
+  // Run pressed in this tab and taken by the server: the charts come into view just under the run bar (lab.css
+  // gives .lab-live its scroll margin), so a presenter sees the run start; at 1280×720 they begin below the fold.
+  useEffect(() => {
+    if (previous.current === "starting" && status !== "failed") live.current?.scrollIntoView({ block: "start" });
+    previous.current = status;
+  }, [status]);
+
   if (connection === "disabled") {
     return (
       <main className="lab-main">
@@ -39,7 +51,7 @@ function Body() {
   }
   return (
     <main className="lab-main" aria-busy={connection === "connecting"}>
-      <section className="lab-section" aria-labelledby="lab-run-title">
+      <section className="lab-section lab-run-section" aria-labelledby="lab-run-title">
         <h2 id="lab-run-title">Compare the strategies</h2>
         <p className="lab-lead">
           The same seeded workload runs against each strategy in turn, on a redis-server of the lab&apos;s own: naive
@@ -53,7 +65,7 @@ function Body() {
         </p>
         <LabGlossary />
         <LabForm />
-        <div className="lab-live">
+        <div className="lab-live" data-testid="lab-live" ref={live}>
           <LabCharts />
           <LabBadges />
         </div>

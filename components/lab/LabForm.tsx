@@ -1,6 +1,6 @@
 "use client";
 
-import type { FormEvent } from "react";
+import { useEffect, useRef, type FormEvent } from "react";
 import type { LabFaults } from "@/server/contracts";
 import type { LabForm as Form } from "./store";
 import { STRATEGY_LABELS } from "./colors";
@@ -73,6 +73,20 @@ export function LabForm() {
   // Someone else's run holds the server's one slot: Run waits (the page hears when the slot is free again).
   const waiting = useLabStore((s) => s.othersRun) && !busy;
   const preset = matchingPreset(form.faults);
+  const runbar = useRef<HTMLDivElement>(null);
+
+  // The run bar's height, for what must keep clear of it when it sticks to the window's top or bottom: focused
+  // fields and the live area scrolled to on Run (lab.css, --lab-runbar-h; it wraps on a phone).
+  useEffect(() => {
+    const bar = runbar.current;
+    const section = bar?.parentElement;
+    if (!bar || !section) return;
+    const measure = () => section.style.setProperty("--lab-runbar-h", `${bar.offsetHeight}px`);
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(bar);
+    return () => observer.disconnect();
+  }, []);
 
   function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
@@ -135,7 +149,7 @@ export function LabForm() {
         </fieldset>
       </form>
       {/* Outside the form, so that it stays on screen (sticky) over the whole section: the form, then the charts. */}
-      <div className="lab-actions lab-runbar" data-testid="lab-actions">
+      <div className="lab-actions lab-runbar" data-testid="lab-actions" ref={runbar}>
         <button
           type="submit"
           form={FORM_ID}
