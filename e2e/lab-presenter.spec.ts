@@ -360,3 +360,34 @@ test("the sticky run bar covers neither a field the keyboard focuses nor the cha
   await expect(page.getByTestId("lab-status")).toHaveAttribute("data-status", "finished", { timeout: 60_000 });
   await expect.poll(() => uncovered(page.getByTestId("lab-run"))).toBe(true);
 });
+
+test("Run pressed from the keyboard keeps the focus, and Stop's focus goes back to Run when the run ends", async ({
+  signUp,
+  env,
+}) => {
+  const presenter = await signUp("lab_keys_run");
+  const page = await presenter.context.newPage();
+  await page.goto(`${env.serverA}/lab`);
+  const run = page.getByTestId("lab-run");
+  const stop = page.getByTestId("lab-stop");
+  // Long enough to be stopped: every step of every operation waits 5 ms.
+  await page.getByTestId("lab-operations").fill("1000000");
+  await page.getByTestId("lab-stepDelayMs").fill("5");
+  await page.getByTestId("lab-stepDelayRate").fill("1");
+
+  await run.focus();
+  await page.keyboard.press("Enter");
+  await expect(page.getByTestId("lab-status")).toHaveAttribute("data-status", "running");
+  // Busy, not disabled: the focus stays on it, and pressing it again starts nothing.
+  await expect(run).toBeFocused();
+  await expect(run).toHaveAttribute("aria-disabled", "true");
+  await page.keyboard.press("Enter");
+  await expect(page.getByTestId("lab-error")).toHaveCount(0);
+  await page.keyboard.press("Tab");
+  await expect(stop).toBeFocused();
+  await page.keyboard.press("Enter");
+  await expect(page.getByTestId("lab-status")).toHaveAttribute("data-status", "stopped", { timeout: 30_000 });
+  await expect(stop).toHaveCount(0);
+  await expect(run).toBeFocused();
+  await expect(run).toHaveAttribute("aria-disabled", "false");
+});

@@ -88,8 +88,27 @@ export function LabForm() {
     return () => observer.disconnect();
   }, []);
 
+  const blocked = busy || waiting || strategies.length === 0;
+  const runButton = useRef<HTMLButtonElement>(null);
+  const stopButton = useRef<HTMLButtonElement>(null);
+  const stopFocused = useRef(false);
+
+  // Stop leaves with the run it stopped, and a removed button drops the keyboard's focus to the page: the next Tab
+  // went into the charts. Focus that was on Stop goes back to Run (a focusin elsewhere first clears the mark).
+  useEffect(() => {
+    const mark = (event: FocusEvent) => void (stopFocused.current = event.target === stopButton.current);
+    document.addEventListener("focusin", mark);
+    return () => document.removeEventListener("focusin", mark);
+  }, []);
+  useEffect(() => {
+    if (busy || !stopFocused.current) return;
+    stopFocused.current = false;
+    if (!document.activeElement || document.activeElement === document.body) runButton.current?.focus();
+  }, [busy]);
+
   function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
+    if (blocked) return;
     void start();
   }
 
@@ -150,18 +169,20 @@ export function LabForm() {
       </form>
       {/* Outside the form, so that it stays on screen (sticky) over the whole section: the form, then the charts. */}
       <div className="lab-actions lab-runbar" data-testid="lab-actions" ref={runbar}>
+        {/* aria-disabled, not disabled: pressed from the keyboard, Run keeps the focus (submit ignores it meanwhile). */}
         <button
           type="submit"
           form={FORM_ID}
           className="button primary"
           data-testid="lab-run"
-          disabled={busy || waiting || strategies.length === 0}
+          ref={runButton}
+          aria-disabled={blocked}
           aria-describedby={waiting ? "lab-waiting" : undefined}
         >
           {busy ? "Running…" : "Run"}
         </button>
         {busy && (
-          <button type="button" className="button" data-testid="lab-stop" onClick={() => void stop()}>
+          <button type="button" className="button" data-testid="lab-stop" ref={stopButton} onClick={() => void stop()}>
             Stop
           </button>
         )}
