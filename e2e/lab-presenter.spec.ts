@@ -391,3 +391,41 @@ test("Run pressed from the keyboard keeps the focus, and Stop's focus goes back 
   await expect(run).toBeFocused();
   await expect(run).toHaveAttribute("aria-disabled", "false");
 });
+
+test("a run whose page goes offline says the connection is lost and the run goes on, and a Stop unanswered says so", async ({
+  signUp,
+  env,
+}) => {
+  const presenter = await signUp("lab_offline");
+  const page = await presenter.context.newPage();
+  await page.goto(`${env.serverA}/lab`);
+  const status = page.getByTestId("lab-status");
+  const offline = page.getByTestId("lab-offline");
+  // Long enough to be stopped: every step of every operation waits 5 ms.
+  await page.getByTestId("lab-operations").fill("1000000");
+  await page.getByTestId("lab-stepDelayMs").fill("5");
+  await page.getByTestId("lab-stepDelayRate").fill("1");
+  await page.getByTestId("lab-run").click();
+  await expect(status).toHaveAttribute("data-status", "running");
+  await expect(offline).toHaveCount(0);
+
+  await presenter.context.setOffline(true);
+  await expect(offline).toHaveText("Connection lost — reconnecting… (the run goes on on the server)");
+  await page.getByTestId("lab-stop").click();
+  // The Stop cannot reach the server: once it gives up waiting for the connection, the page says so.
+  await expect(page.getByTestId("lab-error")).toHaveText(
+    "No answer from the server to Stop; the run may still be going.",
+    { timeout: 30_000 },
+  );
+  // In the run bar, on screen over the charts that Run scrolled to.
+  await expect.poll(() => uncovered(page.getByTestId("lab-error"))).toBe(true);
+  await expect(status).toHaveAttribute("data-status", "running");
+
+  // Back online: the run was still going; Stop now reaches it.
+  await presenter.context.setOffline(false);
+  await expect(offline).toHaveCount(0, { timeout: 30_000 });
+  await expect(status).toHaveText("running");
+  await page.getByTestId("lab-stop").click();
+  await expect(status).toHaveAttribute("data-status", "stopped", { timeout: 30_000 });
+  await expect(page.getByTestId("lab-error")).toHaveCount(0);
+});

@@ -73,6 +73,7 @@ export function LabForm() {
   // Someone else's run holds the server's one slot: Run waits (the page hears when the slot is free again).
   const waiting = useLabStore((s) => s.othersRun) && !busy;
   const preset = matchingPreset(form.faults);
+  const offline = useLabStore((s) => s.connection === "offline");
   const runbar = useRef<HTMLDivElement>(null);
 
   // The run bar's height, for what must keep clear of it when it sticks to the window's top or bottom: focused
@@ -187,7 +188,11 @@ export function LabForm() {
           </button>
         )}
         <span className="lab-status" data-testid="lab-status" data-status={status} role="status">
-          {waiting ? (
+          {offline ? (
+            <span className="lab-offline" data-testid="lab-offline">
+              Connection lost — reconnecting…{busy && " (the run goes on on the server)"}
+            </span>
+          ) : waiting ? (
             <span id="lab-waiting" data-testid="lab-waiting">
               Someone else&apos;s run is going on this server (one at a time); Run is back when it ends.
             </span>
@@ -195,12 +200,13 @@ export function LabForm() {
             runStatusText(status, end, stopAsked)
           )}
         </span>
+        {/* In the bar, which stays on screen: below it, the charts scrolled to on Run would hide it. */}
+        {error && (
+          <p className="form-error lab-runbar-error" role="alert" data-testid="lab-error">
+            {error}
+          </p>
+        )}
       </div>
-      {error && (
-        <p className="form-error" role="alert" data-testid="lab-error">
-          {error}
-        </p>
-      )}
       {notices.map((n) => (
         <p key={n} className="lab-notice" data-testid="lab-notice">
           {n}

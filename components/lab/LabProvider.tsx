@@ -75,12 +75,25 @@ export function LabProvider({ children }: { children: ReactNode }) {
         state().setConnection("disabled");
       } else state().setConnection(code === "unauthorized" ? "signedOut" : "offline");
     });
+    // As the chat's provider does: the browser knows at once when the network goes, while Engine.IO on localhost
+    // (where workshops run) noticed only when a ping went unanswered (some 45 s), the page saying "running" over
+    // frozen charts meanwhile. Closing the transport says offline now; back online, a fresh attempt at once.
+    const onOffline = () => {
+      if (socket.connected) socket.io.engine?.transport?.close();
+    };
+    const onOnline = () => {
+      if (!socket.connected) socket.disconnect().connect();
+    };
+    window.addEventListener("offline", onOffline);
+    window.addEventListener("online", onOnline);
     socket.on("lab:sampled", (sample) => state().receiveSample(sample));
     socket.on("lab:finished", (result) => state().receiveFinished(result));
     socket.on("lab:failed", ({ runId, message }) => state().receiveFailed(runId, message));
     socket.on("bots:changed", (bots) => state().receiveBots(bots));
     socket.on("session:ended", (payload) => state().receiveSessionEnded(payload?.reason));
     return () => {
+      window.removeEventListener("offline", onOffline);
+      window.removeEventListener("online", onOnline);
       link.detach();
       socket.removeAllListeners();
       socket.disconnect();

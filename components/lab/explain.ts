@@ -253,10 +253,11 @@ export function summarize(results: readonly LabStrategyResult[], faults: Pick<La
 
 /**
  * The run's state beside the Run button. A run that ended early says so, and who stopped it when it was not this
- * page (another tab, or the server's time limit).
+ * page (another tab, or the server's time limit); a Stop asked and not yet answered says "stopping…".
  */
 export function runStatusText(status: RunStatus, end: LabRunEnd | undefined, stopAsked: boolean): string {
   if (status === "idle") return "";
+  if (status === "running" && stopAsked) return "stopping…";
   if (status !== "stopped" || !end || end.reason === "completed") return status;
   if (end.reason === "timeLimit") return `stopped at the ${end.limitMinutes}-minute limit`;
   return stopAsked ? "stopped" : `stopped by ${end.by}`;

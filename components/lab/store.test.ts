@@ -9,6 +9,7 @@ import {
   latestBadges,
   RUN_ENDED_AWAY,
   sharedTimeAxis,
+  STOP_UNANSWERED,
   type LabTransport,
 } from "./store";
 
@@ -180,6 +181,25 @@ describe("lab store", () => {
     done.getState().receiveFinished({ ...stopped, end: { reason: "completed" } });
     const d = done.getState();
     expect(runStatusText(d.status, d.result?.end, d.stopAsked)).toBe("finished");
+  });
+
+  it("says stopping while a Stop is asked, and says so when Stop gets no answer, so it can be pressed again", async () => {
+    let answer!: (res: Result) => void;
+    const store = createLabStore(transport({ stop: () => new Promise<Result>((resolve) => (answer = resolve)) }));
+    await store.getState().start();
+    const stopping = store.getState().stop();
+    const s = store.getState();
+    expect(runStatusText(s.status, s.result?.end, s.stopAsked)).toBe("stopping…");
+    answer({ ok: true });
+    await stopping;
+
+    const offline = createLabStore(transport({ stop: () => Promise.reject(new Error("operation has timed out")) }));
+    await offline.getState().start();
+    await offline.getState().stop();
+    expect(offline.getState()).toMatchObject({ status: "running", stopAsked: false, error: STOP_UNANSWERED });
+    // Pressed again: the old error goes while the new Stop is asked.
+    void offline.getState().stop();
+    expect(offline.getState()).toMatchObject({ stopAsked: true, error: null });
   });
 
   it("shows the server's error when a run or the bots cannot start", async () => {

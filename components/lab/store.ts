@@ -114,6 +114,8 @@ function samplesOf(samples: readonly LabSample[]): Record<LabStrategyName, LabSa
 /** What a page that was away says when its run ended meanwhile: it missed the results, which are not kept. */
 export const RUN_ENDED_AWAY =
   "Your run ended while this page was not connected; its results were shown in the pages that stayed connected.";
+/** What a Stop that got no answer says: the run may well go on, on the server. */
+export const STOP_UNANSWERED = "No answer from the server to Stop; the run may still be going.";
 const IDLE: BotsStatus = { running: false, rate: 0, users: [], sent: 0, reads: 0, errors: 0 };
 /** Enough points for a long run; older ones are thinned out. */
 const MAX_SAMPLES = 600;
@@ -160,9 +162,11 @@ export function createLabStore(transport: LabTransport) {
     async stop() {
       const run = get().run;
       if (!run || get().status !== "running") return;
-      set({ stopAsked: true });
+      set({ stopAsked: true, error: null });
       const res = await transport.stop(run.runId).catch(() => null);
-      if (res && !res.ok) set({ error: res.error.message, stopAsked: false });
+      // No answer (offline, or the server too busy to answer): said, and Stop can be pressed again.
+      if (!res) set({ error: STOP_UNANSWERED, stopAsked: false });
+      else if (!res.ok) set({ error: res.error.message, stopAsked: false });
     },
 
     receiveSample(sample) {
