@@ -17,11 +17,7 @@ export function lockStrategy(ctx: StrategyContext): Strategy {
       const acquired = await acquireLock(conn, key, { ttlMs, maxAttempts, onWait: hooks.waiting });
       if (!acquired) throw new GaveUp(`lock of user ${op.userId} still taken after ${maxAttempts} tries`);
       stats.lockWaits += acquired.waits;
-      await hooks.trace?.(
-        acquired.waits > 0
-          ? `SET lock NX PX ${ttlMs} → OK after ${acquired.waits} busy tries`
-          : `SET lock NX PX ${ttlMs} → OK`,
-      );
+      await hooks.trace?.(lockTakenTrace(ttlMs, acquired.waits));
       const dog: Watchdog | null = watchdog ? startWatchdog(conn, key, acquired.token, ttlMs) : null;
       let died = false;
       try {
@@ -40,4 +36,10 @@ export function lockStrategy(ctx: StrategyContext): Strategy {
     },
     read: (conn, userIds) => readCounters(conn, (id) => counterKeys(id, ctx.prefix), userIds),
   };
+}
+
+/** The story's line for a lock taken, after how many tries that found it busy ("1 busy try", "2 busy tries"). */
+export function lockTakenTrace(ttlMs: number, waits: number): string {
+  if (waits === 0) return `SET lock NX PX ${ttlMs} → OK`;
+  return `SET lock NX PX ${ttlMs} → OK after ${waits} busy ${waits === 1 ? "try" : "tries"}`;
 }
