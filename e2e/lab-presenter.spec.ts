@@ -240,6 +240,14 @@ test("the lab says which drift is sampled live and which is at the end, and a dr
   await expect(page.getByRole("columnheader", { name: "drift at the end (users / Σ)" })).toBeVisible();
   await expect(page.getByTestId("lab-summary-when")).toHaveText("At the end, once every operation finished:");
 
+  // Side by side, the two charts' time axes are at one height, whatever their captions' lengths.
+  const axisTop = (chart: string) =>
+    page
+      .getByTestId(chart)
+      .locator(".recharts-xAxis line.recharts-cartesian-axis-line")
+      .evaluate((el) => el.getBoundingClientRect().top);
+  expect(await axisTop("lab-chart-drift")).toBe(await axisTop("lab-chart-throughput"));
+
   // Lua never drifts: its line is drawn at 0, and 0 sits above the time axis, not on it.
   await expect(page.getByTestId("lab-result-row").and(page.locator('[data-strategy="lua"]'))).toHaveAttribute(
     "data-drift",
