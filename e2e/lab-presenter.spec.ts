@@ -400,12 +400,21 @@ test("Run pressed from the keyboard keeps the focus, and Stop's focus goes back 
   await expect(run).toHaveAttribute("aria-disabled", "false");
 });
 
-test("a run whose page goes offline says the connection is lost and the run goes on, and a Stop unanswered says so", async ({
+test("a run whose page goes offline says the connection is lost and the run goes on, a Stop unanswered says so, and what did not run says so", async ({
   signUp,
   env,
 }) => {
+  // A run, a Stop that waits 10 s for a connection, then a reconnection and a Stop that is answered.
+  test.slow();
   const presenter = await signUp("lab_offline");
   const page = await presenter.context.newPage();
+  // Offline is the browser's network emulation (the page hears "offline"), and reconnections are refused here too:
+  // a socket to localhost may otherwise get through the emulation.
+  let online = true;
+  await page.routeWebSocket(/\/socket\.io\//, async (ws) => {
+    if (online) ws.connectToServer();
+    else await ws.close();
+  });
   await page.goto(`${env.serverA}/lab`);
   const status = page.getByTestId("lab-status");
   const offline = page.getByTestId("lab-offline");
@@ -416,7 +425,11 @@ test("a run whose page goes offline says the connection is lost and the run goes
   await page.getByTestId("lab-run").click();
   await expect(status).toHaveAttribute("data-status", "running");
   await expect(offline).toHaveCount(0);
+  // Lua runs last: not yet, while naive runs.
+  const luaBadges = page.getByTestId("lab-badge-row").and(page.locator('[data-strategy="lua"]')).locator("td");
+  await expect(luaBadges.first()).toHaveAttribute("aria-label", "not run yet");
 
+  online = false;
   await presenter.context.setOffline(true);
   await expect(offline).toHaveText("Connection lost — reconnecting… (the run goes on on the server)");
   await page.getByTestId("lab-stop").click();
@@ -430,10 +443,19 @@ test("a run whose page goes offline says the connection is lost and the run goes
   await expect(status).toHaveAttribute("data-status", "running");
 
   // Back online: the run was still going; Stop now reaches it.
+  online = true;
   await presenter.context.setOffline(false);
   await expect(offline).toHaveCount(0, { timeout: 30_000 });
   await expect(status).toHaveText("running");
-  await page.getByTestId("lab-stop").click();
-  await expect(status).toHaveAttribute("data-status", "stopped", { timeout: 30_000 });
+  // A Stop sent while the connection settles can lose its answer: the page then says so, and Stop is pressed again.
+  const stopped = page.locator('[data-testid=lab-status][data-status="stopped"]');
+  for (let tries = 0; tries < 3 && !(await stopped.isVisible()); tries++) {
+    await page.getByTestId("lab-stop").click();
+    await expect(stopped.or(page.getByTestId("lab-error")).first()).toBeVisible({ timeout: 30_000 });
+  }
+  await expect(stopped).toBeVisible();
   await expect(page.getByTestId("lab-error")).toHaveCount(0);
+  // Stopped before it came to Lua: Lua did not run, and its live badges say so.
+  await expect(luaBadges).toHaveCount(3);
+  for (const cell of await luaBadges.all()) await expect(cell).toHaveAttribute("aria-label", "did not run");
 });

@@ -12,6 +12,8 @@ export function LabBadges() {
   const samples = useLabStore((s) => s.samples);
   const strategies = useLabStore((s) => s.run?.strategies ?? s.strategies);
   const rows = latestBadges(samples, strategies);
+  // A stopped run's strategies without a sample never started: they will not run, not "not yet".
+  const stopped = useLabStore((s) => s.status === "stopped");
   const users = rows.find((r) => r.badges.length > 0)?.badges.map((b) => b.userId) ?? [1, 2, 3];
   return (
     <figure className="lab-badges" data-testid="lab-badges">
@@ -32,7 +34,12 @@ export function LabBadges() {
         </thead>
         <tbody>
           {rows.map(({ strategy, badges }) => (
-            <tr key={strategy} data-testid="lab-badge-row" data-strategy={strategy}>
+            <tr
+              key={strategy}
+              data-testid="lab-badge-row"
+              data-strategy={strategy}
+              className={stopped && badges.length === 0 ? "lab-badge-row-not-run" : undefined}
+            >
               <th scope="row">
                 <span className="lab-swatch" style={{ background: STRATEGY_COLORS[strategy] }} />
                 {STRATEGY_SHORT_LABELS[strategy]}
@@ -41,7 +48,7 @@ export function LabBadges() {
                 const b = badges.find((x) => x.userId === id);
                 if (!b)
                   return (
-                    <td key={id} className="lab-badge-cell" aria-label="not run yet">
+                    <td key={id} className="lab-badge-cell" aria-label={stopped ? "did not run" : "not run yet"}>
                       –
                     </td>
                   );

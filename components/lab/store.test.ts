@@ -200,6 +200,13 @@ describe("lab store", () => {
     // Pressed again: the old error goes while the new Stop is asked.
     void offline.getState().stop();
     expect(offline.getState()).toMatchObject({ stopAsked: true, error: null });
+
+    // The Stop reached the server though its answer was lost: once the run ends, the error goes.
+    const lost = createLabStore(transport({ stop: () => Promise.reject(new Error("operation has timed out")) }));
+    await lost.getState().start();
+    await lost.getState().stop();
+    lost.getState().receiveFinished({ runId: "r1", results: [], notices: [], end: { reason: "stopped", by: "alice" } });
+    expect(lost.getState()).toMatchObject({ status: "stopped", error: null });
   });
 
   it("shows the server's error when a run or the bots cannot start", async () => {

@@ -184,7 +184,9 @@ export function createLabStore(transport: LabTransport) {
     receiveFinished(result) {
       const run = get().run;
       if (run && run.runId !== result.runId) return;
-      set({ status: result.end.reason === "completed" ? "finished" : "stopped", result });
+      // A Stop whose answer was lost did reach the server after all: "the run may still be going" no longer holds.
+      const error = get().error === STOP_UNANSWERED ? null : get().error;
+      set({ status: result.end.reason === "completed" ? "finished" : "stopped", result, error });
     },
 
     receiveFailed(runId, message) {
