@@ -216,6 +216,8 @@ export function MessageList({ conversationId }: { conversationId: number }) {
   const unseen = useChatStore(selectShownUnread(conversationId));
   const unseenBelow = useChatStore(selectOthersUnseenBelow(conversationId));
   const attending = useChatStore((s) => isBeingRead(s, conversationId));
+  /** Up to where this tab has seen, or the server has read, the conversation. */
+  const seenUpTo = useChatStore((s) => Math.max(s.seenSeq[conversationId] ?? 0, s.readRequested[conversationId] ?? 0));
   const countsKnown = useChatStore((s) => s.epoch !== null);
   const latest = useChatStore((s) => latestSeq(s, conversationId));
   const conversation = useChatStore(selectConversation(conversationId));
@@ -429,7 +431,8 @@ export function MessageList({ conversationId }: { conversationId: number }) {
       // follows the arrivals only until the first of them reaches its top. Following to the bottom would show only
       // the last few on return, and the read (up to the highest seq on screen) would take the rest as seen.
       if (awayFrom.current === null) {
-        awayFrom.current = items.find((m) => m.seq > before && m.senderId !== userId)?.seq ?? null;
+        // The first message not seen yet: an arrival, or one above it that was never on screen while looked at.
+        awayFrom.current = items.find((m) => m.seq > Math.min(before, seenUpTo) && m.senderId !== userId)?.seq ?? null;
         // "New messages" moves to the first of them: everything above it had been read at the bottom.
         setDivider(awayFrom.current);
       }
@@ -577,11 +580,11 @@ function LeftLine({ member }: { member: MemberLeft }) {
   );
 }
 
+/** The same shape with or without the divider, so that a divider moving does not remount the message's bubble. */
 function MessageItem({ divider, ...message }: MessageProps & { divider: boolean }) {
-  if (!divider) return <Message {...message} />;
   return (
     <>
-      <UnreadDivider />
+      {divider && <UnreadDivider />}
       <Message {...message} />
     </>
   );

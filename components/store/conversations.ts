@@ -107,7 +107,10 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
       const previous = get().readRequested[conversationId];
       if (seq <= (previous ?? 0)) return;
       set((s) => ({ readRequested: { ...s.readRequested, [conversationId]: seq } }));
-      const markVersion = shownMark(conversationId);
+      // A read names the mark only while the person looks at the conversation and the mark is not held: one sent
+      // later (again after a reconnect, flushed as the window is left) must not clear a mark made since.
+      const naming = isBeingRead(get(), conversationId) && !rt.markHeld.has(conversationId);
+      const markVersion = naming ? shownMark(conversationId) : undefined;
       if (markVersion !== undefined && seq >= latestSeq(get(), conversationId)) {
         rt.markClears.set(conversationId, markVersion);
       }
@@ -259,9 +262,11 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
       },
 
       openConversation(conversationId, how = "chosen") {
-        leaveView(conversationId);
-        // Reopened by a reload, not by the person: a mark on it stays until they open it themselves.
+        // Reopened by a reload, not by the person: a mark on it stays until they open it themselves. The person
+        // choosing the conversation already open (its row clicked) opens it on purpose: its mark is let go.
         if (how === "restored") rt.markHeld.add(conversationId);
+        else if (get().activeConversationId === conversationId) rt.markHeld.delete(conversationId);
+        leaveView(conversationId);
         set({ activeConversationId: conversationId, goneNotice: null });
         get().clearConversationError(conversationId);
         get().refreshMessages(conversationId);

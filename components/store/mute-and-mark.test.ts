@@ -376,6 +376,48 @@ describe("mark as unread", () => {
     ]);
   });
 
+  it("a read sent again after a reconnect does not clear a mark made while it was failing", async () => {
+    const t = await synced([conversation(1, { lastSeq: 4, lastReadSeq: 2, unreadCount: 2 }), conversation(2)], 7);
+    await readTo(t, 1, 4);
+    t.transport.reads[0]?.reject(new Error("disconnected"));
+    await flush();
+    t.store.getState().openConversation(2);
+    // Marked on the phone meanwhile; this tab hears of it with the next snapshot, then sends its read again.
+    t.store.getState().requestSync();
+    t.transport.syncs[0]?.resolve(
+      snapshot(
+        [
+          conversation(1, { lastSeq: 4, lastReadSeq: 2, unreadCount: 2, markedUnread: true, markVersion: 5 }),
+          conversation(2),
+        ],
+        9,
+      ),
+    );
+    await flush();
+    expect(t.transport.reads.map((c) => c.input)).toEqual([
+      { conversationId: 1, seq: 4 },
+      { conversationId: 1, seq: 4 },
+    ]);
+  });
+
+  it("a mark that a snapshot brings on the open conversation is held; clicking its row lets it go", async () => {
+    const t = await synced([conversation(1, { lastSeq: 4 }), conversation(2)], 7);
+    await readTo(t, 1, 4);
+    t.store.getState().requestSync();
+    t.transport.syncs[0]?.resolve(
+      snapshot(
+        [conversation(1, { lastSeq: 4, unreadCount: 1, markedUnread: true, markVersion: 2 }), conversation(2)],
+        9,
+      ),
+    );
+    await flush();
+    t.store.getState().setOnScreen(1, { highestSeq: 4, following: true });
+    expect(t.transport.reads).toHaveLength(0);
+    t.store.getState().openConversation(1);
+    t.store.getState().setOnScreen(1, { highestSeq: 4, following: true });
+    expect(t.transport.reads.map((c) => c.input)).toEqual([{ conversationId: 1, seq: 4, markVersion: 2 }]);
+  });
+
   it("keeps the mark of a conversation a reload reopens, until the person opens it", async () => {
     const t = await synced(
       [

@@ -111,7 +111,11 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
     function landed(token: number, snapshot: Snapshot): void {
       sync.failures = 0;
       set({ syncing: false });
+      const open = get().activeConversationId;
+      const wasMarked = open !== null && get().unreadDetails[open]?.markedUnread === true;
       get().applySnapshot(snapshot);
+      // A mark made elsewhere while this tab was away, on the conversation open here: held, as one pushed would be.
+      if (open !== null && !wasMarked && get().unreadDetails[open]?.markedUnread) rt.markHeld.add(open);
 
       // Only updates that arrived while the sync was in flight can be newer than the snapshot.
       const buffered = sync.buffer.sort((a, b) => a.version - b.version);

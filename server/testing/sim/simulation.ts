@@ -923,6 +923,9 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
       if (!(await tab.showAll())) report.problems.push(`${when}, ${tab.name}: could not page its list to the end`);
   };
   await scrollAll("after reconnecting");
+  // A tab sends again, once back, the reads that failed while it was cut off (what it saw while the person looked;
+  // components/store/unread.ts, landed): the truth the tabs must show is the database's once they settled.
+  const reconnectedTruths = await truthOf(env.db, env.redis);
   const drifted = new Set<number>(report.driftedUserIds);
   const compareTabs = (when: string, truths: Map<number, Map<number, Truth>>) => {
     for (const user of users) {
@@ -955,7 +958,7 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
       }
     }
   };
-  compareTabs("after reconnecting", truths);
+  compareTabs("after reconnecting", reconnectedTruths);
   log("tabs reconnected and checked");
 
   // A snapshot shows the truth whatever the pushes did, so a coda checks the pushes: with every instance up and no
