@@ -243,6 +243,7 @@ export function MessageList({ conversationId }: { conversationId: number }) {
   const newestKnown = useRef(0);
   /** The first message of others' that arrived at the bottom while nobody was reading; null once someone is. */
   const awayFrom = useRef<number | null>(null);
+  const pinnedTop = useRef(0);
   /** At the very bottom when last measured (within AT_BOTTOM): a shrinking scroller keeps it there. */
   const following = useRef(true);
   /** Scroll geometry from just before older messages were requested, to keep the view still when they land. */
@@ -273,8 +274,12 @@ export function MessageList({ conversationId }: { conversationId: number }) {
     const el = scroller.current;
     if (!el) return null;
     const box = el.getBoundingClientRect();
-    const view = new DOMRect(box.x, Math.max(box.top, 0), box.width, 0);
-    view.height = Math.max(0, Math.min(box.bottom, window.innerHeight) - view.top);
+    // The visual viewport where there is one: a phone's on-screen keyboard covers the layout viewport's bottom.
+    const screen = window.visualViewport;
+    const screenTop = screen?.offsetTop ?? 0;
+    const screenBottom = screen ? screen.offsetTop + screen.height : window.innerHeight;
+    const view = new DOMRect(box.x, Math.max(box.top, screenTop), box.width, 0);
+    view.height = Math.max(0, Math.min(box.bottom, screenBottom) - view.top);
     const readable = view.height >= MIN_VIEW;
     let highestSeq = 0;
     for (const bubble of readable ? intersecting.current : []) {
@@ -426,7 +431,11 @@ export function MessageList({ conversationId }: { conversationId: number }) {
     if (held && held.firstSeq !== firstSeq) {
       anchor.current = null;
       el.scrollTop = el.scrollHeight - held.height + held.top;
-    } else if (othersArrived && !watched && (nearBottom.current || awayFrom.current !== null)) {
+    } else if (
+      othersArrived &&
+      !watched &&
+      (awayFrom.current === null ? nearBottom.current : Math.abs(el.scrollTop - pinnedTop.current) <= 1)
+    ) {
       // Nobody is reading (another tab or window has the focus, or the list is shown too small to read): the list
       // follows the arrivals only until the first of them reaches its top. Following to the bottom would show only
       // the last few on return, and the read (up to the highest seq on screen) would take the rest as seen.
@@ -442,6 +451,8 @@ export function MessageList({ conversationId }: { conversationId: number }) {
       const mark = above?.matches("[data-testid=unread-divider]") ? above : first;
       const top = mark ? mark.getBoundingClientRect().top - el.getBoundingClientRect().top + el.scrollTop : Infinity;
       el.scrollTop = Math.min(el.scrollHeight, top - DIVIDER_MARGIN);
+      // Where it was put: scrolled elsewhere since (a wheel over a window without the focus), it is not pulled back.
+      pinnedTop.current = el.scrollTop;
       nearBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < EDGE;
     } else if ((nearBottom.current && awayFrom.current === null) || (sent && !unseenBelow)) {
       // A send scrolls to it only when no message of others' lies unseen below the view: a reply from the divider

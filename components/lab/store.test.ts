@@ -207,6 +207,16 @@ describe("lab store", () => {
     await lost.getState().stop();
     lost.getState().receiveFinished({ runId: "r1", results: [], notices: [], end: { reason: "stopped", by: "alice" } });
     expect(lost.getState()).toMatchObject({ status: "stopped", error: null });
+
+    // The run's end arrives before the Stop's answer times out: no error is left under a stopped run.
+    let fail!: (err: Error) => void;
+    const late = createLabStore(transport({ stop: () => new Promise<Result>((_, reject) => (fail = reject)) }));
+    await late.getState().start();
+    const waiting = late.getState().stop();
+    late.getState().receiveFinished({ runId: "r1", results: [], notices: [], end: { reason: "stopped", by: "alice" } });
+    fail(new Error("operation has timed out"));
+    await waiting;
+    expect(late.getState()).toMatchObject({ status: "stopped", error: null });
   });
 
   it("shows the server's error when a run or the bots cannot start", async () => {

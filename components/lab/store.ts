@@ -164,6 +164,8 @@ export function createLabStore(transport: LabTransport) {
       if (!run || get().status !== "running") return;
       set({ stopAsked: true, error: null });
       const res = await transport.stop(run.runId).catch(() => null);
+      // The run ended meanwhile (its end arrived before the answer, or instead of it): nothing left to say.
+      if (get().run?.runId !== run.runId || get().status !== "running") return;
       // No answer (offline, or the server too busy to answer): said, and Stop can be pressed again.
       if (!res) set({ error: STOP_UNANSWERED, stopAsked: false });
       else if (!res.ok) set({ error: res.error.message, stopAsked: false });
