@@ -5,6 +5,7 @@ import { io, type Socket } from "socket.io-client";
 import { useStore } from "zustand";
 import type { LabClientToServerEvents, LabServerToClientEvents } from "@/server/contracts";
 import { whenConnected } from "@/components/lib/when-connected";
+import { followNetwork } from "@/components/lib/network";
 import { createLabStore, type LabState, type LabStore, type LabTransport } from "./store";
 
 type LabSocket = Socket<LabServerToClientEvents, LabClientToServerEvents>;
@@ -75,25 +76,16 @@ export function LabProvider({ children }: { children: ReactNode }) {
         state().setConnection("disabled");
       } else state().setConnection(code === "unauthorized" ? "signedOut" : "offline");
     });
-    // As the chat's provider does: the browser knows at once when the network goes, while Engine.IO on localhost
-    // (where workshops run) noticed only when a ping went unanswered (some 45 s), the page saying "running" over
-    // frozen charts meanwhile. Closing the transport says offline now; back online, a fresh attempt at once.
-    const onOffline = () => {
-      if (socket.connected) socket.io.engine?.transport?.close();
-    };
-    const onOnline = () => {
-      if (!socket.connected) socket.disconnect().connect();
-    };
-    window.addEventListener("offline", onOffline);
-    window.addEventListener("online", onOnline);
+    // As the chat's provider does: offline at once, not after a missed ping (some 45 s of "running" over frozen
+    // charts on a localhost server), and a fresh attempt once back online.
+    const stopFollowing = followNetwork(socket);
     socket.on("lab:sampled", (sample) => state().receiveSample(sample));
     socket.on("lab:finished", (result) => state().receiveFinished(result));
     socket.on("lab:failed", ({ runId, message }) => state().receiveFailed(runId, message));
     socket.on("bots:changed", (bots) => state().receiveBots(bots));
     socket.on("session:ended", (payload) => state().receiveSessionEnded(payload?.reason));
     return () => {
-      window.removeEventListener("offline", onOffline);
-      window.removeEventListener("online", onOnline);
+      stopFollowing();
       link.detach();
       socket.removeAllListeners();
       socket.disconnect();

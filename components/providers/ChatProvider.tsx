@@ -4,6 +4,7 @@ import { createContext, useContext, useEffect, useState, type ReactNode } from "
 import { io } from "socket.io-client";
 import { useStore } from "zustand";
 import { api, sessionApi } from "@/components/lib/api";
+import { followNetwork } from "@/components/lib/network";
 import { bindNotifications } from "@/components/notifications/notifications";
 import { showFaviconCount } from "@/components/notifications/favicon";
 import { createChatStore, type ChatState, type ChatStore } from "@/components/store";
@@ -69,25 +70,12 @@ export function ChatProvider({ children }: { children: ReactNode }) {
         if (res.ok) store.getState().setBlocked(res, userId);
       });
     });
-    // The browser knows at once when the network goes. Engine.IO closes the transport on "offline" itself, except
-    // for a server on localhost (where the demo and workshops run), which then noticed only when a ping went
-    // unanswered (some 45 s): closed here too, so the banner says offline at once and sends wait in the queue;
-    // Socket.IO reconnects by itself (at once where no network was needed after all). The transport, not the engine:
-    // an engine with writes buffered would wait for them to drain first. Online: a fresh attempt now, not after the
-    // reconnection backoff.
-    const onOffline = () => {
-      if (socket.connected) socket.io.engine?.transport?.close();
-    };
-    const onOnline = () => {
-      if (!socket.connected) socket.disconnect().connect();
-    };
-    window.addEventListener("offline", onOffline);
-    window.addEventListener("online", onOnline);
+    // Offline at once (the banner says so, sends wait in the queue), and a fresh attempt once back online.
+    const stopFollowing = followNetwork(socket);
     // After bindSocket, so that a message is in the store before its notification is decided.
     const stopNotifications = bindNotifications({ store, socket, userId });
     return () => {
-      window.removeEventListener("offline", onOffline);
-      window.removeEventListener("online", onOnline);
+      stopFollowing();
       stopNotifications();
       unbind();
       api.showing(null);
