@@ -251,6 +251,10 @@ test("a run holds the server's one slot: another user waits for it, a second tab
 }) => {
   const alice = await signUp("lab_owner");
   const bob = await signUp("lab_waiter");
+  // An idle tab of the owner's, with an edit it has not run: the run started elsewhere does not make it lose it.
+  const idle = await alice.context.newPage();
+  await idle.goto(`${env.serverA}/lab`);
+  await idle.getByTestId("lab-users").fill("7");
   const page = await alice.context.newPage();
   await page.goto(`${env.serverA}/lab`);
   await page.getByTestId("lab-strategy-watch").uncheck();
@@ -289,8 +293,12 @@ test("a run holds the server's one slot: another user waits for it, a second tab
   // least as many points as the first tab had drawn before the second opened, however fast each tab draws.
   await expect.poll(() => points(second)).toBeGreaterThanOrEqual(before);
 
+  // The idle tab shows the run's settings while it goes, and says where its own went.
+  await expect(idle.getByTestId("lab-operations")).toHaveValue("200000");
+  await expect(idle.getByTestId("lab-draft-kept")).toBeVisible();
+
   await second.getByTestId("lab-stop").click();
-  for (const tab of [page, second]) {
+  for (const tab of [page, second, idle]) {
     await expect(tab.getByTestId("lab-status")).toHaveAttribute("data-status", "stopped", { timeout: 30_000 });
     // The end of a stopped run is said as such, with the strategies it never reached.
     await expect(tab.getByTestId("lab-summary-when")).toHaveText(
@@ -298,6 +306,12 @@ test("a run holds the server's one slot: another user waits for it, a second tab
     );
     await expect(tab.getByTestId("lab-ended-early")).toContainText("Lock did not run.");
   }
+  // The idle tab's edit is back, over its own settings (not the run's); the others keep the run's.
+  await expect(idle.getByTestId("lab-users")).toHaveValue("7");
+  await expect(idle.getByTestId("lab-operations")).not.toHaveValue("200000");
+  await expect(idle.getByTestId("lab-strategy-lua")).toBeChecked();
+  await expect(idle.getByTestId("lab-draft-kept")).toHaveCount(0);
+  await expect(second.getByTestId("lab-operations")).toHaveValue("200000");
   // The slot is free: the other user's Run is back.
   await expect(bobPage.getByTestId("lab-waiting")).toHaveCount(0);
   await expect(bobPage.getByTestId("lab-run")).toBeEnabled();

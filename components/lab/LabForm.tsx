@@ -64,6 +64,7 @@ export function LabForm() {
   const end = useLabStore((s) => s.result?.end);
   const stopAsked = useLabStore((s) => s.stopAsked);
   const notices = useLabStore((s) => s.run?.notices ?? NO_NOTICES);
+  const draftKept = useLabStore((s) => s.draft !== null);
   const setForm = useLabStore((s) => s.setForm);
   const setFaults = useLabStore((s) => s.setFaults);
   const toggleStrategy = useLabStore((s) => s.toggleStrategy);
@@ -116,6 +117,12 @@ export function LabForm() {
   return (
     <>
       <form id={FORM_ID} className="lab-form" onSubmit={submit} aria-label="Run parameters">
+        {draftKept && (
+          <p className="lab-notice" data-testid="lab-draft-kept">
+            This run was started in another of your tabs or devices: the form shows its settings; your changes come back
+            when it ends.
+          </p>
+        )}
         <fieldset>
           <legend>Strategies</legend>
           {STRATEGY_NAMES.map((name) => (

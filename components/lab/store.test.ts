@@ -128,6 +128,48 @@ describe("lab store", () => {
     ]);
   });
 
+  it("edits of an idle page are put aside while another tab's run shows its settings, and come back after it", () => {
+    const workload = { ...DEFAULT_WORKLOAD, operations: 8000 };
+    const info = (runId: string) =>
+      ({ runId, strategies: ["lua"], notices: [], redis: "private", workload }) as unknown as LabRunInfo;
+    const store = createLabStore(transport());
+    store.getState().setForm({ users: 7 });
+    store.getState().setFaults({ stepDelayMs: 40 });
+    store.getState().toggleStrategy("naive");
+    const mine = { form: store.getState().form, strategies: store.getState().strategies };
+
+    store.getState().receiveStatus({ run: info("r1"), samples: [], othersRun: false, bots: idle });
+    expect(store.getState().form.operations).toBe(8000);
+    expect(store.getState().strategies).toEqual(["lua"]);
+    expect(store.getState().draft).toEqual(mine);
+    store.getState().receiveFinished({ runId: "r1", results: [], notices: [], end: { reason: "completed" } });
+    expect({ form: store.getState().form, strategies: store.getState().strategies }).toEqual(mine);
+    expect(store.getState().draft).toBeNull();
+
+    // Missed while away, or failed: the edits come back all the same.
+    store.getState().receiveStatus({ run: info("r2"), samples: [], othersRun: false, bots: idle });
+    store.getState().receiveStatus({ run: null, samples: [], othersRun: false, bots: idle });
+    expect(store.getState().form).toEqual(mine.form);
+    store.getState().receiveStatus({ run: info("r3"), samples: [], othersRun: false, bots: idle });
+    store.getState().receiveFailed("r3", "Redis is down");
+    expect(store.getState().form).toEqual(mine.form);
+  });
+
+  it("a page with no edits of its own keeps the settings of the run it watched, ready to run them again", async () => {
+    const workload = { ...DEFAULT_WORKLOAD, operations: 8000 };
+    const run = { runId: "r9", strategies: ["lua"], notices: [], redis: "private", workload };
+    const t = transport();
+    const store = createLabStore(t);
+    store.getState().receiveStatus({ run: run as unknown as LabRunInfo, samples: [], othersRun: false, bots: idle });
+    store.getState().receiveFinished({ runId: "r9", results: [], notices: [], end: { reason: "completed" } });
+    expect([store.getState().form.operations, store.getState().draft]).toEqual([8000, null]);
+    // And a page's own run puts nothing aside: its edits are what it ran.
+    store.getState().setForm({ users: 3 });
+    await store.getState().start();
+    store.getState().receiveFinished({ runId: "r1", results: [], notices: [], end: { reason: "completed" } });
+    expect([store.getState().form.users, store.getState().draft]).toEqual([3, null]);
+  });
+
   it("a long line opened mid-run keeps its start: thinned, not cut", () => {
     const run = { runId: "r1", strategies: ["lock"], notices: [], redis: "private", workload: DEFAULT_WORKLOAD };
     const store = createLabStore(transport());

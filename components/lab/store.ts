@@ -57,6 +57,13 @@ export interface LabState {
   stopAsked: boolean;
   /** Another user's run holds the server's one run slot: Run waits for it to end. */
   othersRun: boolean;
+  /** The form or the strategies were changed since this page last ran, or took up, a run's settings. */
+  edited: boolean;
+  /**
+   * This page's own edits, put aside while the form shows the settings of a run started elsewhere (another tab of
+   * the same person): they come back when that run ends, instead of being lost to it.
+   */
+  draft: { form: LabForm; strategies: LabStrategyName[] } | null;
   error: string | null;
   story: {
     scenario: LabStoryScenario | null;
@@ -93,6 +100,11 @@ export interface LabState {
   receiveBots(bots: BotsStatus): void;
   startBots(): Promise<void>;
   stopBots(): Promise<void>;
+}
+
+/** The page's own edits back in the form once the run that had put them aside has ended (none: nothing changes). */
+function restored({ draft }: Pick<LabState, "draft">): Partial<LabState> {
+  return draft ? { form: draft.form, strategies: draft.strategies, edited: true, draft: null } : {};
 }
 
 const emptySamples = (): Record<LabStrategyName, LabSample[]> => ({ naive: [], lock: [], watch: [], lua: [] });
@@ -132,16 +144,19 @@ export function createLabStore(transport: LabTransport) {
     result: null,
     stopAsked: false,
     othersRun: false,
+    edited: false,
+    draft: null,
     error: null,
     story: { scenario: null, stories: [], step: 0, loading: false, error: null },
     bots: IDLE,
     botsRate: 2,
     botsError: null,
 
-    setForm: (patch) => set((s) => ({ form: { ...s.form, ...patch } })),
-    setFaults: (patch) => set((s) => ({ form: { ...s.form, faults: { ...s.form.faults, ...patch } } })),
+    setForm: (patch) => set((s) => ({ form: { ...s.form, ...patch }, edited: true })),
+    setFaults: (patch) => set((s) => ({ form: { ...s.form, faults: { ...s.form.faults, ...patch } }, edited: true })),
     toggleStrategy: (name) =>
       set((s) => ({
+        edited: true,
         strategies: s.strategies.includes(name)
           ? s.strategies.filter((n) => n !== name)
           : STRATEGY_NAMES.filter((n) => n === name || s.strategies.includes(n)),
@@ -150,7 +165,15 @@ export function createLabStore(transport: LabTransport) {
     async start() {
       const { form, strategies, status } = get();
       if (status === "starting" || status === "running") return;
-      set({ status: "starting", error: null, result: null, stopAsked: false, samples: emptySamples(), run: null });
+      set({
+        status: "starting",
+        error: null,
+        result: null,
+        stopAsked: false,
+        samples: emptySamples(),
+        run: null,
+        edited: false,
+      });
       const res = await transport.start({ strategies, workload: form }).catch(() => null);
       if (!res) return set({ status: "failed", error: "No answer from the server." });
       if (!res.ok) return set({ status: "failed", error: res.error.message });
@@ -188,13 +211,13 @@ export function createLabStore(transport: LabTransport) {
       if (run && run.runId !== result.runId) return;
       // A Stop whose answer was lost did reach the server after all: "the run may still be going" no longer holds.
       const error = get().error === STOP_UNANSWERED ? null : get().error;
-      set({ status: result.end.reason === "completed" ? "finished" : "stopped", result, error });
+      set({ status: result.end.reason === "completed" ? "finished" : "stopped", result, error, ...restored(get()) });
     },
 
     receiveFailed(runId, message) {
       const run = get().run;
       if (run && run.runId !== runId) return;
-      set({ status: "failed", error: message });
+      set({ status: "failed", error: message, ...restored(get()) });
     },
 
     receiveStatus({ run, samples, othersRun, bots }) {
@@ -202,7 +225,7 @@ export function createLabStore(transport: LabTransport) {
       const shown = get();
       if (shown.status === "running" && shown.run && run?.runId !== shown.run.runId) {
         // The run this page shows is over, and it missed the end (offline when it came): it is not stuck on it.
-        set({ status: "idle", stopAsked: false, error: RUN_ENDED_AWAY });
+        set({ status: "idle", stopAsked: false, error: RUN_ENDED_AWAY, ...restored(get()) });
       }
       if (run && get().status === "running" && get().run?.runId === run.runId) {
         // Back after a disconnect: the server's samples are the whole line so far, the ones missed meanwhile too.
@@ -212,12 +235,15 @@ export function createLabStore(transport: LabTransport) {
       // A run this page already saw finish is not taken up again (an answer whose content is older than the finish).
       if (run && run.runId !== get().result?.runId) {
         const { lock: _l, watch: _w, ...form } = run.workload;
+        const page = get();
         set({
           run,
           status: "running",
           samples: samplesOf(samples ?? []),
           form,
           strategies: STRATEGY_NAMES.filter((n) => run.strategies.includes(n)),
+          draft: page.draft ?? (page.edited ? { form: page.form, strategies: page.strategies } : null),
+          edited: false,
           result: null,
           stopAsked: false,
           error: null,
