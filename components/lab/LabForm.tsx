@@ -176,7 +176,7 @@ export function LabForm() {
         </fieldset>
       </form>
       {/* Outside the form, so that it stays on screen (sticky) over the whole section: the form, then the charts. */}
-      <div className="lab-actions lab-runbar" data-testid="lab-actions" ref={runbar}>
+      <div className="lab-actions lab-sticky-bar lab-runbar" data-testid="lab-actions" ref={runbar}>
         {/* aria-disabled, not disabled: pressed from the keyboard, Run keeps the focus (submit ignores it meanwhile). */}
         <button
           type="submit"

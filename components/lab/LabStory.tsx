@@ -196,7 +196,7 @@ export function LabStoryMode() {
       {loaded && (
         // aria-disabled, not disabled: a button pressed to the last step keeps the focus (a disabled one drops it to the
         // page, and the next Tab put it in a form field, where the clicker's keys are the field's).
-        <div className="lab-actions lab-story-steps" role="group" aria-label="Steps" ref={stepsBar}>
+        <div className="lab-actions lab-sticky-bar" role="group" aria-label="Steps" ref={stepsBar}>
           <button
             type="button"
             className="button ghost"
