@@ -167,6 +167,8 @@ test("a member who leaves a group shows as 'name left' in its history, live and 
   // Alice's open group says so at once, between the message before and the one after.
   const line = alicePage.getByTestId("member-left");
   await expect(line).toHaveText(new RegExp(`^${bob.name} left \\d`));
+  // And a screen reader hears it: the line is not a message, so the arrivals region would not say it.
+  await expect(alicePage.getByTestId("announcer")).toHaveText(`${bob.name} left the group.`);
   await expect(alicePage.getByTestId("conversation-members")).toHaveText(/^2 members: /);
   await sendMessage(alicePage, "after");
   const order = () =>
@@ -185,4 +187,7 @@ test("a member who leaves a group shows as 'name left' in its history, live and 
   const carolPage = await carol.openTab(env.serverA, { open: group.id });
   await expect(carolPage.getByTestId("member-left")).toHaveAttribute("data-user-id", String(bob.id));
   await expect(carolPage.getByTestId("member-left")).toContainText(`${bob.name} left`);
+  // A line that came with the history is read with it, not said as news (the announcer fills a frame later).
+  await carolPage.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
+  await expect(carolPage.getByTestId("announcer")).toHaveText("");
 });

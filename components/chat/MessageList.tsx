@@ -15,6 +15,7 @@ import {
 import { isBeingRead, latestSeq } from "@/components/store/runtime";
 import type { OnScreen } from "@/components/store";
 import { firstUnseenSeq } from "./first-unseen";
+import { announce } from "./Announcer";
 import { placeLeft } from "./left-lines";
 import { continuesRun } from "./message-runs";
 import { MessageText } from "./MessageText";
@@ -183,6 +184,23 @@ function useArrivals(items: MessageDTO[], ready: boolean, userId: number | undef
   }, [newest, ready]);
   useEffect(() => () => cancelAnimationFrame(frame.current), []);
   return text;
+}
+
+/**
+ * Says "bob left the group." when a member leaves the open group while it is shown: not the lines that came with its
+ * history (they are read with the messages), and once a person (leaving, coming back and leaving again makes no new
+ * line either).
+ */
+function useDepartures(conversationId: number, left: readonly MemberLeft[], ready: boolean): void {
+  const known = useRef<{ conversationId: number; ids: Set<number> } | null>(null);
+  useEffect(() => {
+    if (!ready) return;
+    const before = known.current?.conversationId === conversationId ? known.current.ids : null;
+    known.current = { conversationId, ids: new Set(left.map((l) => l.userId)) };
+    if (!before) return;
+    const gone = left.filter((l) => !before.has(l.userId));
+    if (gone.length > 0) announce(`${gone.map((l) => l.name).join(", ")} left the group.`);
+  }, [conversationId, left, ready]);
 }
 
 function UnreadDivider() {
@@ -481,6 +499,7 @@ export function MessageList({ conversationId }: { conversationId: number }) {
 
   const note = replyNote(replyBelow, pending, items);
   const arrival = useArrivals(items, positioned && loaded, userId);
+  useDepartures(conversationId, left, positioned && loaded);
 
   return (
     <div className="message-area">
