@@ -8,6 +8,7 @@ import {
   expectTotalUnread,
   messages,
   openConversation,
+  sendMessage,
   watchBadgeSums,
 } from "./support/tally-page.ts";
 
@@ -121,6 +122,35 @@ test("sends made offline show pending in order and are stored exactly once, in o
     [0, 2, 3],
   ]).toContainEqual(values);
   await expectBadgeSums(bobPage, values);
+});
+
+test("a conversation opened offline before it ever loaded says it will load, and loads once the connection is back", async ({
+  alice,
+  bob,
+  env,
+}) => {
+  test.setTimeout(90_000);
+  const conversation = await bob.createConversation([alice.name]);
+  const bobPage = await bob.openTab(env.serverB, { open: conversation.id });
+  for (const text of ["one", "two"]) await sendMessage(bobPage, text);
+  const alicePage = await alice.openTab(env.serverA);
+  await expectTotalUnread(alicePage, 2);
+
+  await alice.context.setOffline(true);
+  await expect(banner(alicePage)).toHaveAttribute("data-state", "offline");
+  await openConversation(alicePage, conversation.id);
+  // Not "Could not load messages. Retry": a retry cannot help yet, and none is needed after.
+  await expect(alicePage.getByTestId("history-error")).toHaveText(
+    "Not connected: the messages load by themselves once the connection is back.",
+  );
+  await expect(alicePage.getByTestId("history-error").getByRole("button")).toHaveCount(0);
+  await shot(alicePage, "offline-never-loaded");
+
+  await alice.context.setOffline(false);
+  await expectMessageSeqs(alicePage, [1, 2]);
+  await expect(alicePage.getByTestId("history-error")).toHaveCount(0);
+  // Seen once loaded, in a window being looked at: read.
+  await expectTotalUnread(alicePage, 0);
 });
 
 test("messages pending at a reload are there after it and are stored once, in order, with their own clientMsgIds", async ({

@@ -6,6 +6,7 @@ import { mentionedUserIds } from "@/server/contracts/mentions";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { formatFullDate, formatMessageTime } from "@/components/lib/format";
 import {
+  selectConnected,
   selectConversation,
   selectMessageList,
   selectOthersUnseenBelow,
@@ -228,6 +229,7 @@ export function MessageList({ conversationId }: { conversationId: number }) {
   const list = useChatStore(selectMessageList(conversationId));
   const pending = useChatStore(selectPending(conversationId));
   const userId = useChatStore((s) => s.user?.id);
+  const connected = useChatStore(selectConnected);
   const loadOlder = useChatStore((s) => s.loadOlder);
   const refresh = useChatStore((s) => s.refreshMessages);
   const setOnScreen = useChatStore((s) => s.setOnScreen);
@@ -522,18 +524,25 @@ export function MessageList({ conversationId }: { conversationId: number }) {
         {loaded && !hasMore && items.length > 0 && <p className="history-start">Start of the conversation</p>}
         {loading && <p className="history-status">Loading…</p>}
         {error && (
-          <p className="history-status form-error" role="alert">
-            {error}{" "}
-            <button
-              type="button"
-              className="link"
-              onClick={() => {
-                refresh(conversationId);
-                requestOlder();
-              }}
-            >
-              Retry
-            </button>
+          <p className="history-status form-error" role="alert" data-testid="history-error">
+            {connected ? (
+              <>
+                {error}{" "}
+                <button
+                  type="button"
+                  className="link"
+                  onClick={() => {
+                    refresh(conversationId);
+                    requestOlder();
+                  }}
+                >
+                  Retry
+                </button>
+              </>
+            ) : (
+              // Retrying cannot help yet; the store loads the open conversation again once the connection is back.
+              "Not connected: the messages load by themselves once the connection is back."
+            )}
           </p>
         )}
         {loaded && items.length === 0 && pending.length === 0 && (
