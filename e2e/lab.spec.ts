@@ -245,7 +245,7 @@ test("the lab asks anonymous visitors to sign in", async ({ newContext, env }) =
   await expect(page.getByTestId("lab-signed-out")).toBeVisible();
 });
 
-test("a run holds the server's one slot: another user waits for it, a second tab of its owner draws it from its start", async ({
+test("a run holds the server's one slot: another user waits for it and watches it, a second tab of its owner draws it from its start", async ({
   signUp,
   env,
 }) => {
@@ -266,13 +266,24 @@ test("a run holds the server's one slot: another user waits for it, a second tab
   await page.getByTestId("lab-run").click();
   await expect(page.getByTestId("lab-status")).toHaveAttribute("data-status", "running");
 
-  // Someone else's page is told the slot is taken; it is not shown the run as its own, and cannot start one.
+  // Someone else's page is told the slot is taken and whose run it is, and cannot start one or stop this one; it
+  // watches it (a workshop's attendees, the presenter's run), its own form left alone.
   const bobPage = await bob.context.newPage();
   await bobPage.goto(`${env.serverA}/lab`);
-  await expect(bobPage.getByTestId("lab-waiting")).toContainText("Someone else's run is going on this server");
+  await expect(bobPage.getByTestId("lab-waiting")).toHaveText(
+    `Someone else's run is going on this server (one at a time): ${alice.name}'s, drawn below. Run is back when it ends.`,
+  );
   await expect(bobPage.getByTestId("lab-run")).toBeDisabled();
   await expect(bobPage.getByTestId("lab-stop")).toHaveCount(0);
-  await expect(bobPage.getByTestId("lab-status")).toHaveAttribute("data-status", "idle");
+  await expect(bobPage.getByTestId("lab-status")).toHaveAttribute("data-status", "watching");
+  await expect(bobPage.getByTestId("lab-operations")).not.toHaveValue("200000");
+  // The charts say whose run they draw and its settings (the form is the watcher's own).
+  await expect(bobPage.getByTestId("lab-watched")).toHaveText(
+    new RegExp(
+      `^${alice.name}'s run: 200000 operations per strategy \\(naive, lock\\) .*5 ms between the steps on 100%`,
+    ),
+  );
+  await expect(page.getByTestId("lab-watched")).toHaveCount(0);
 
   // The points of naive's drift line as a tab draws it (a curve: three points a sample after the first).
   const points = async (tab: Page) =>
@@ -280,6 +291,7 @@ test("a run holds the server's one slot: another user waits for it, a second tab
       await tab.getByTestId("lab-chart-drift").locator(".lab-line-naive path.recharts-line-curve").getAttribute("d")
     )?.match(/[\d.]+,[\d.]+/g)?.length ?? 0;
   await expect.poll(() => points(page), { timeout: 30_000 }).toBeGreaterThan(20);
+  await expect.poll(() => points(bobPage)).toBeGreaterThan(20);
 
   // A second tab of the owner, opened mid-run: the run's settings, Stop, and the line drawn so far.
   const before = await points(page);
@@ -312,6 +324,10 @@ test("a run holds the server's one slot: another user waits for it, a second tab
   await expect(idle.getByTestId("lab-strategy-lua")).toBeChecked();
   await expect(idle.getByTestId("lab-draft-kept")).toHaveCount(0);
   await expect(second.getByTestId("lab-operations")).toHaveValue("200000");
+  // The watcher saw it end too, and says whose results they are.
+  await expect(bobPage.getByTestId("lab-status")).toHaveAttribute("data-status", "stopped");
+  await expect(bobPage.getByTestId("lab-results-title")).toHaveText(`Results of ${alice.name}'s run`);
+  await expect(page.getByTestId("lab-results-title")).toHaveText("Results");
   // The slot is free: the other user's Run is back.
   await expect(bobPage.getByTestId("lab-waiting")).toHaveCount(0);
   await expect(bobPage.getByTestId("lab-run")).toBeEnabled();

@@ -3,6 +3,7 @@
 import { useEffect, useRef } from "react";
 import { TallyMark } from "@/components/chat/TallyMark";
 import { sessionEndedText } from "@/components/lib/session-ended";
+import { describeRunSettings } from "./explain";
 import { LabBadges } from "./LabBadges";
 import { LabBots } from "./LabBots";
 import { LabCharts } from "./LabCharts";
@@ -11,6 +12,18 @@ import { LabGlossary } from "./LabGlossary";
 import { LabProvider, useLabStore } from "./LabProvider";
 import { LabResults } from "./LabResults";
 import { LabStoryMode } from "./LabStory";
+
+/** Over the charts of someone else's run: whose it is and what it runs (the form below is the page's own). */
+function WatchedRun() {
+  const owner = useLabStore((s) => s.watching?.owner);
+  const run = useLabStore((s) => (s.watching ? s.run : null));
+  if (!owner || !run) return null;
+  return (
+    <p className="lab-notice" data-testid="lab-watched">
+      <bdi>{owner}</bdi>&apos;s run: {describeRunSettings(run.strategies, run.workload)}
+    </p>
+  );
+}
 
 function Body() {
   const connection = useLabStore((s) => s.connection);
@@ -66,6 +79,7 @@ function Body() {
         <LabGlossary />
         <LabForm />
         <div className="lab-live" data-testid="lab-live" ref={live}>
+          <WatchedRun />
           <LabCharts />
           <LabBadges />
         </div>

@@ -73,6 +73,7 @@ export function LabForm() {
   const busy = status === "starting" || status === "running";
   // Someone else's run holds the server's one slot: Run waits (the page hears when the slot is free again).
   const waiting = useLabStore((s) => s.othersRun) && !busy;
+  const watched = useLabStore((s) => (s.status === "watching" ? s.watching?.owner : undefined));
   const preset = matchingPreset(form.faults);
   const offline = useLabStore((s) => s.connection === "offline");
   const runbar = useRef<HTMLDivElement>(null);
@@ -201,7 +202,15 @@ export function LabForm() {
             </span>
           ) : waiting ? (
             <span id="lab-waiting" data-testid="lab-waiting">
-              Someone else&apos;s run is going on this server (one at a time); Run is back when it ends.
+              Someone else&apos;s run is going on this server (one at a time)
+              {watched ? (
+                <>
+                  : <bdi>{watched}</bdi>&apos;s, drawn below.
+                </>
+              ) : (
+                ";"
+              )}{" "}
+              Run is back when it ends.
             </span>
           ) : (
             runStatusText(status, end, stopAsked)

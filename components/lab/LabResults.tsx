@@ -18,11 +18,20 @@ export function LabResults() {
   const result = useLabStore((s) => s.result);
   const redisRestart = useLabStore((s) => s.run?.workload.faults.redisRestart ?? s.form.faults.redisRestart);
   const asked = useLabStore((s) => s.run?.strategies);
+  const owner = useLabStore((s) => s.watching?.owner);
   if (!result) return null;
   const completed = result.end.reason === "completed";
   return (
     <section className="lab-section" aria-labelledby="lab-results-title">
-      <h2 id="lab-results-title">Results</h2>
+      <h2 id="lab-results-title" data-testid="lab-results-title">
+        Results
+        {owner && (
+          <>
+            {" "}
+            of <bdi>{owner}</bdi>&apos;s run
+          </>
+        )}
+      </h2>
       {!completed && (
         <p className="lab-notice" data-testid="lab-ended-early">
           The run was stopped before its last operation: these are the numbers of the operations done until then.

@@ -1,7 +1,16 @@
 import { describe, expect, it } from "vitest";
 import type { LabStrategyName, LabStrategyResult } from "@/server/contracts";
 import { DEFAULT_WORKLOAD } from "@/server/contracts/lab-defaults";
-import { FAULT_PRESETS, formatMs, GLOSSARY, matchingPreset, notRun, RESULT_COLUMNS, summarize } from "./explain";
+import {
+  describeRunSettings,
+  FAULT_PRESETS,
+  formatMs,
+  GLOSSARY,
+  matchingPreset,
+  notRun,
+  RESULT_COLUMNS,
+  summarize,
+} from "./explain";
 
 function result(
   strategy: LabStrategyName,
@@ -138,5 +147,20 @@ describe("a latency in the results table", () => {
     expect(formatMs(2.456)).toBe("2.46");
     expect(formatMs(0.3125)).toBe("0.31");
     expect(formatMs(0)).toBe("0");
+  });
+
+  it("describes a watched run's settings in one sentence", () => {
+    const faults = { ...DEFAULT_WORKLOAD.faults, stepFailureRate: 0.03, stepDelayMs: 5, stepDelayRate: 1 };
+    expect(
+      describeRunSettings(["naive", "lua"], { ...DEFAULT_WORKLOAD, operations: 2000, users: 10, workers: 4, faults }),
+    ).toBe(
+      "2000 operations per strategy (naive, Lua) over 10 users, 4 workers; faults: the second step fails on 3%, " +
+        "5 ms between the steps on 100%.",
+    );
+    const none = { ...DEFAULT_WORKLOAD.faults, stepFailureRate: 0, stepDelayMs: 0, workerDeathRate: 0 };
+    expect(describeRunSettings(["watch"], { ...DEFAULT_WORKLOAD, faults: { ...none, redisRestart: true } })).toMatch(
+      /\(WATCH\) .*; faults: Redis restarts halfway\.$/,
+    );
+    expect(describeRunSettings(["lock"], { ...DEFAULT_WORKLOAD, faults: none })).toMatch(/; faults: none\.$/);
   });
 });

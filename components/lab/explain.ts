@@ -1,5 +1,6 @@
-import type { LabFaults, LabRunEnd, LabStrategyName, LabStrategyResult } from "@/server/contracts";
+import type { LabFaults, LabRunEnd, LabStrategyName, LabStrategyResult, LabWorkload } from "@/server/contracts";
 import { DEFAULT_WORKLOAD, MAX_ATTEMPTS, STORY_LOCK_TTL_MS } from "@/server/contracts/lab-defaults";
+import { STRATEGY_SHORT_LABELS } from "./colors";
 import type { RunStatus } from "./store";
 
 /** One word of the lab's jargon and what it means, in a sentence a presenter can read out. */
@@ -266,4 +267,27 @@ export function runStatusText(status: RunStatus, end: LabRunEnd | undefined, sto
 /** A glossary term's meaning, for a tooltip; "" for a term the glossary lacks. */
 export function glossaryMeaning(term: string): string {
   return GLOSSARY.find((g) => g.term === term)?.meaning ?? "";
+}
+
+const percent = (share: number) => `${Math.round(share * 1000) / 10}%`;
+
+/**
+ * A run's settings in one sentence, for a page that watches someone else's run: its own form shows its own
+ * settings, not the ones the charts draw.
+ */
+export function describeRunSettings(strategies: readonly LabStrategyName[], workload: LabWorkload): string {
+  const { faults } = workload;
+  const list = [
+    faults.stepFailureRate > 0 && `the second step fails on ${percent(faults.stepFailureRate)}`,
+    faults.stepDelayMs > 0 &&
+      faults.stepDelayRate > 0 &&
+      `${faults.stepDelayMs} ms between the steps on ${percent(faults.stepDelayRate)}`,
+    faults.workerDeathRate > 0 && `workers die holding the lock on ${percent(faults.workerDeathRate)}`,
+    faults.redisRestart && "Redis restarts halfway",
+  ].filter((f): f is string => typeof f === "string");
+  const names = strategies.map((n) => STRATEGY_SHORT_LABELS[n]).join(", ");
+  return (
+    `${workload.operations} operations per strategy (${names}) over ${workload.users} users, ` +
+    `${workload.workers} workers; faults: ${list.length > 0 ? list.join(", ") : "none"}.`
+  );
 }

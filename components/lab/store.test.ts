@@ -84,6 +84,7 @@ describe("lab store", () => {
       run: run as unknown as LabRunInfo,
       samples: [sample("naive", 0), sample("naive", 0.25), sample("lua", 0)],
       othersRun: false,
+      watch: null,
       bots: idle,
     });
     const s = store.getState();
@@ -104,23 +105,27 @@ describe("lab store", () => {
     await store.getState().start();
     store.getState().receiveFinished({ runId: "r1", results: [], notices: [], end: { reason: "completed" } });
     // An answer read before the finish, delivered after it: the page stays on the finished run and its result.
-    store.getState().receiveStatus({ run: info("r1"), samples: [], othersRun: false, bots: idle });
+    store.getState().receiveStatus({ run: info("r1"), samples: [], othersRun: false, watch: null, bots: idle });
     expect([store.getState().status, store.getState().result?.runId]).toEqual(["finished", "r1"]);
 
     // A page showing r2 running, that missed its end while offline, is told on reconnect: no run of its own.
-    store
-      .getState()
-      .receiveStatus({ run: info("r2"), samples: [sample("naive", 0, "r2")], othersRun: false, bots: idle });
+    store.getState().receiveStatus({
+      run: info("r2"),
+      samples: [sample("naive", 0, "r2")],
+      othersRun: false,
+      watch: null,
+      bots: idle,
+    });
     expect([store.getState().status, store.getState().run?.runId]).toEqual(["running", "r2"]);
     // Back while it still runs: the server's line is whole, the samples missed meanwhile included.
     const line = [0, 0.25, 0.5, 0.75].map((t) => sample("naive", t, "r2"));
-    store.getState().receiveStatus({ run: info("r2"), samples: line, othersRun: false, bots: idle });
+    store.getState().receiveStatus({ run: info("r2"), samples: line, othersRun: false, watch: null, bots: idle });
     expect(store.getState().samples.naive).toHaveLength(4);
-    store.getState().receiveStatus({ run: null, samples: [], othersRun: false, bots: idle });
+    store.getState().receiveStatus({ run: null, samples: [], othersRun: false, watch: null, bots: idle });
     expect(store.getState().status).toBe("idle");
     expect(store.getState().error).toBe(RUN_ENDED_AWAY);
     // A run of this user's it did not know of (started in another tab) is taken up.
-    store.getState().receiveStatus({ run: info("r3"), samples: [], othersRun: false, bots: idle });
+    store.getState().receiveStatus({ run: info("r3"), samples: [], othersRun: false, watch: null, bots: idle });
     expect([store.getState().status, store.getState().run?.runId, store.getState().error]).toEqual([
       "running",
       "r3",
@@ -138,7 +143,7 @@ describe("lab store", () => {
     store.getState().toggleStrategy("naive");
     const mine = { form: store.getState().form, strategies: store.getState().strategies };
 
-    store.getState().receiveStatus({ run: info("r1"), samples: [], othersRun: false, bots: idle });
+    store.getState().receiveStatus({ run: info("r1"), samples: [], othersRun: false, watch: null, bots: idle });
     expect(store.getState().form.operations).toBe(8000);
     expect(store.getState().strategies).toEqual(["lua"]);
     expect(store.getState().draft).toEqual(mine);
@@ -147,10 +152,10 @@ describe("lab store", () => {
     expect(store.getState().draft).toBeNull();
 
     // Missed while away, or failed: the edits come back all the same.
-    store.getState().receiveStatus({ run: info("r2"), samples: [], othersRun: false, bots: idle });
-    store.getState().receiveStatus({ run: null, samples: [], othersRun: false, bots: idle });
+    store.getState().receiveStatus({ run: info("r2"), samples: [], othersRun: false, watch: null, bots: idle });
+    store.getState().receiveStatus({ run: null, samples: [], othersRun: false, watch: null, bots: idle });
     expect(store.getState().form).toEqual(mine.form);
-    store.getState().receiveStatus({ run: info("r3"), samples: [], othersRun: false, bots: idle });
+    store.getState().receiveStatus({ run: info("r3"), samples: [], othersRun: false, watch: null, bots: idle });
     store.getState().receiveFailed("r3", "Redis is down");
     expect(store.getState().form).toEqual(mine.form);
   });
@@ -160,7 +165,9 @@ describe("lab store", () => {
     const run = { runId: "r9", strategies: ["lua"], notices: [], redis: "private", workload };
     const t = transport();
     const store = createLabStore(t);
-    store.getState().receiveStatus({ run: run as unknown as LabRunInfo, samples: [], othersRun: false, bots: idle });
+    store
+      .getState()
+      .receiveStatus({ run: run as unknown as LabRunInfo, samples: [], othersRun: false, watch: null, bots: idle });
     store.getState().receiveFinished({ runId: "r9", results: [], notices: [], end: { reason: "completed" } });
     expect([store.getState().form.operations, store.getState().draft]).toEqual([8000, null]);
     // And a page's own run puts nothing aside: its edits are what it ran.
@@ -170,11 +177,75 @@ describe("lab store", () => {
     expect([store.getState().form.users, store.getState().draft]).toEqual([3, null]);
   });
 
+  it("a page follows someone else's run on the server, its own form left alone, to the end", async () => {
+    const workload = { ...DEFAULT_WORKLOAD, operations: 8000 };
+    const theirs = { runId: "w1", strategies: ["naive", "lua"], notices: [], redis: "private", workload };
+    const watch = { run: theirs as unknown as LabRunInfo, owner: "presenter", samples: [sample("naive", 0, "w1")] };
+    const store = createLabStore(transport());
+    store.getState().setForm({ users: 7 });
+    // Before the status answer, the page shows no run: what every page on the server hears is not drawn.
+    store.getState().receiveSample(sample("naive", 0.25, "w1"));
+    store.getState().receiveFinished({ runId: "w0", results: [], notices: [], end: { reason: "completed" } });
+    store.getState().receiveFailed("w0", "boom");
+    expect([store.getState().status, store.getState().samples.naive.length, store.getState().result]).toEqual([
+      "idle",
+      0,
+      null,
+    ]);
+
+    store.getState().receiveStatus({ run: null, samples: [], othersRun: true, watch, bots: idle });
+    const s = store.getState();
+    expect([s.status, s.run?.runId, s.watching, s.samples.naive.length]).toEqual([
+      "watching",
+      "w1",
+      { owner: "presenter" },
+      1,
+    ]);
+    expect([s.form.users, s.form.operations, s.strategies.length]).toEqual([7, DEFAULT_FORM.operations, 4]);
+    store.getState().receiveSample(sample("naive", 0.25, "w1"));
+    store.getState().receiveSample(sample("lua", 0.25, "other"));
+    // Back after a disconnect, still going: the server's line is whole.
+    const line = [0, 0.25, 0.5].map((t) => sample("naive", t, "w1"));
+    store
+      .getState()
+      .receiveStatus({ run: null, samples: [], othersRun: true, watch: { ...watch, samples: line }, bots: idle });
+    expect([store.getState().samples.naive.length, store.getState().samples.lua.length]).toEqual([3, 0]);
+    // Its end is shown as the owner's own page shows it, still saying whose it was; Stop is not this page's.
+    await store.getState().stop();
+    store.getState().receiveFinished({ runId: "w1", results: [], notices: [], end: { reason: "completed" } });
+    expect([store.getState().status, store.getState().result?.runId, store.getState().watching]).toEqual([
+      "finished",
+      "w1",
+      { owner: "presenter" },
+    ]);
+    // The slot's next answer (freed) does not take it up again; the page's own run is its own.
+    store.getState().receiveStatus({ run: null, samples: [], othersRun: false, watch: null, bots: idle });
+    expect(store.getState().status).toBe("finished");
+    await store.getState().start();
+    expect([store.getState().status, store.getState().watching]).toEqual(["running", null]);
+  });
+
+  it("a watched run that ended while the page was away leaves it idle, and a status older than its end is ignored", () => {
+    const theirs = { runId: "w1", strategies: ["lua"], notices: [], redis: "private", workload: DEFAULT_WORKLOAD };
+    const watch = { run: theirs as unknown as LabRunInfo, owner: "presenter", samples: [] };
+    const store = createLabStore(transport());
+    store.getState().receiveStatus({ run: null, samples: [], othersRun: true, watch, bots: idle });
+    store.getState().receiveStatus({ run: null, samples: [], othersRun: false, watch: null, bots: idle });
+    expect([store.getState().status, store.getState().watching, store.getState().error]).toEqual(["idle", null, null]);
+
+    store.getState().receiveStatus({ run: null, samples: [], othersRun: true, watch, bots: idle });
+    store.getState().receiveFinished({ runId: "w1", results: [], notices: [], end: { reason: "completed" } });
+    store.getState().receiveStatus({ run: null, samples: [], othersRun: true, watch, bots: idle });
+    expect(store.getState().status).toBe("finished");
+  });
+
   it("a long line opened mid-run keeps its start: thinned, not cut", () => {
     const run = { runId: "r1", strategies: ["lock"], notices: [], redis: "private", workload: DEFAULT_WORKLOAD };
     const store = createLabStore(transport());
     const long = Array.from({ length: 2000 }, (_, i) => sample("lock", i / 4));
-    store.getState().receiveStatus({ run: run as unknown as LabRunInfo, samples: long, othersRun: false, bots: idle });
+    store
+      .getState()
+      .receiveStatus({ run: run as unknown as LabRunInfo, samples: long, othersRun: false, watch: null, bots: idle });
     const line = store.getState().samples.lock;
     expect(line.length).toBeLessThanOrEqual(600);
     expect([line[0]?.t, line.at(-1)?.t]).toEqual([0, 1999 / 4]);
@@ -182,9 +253,9 @@ describe("lab store", () => {
 
   it("knows when another user's run holds the slot, and when it is free again", () => {
     const store = createLabStore(transport());
-    store.getState().receiveStatus({ run: null, samples: [], othersRun: true, bots: idle });
+    store.getState().receiveStatus({ run: null, samples: [], othersRun: true, watch: null, bots: idle });
     expect([store.getState().status, store.getState().othersRun]).toEqual(["idle", true]);
-    store.getState().receiveStatus({ run: null, samples: [], othersRun: false, bots: idle });
+    store.getState().receiveStatus({ run: null, samples: [], othersRun: false, watch: null, bots: idle });
     expect([store.getState().status, store.getState().othersRun]).toEqual(["idle", false]);
   });
 

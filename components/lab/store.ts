@@ -36,8 +36,12 @@ export type LabForm = Omit<LabWorkload, "lock" | "watch">;
 const { lock: _lock, watch: _watch, ...formDefaults } = DEFAULT_WORKLOAD;
 export const DEFAULT_FORM: LabForm = formDefaults;
 
-/** `stopped`: the run ended before its last operation (Stop, or the server's time limit); `result.end` says why. */
-export type RunStatus = "idle" | "starting" | "running" | "finished" | "stopped" | "failed";
+/**
+ * `stopped`: the run ended before its last operation (Stop, or the server's time limit); `result.end` says why.
+ * `watching`: someone else's run is going on this server, and the page follows it (`watching` says whose); it ends
+ * as `finished`, `stopped` or `failed` as the page's own would.
+ */
+export type RunStatus = "idle" | "starting" | "running" | "watching" | "finished" | "stopped" | "failed";
 
 export interface LabState {
   /** `disabled`: this server runs without the lab (LAB=0). */
@@ -57,6 +61,8 @@ export interface LabState {
   stopAsked: boolean;
   /** Another user's run holds the server's one run slot: Run waits for it to end. */
   othersRun: boolean;
+  /** The run shown is someone else's, followed live: whose (null: the page's own, or none). */
+  watching: { owner: string } | null;
   /** The form or the strategies were changed since this page last ran, or took up, a run's settings. */
   edited: boolean;
   /**
@@ -144,6 +150,7 @@ export function createLabStore(transport: LabTransport) {
     result: null,
     stopAsked: false,
     othersRun: false,
+    watching: null,
     edited: false,
     draft: null,
     error: null,
@@ -172,6 +179,7 @@ export function createLabStore(transport: LabTransport) {
         stopAsked: false,
         samples: emptySamples(),
         run: null,
+        watching: null,
         edited: false,
       });
       const res = await transport.start({ strategies, workload: form }).catch(() => null);
@@ -195,10 +203,10 @@ export function createLabStore(transport: LabTransport) {
     },
 
     receiveSample(sample) {
-      const { run, status } = get();
-      // Samples of a run this page did not start, or of one it already finished with, are not shown.
-      if (status === "starting" && !run) return;
-      if (run && sample.runId !== run.runId) return;
+      const { run } = get();
+      // Samples of a run this page neither started nor took up to watch (yet), or of one it already finished with,
+      // are not shown: every lab page on the server hears every run's.
+      if (!run || sample.runId !== run.runId) return;
       set((s) => {
         const list = s.samples[sample.strategy];
         const next = list.length >= MAX_SAMPLES ? [...list.filter((_, i) => i % 2 === 0), sample] : [...list, sample];
@@ -207,25 +215,30 @@ export function createLabStore(transport: LabTransport) {
     },
 
     receiveFinished(result) {
-      const run = get().run;
-      if (run && run.runId !== result.runId) return;
+      const { run, status } = get();
+      // With no run yet, only the page's own start (a tiny run can finish before its acknowledgement arrives).
+      if (run ? run.runId !== result.runId : status !== "starting") return;
       // A Stop whose answer was lost did reach the server after all: "the run may still be going" no longer holds.
       const error = get().error === STOP_UNANSWERED ? null : get().error;
       set({ status: result.end.reason === "completed" ? "finished" : "stopped", result, error, ...restored(get()) });
     },
 
     receiveFailed(runId, message) {
-      const run = get().run;
-      if (run && run.runId !== runId) return;
+      const { run, status } = get();
+      if (run ? run.runId !== runId : status !== "starting") return;
       set({ status: "failed", error: message, ...restored(get()) });
     },
 
-    receiveStatus({ run, samples, othersRun, bots }) {
+    receiveStatus({ run, samples, othersRun, watch, bots }) {
       set({ bots, othersRun });
       const shown = get();
       if (shown.status === "running" && shown.run && run?.runId !== shown.run.runId) {
         // The run this page shows is over, and it missed the end (offline when it came): it is not stuck on it.
         set({ status: "idle", stopAsked: false, error: RUN_ENDED_AWAY, ...restored(get()) });
+      }
+      if (shown.status === "watching" && shown.run?.runId !== watch?.run.runId) {
+        // The run it watched ended while it was away: the line stays as far as it got, nothing more comes.
+        set({ status: "idle", watching: null });
       }
       if (run && get().status === "running" && get().run?.runId === run.runId) {
         // Back after a disconnect: the server's samples are the whole line so far, the ones missed meanwhile too.
@@ -239,11 +252,30 @@ export function createLabStore(transport: LabTransport) {
         set({
           run,
           status: "running",
+          watching: null,
           samples: samplesOf(samples ?? []),
           form,
           strategies: STRATEGY_NAMES.filter((n) => run.strategies.includes(n)),
           draft: page.draft ?? (page.edited ? { form: page.form, strategies: page.strategies } : null),
           edited: false,
+          result: null,
+          stopAsked: false,
+          error: null,
+        });
+        return;
+      }
+      // Someone else's run holds the slot: the page follows it, its own form left as it is. Not while its own start
+      // waits for an answer (that start will be refused; the slot's next change asks again).
+      if (!watch || get().status === "starting") return;
+      if (get().status === "watching" && get().run?.runId === watch.run.runId) {
+        // Back after a disconnect, still watching: the server's samples are the whole line so far.
+        set({ samples: samplesOf(watch.samples) });
+      } else if (watch.run.runId !== get().result?.runId) {
+        set({
+          run: watch.run,
+          status: "watching",
+          watching: { owner: watch.owner },
+          samples: samplesOf(watch.samples),
           result: null,
           stopAsked: false,
           error: null,

@@ -167,15 +167,24 @@ export interface BotsInput {
   count?: number;
 }
 
+/** Someone else's run on this instance, as the pages that watch it see it: who started it, and its samples so far. */
+export interface LabWatch {
+  run: LabRunInfo;
+  owner: string;
+  samples: LabSample[];
+}
+
 /**
  * `lab:status`: the asking user's run in progress on this instance, if any, with its samples so far (a page that
  * reloads or opens in a second tab draws the run from its start), whether someone else's run holds the instance's
- * one slot, and the user's bots.
+ * one slot (`watch`: that run, which every lab page on the instance can follow, a workshop's attendees the
+ * presenter's), and the user's bots.
  */
 export interface LabStatus {
   run: LabRunInfo | null;
   samples: LabSample[];
   othersRun: boolean;
+  watch: LabWatch | null;
   bots: BotsStatus;
 }
 

@@ -169,17 +169,20 @@ export function registerLab({
           const seconds = Math.floor((Date.now() - startedAt) / 1000) - 1;
           limits.charge("labRun", subject, seconds).catch((err: unknown) => log.warn({ err }, "lab: charging a run"));
         };
+        // The owner's pages, wherever they are connected, and every other lab page on this instance, which watches
+        // the run (its slot is this instance's): a workshop's attendees see the presenter's run.
+        const everyone = () => [nsp.to(room), nsp.local.except(room)];
         const run = await lab
-          .start(user.id, input.strategies, input.workload, {
-            sampled: (sample) => nsp.to(room).emit("lab:sampled", sample),
+          .start(user, input.strategies, input.workload, {
+            sampled: (sample) => everyone().forEach((to) => to.emit("lab:sampled", sample)),
             finished: (result) => {
               charge();
-              nsp.to(room).emit("lab:finished", result);
+              everyone().forEach((to) => to.emit("lab:finished", result));
               nsp.local.emit("lab:slot", { busy: false });
             },
             failed: (runId, message) => {
               charge();
-              nsp.to(room).emit("lab:failed", { runId, message });
+              everyone().forEach((to) => to.emit("lab:failed", { runId, message }));
               nsp.local.emit("lab:slot", { busy: false });
             },
           })

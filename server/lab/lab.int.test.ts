@@ -140,17 +140,32 @@ describe("the /lab namespace", () => {
     // Someone else on the same instance can see that a run is in progress but cannot stop it.
     const strangerToken = (await h.signUp("lab_stranger")).token;
     const stranger = await labSocket(strangerToken, 0);
+    const watched: LabSample[] = [];
+    stranger.on("lab:sampled", (s) => watched.push(s));
+    const strangerSawEnd = once(stranger, "lab:finished");
     // Their page is told the slot is taken, not given the run as if it were theirs; the other instance's is free.
-    expect(await stranger.emitWithAck("lab:status")).toMatchObject({
+    await sampled;
+    const theirs = await stranger.emitWithAck("lab:status");
+    expect(theirs).toMatchObject({
       ok: true,
       run: null,
       samples: [],
       othersRun: true,
+      // But they can watch it (an attendee, the presenter's run): whose it is, and its line from the start.
+      watch: { run: { runId: started.run.runId, strategies: ["lock"] }, owner: user.name },
     });
+    if (!theirs.ok || !theirs.watch) throw new Error("no run to watch");
+    expect(theirs.watch.samples[0]).toMatchObject({ strategy: "lock", t: 0 });
     const elsewhere = await labSocket(strangerToken, 1);
-    expect(await elsewhere.emitWithAck("lab:status")).toMatchObject({ ok: true, run: null, othersRun: false });
+    const elsewhereSamples: LabSample[] = [];
+    elsewhere.on("lab:sampled", (s) => elsewhereSamples.push(s));
+    expect(await elsewhere.emitWithAck("lab:status")).toMatchObject({
+      ok: true,
+      run: null,
+      othersRun: false,
+      watch: null,
+    });
     // A page of the owner that opens mid-run gets the run and its samples so far, to draw it from its start.
-    await sampled;
     const mine = await lab.emitWithAck("lab:status");
     if (!mine.ok) throw new Error(mine.error.message);
     expect(mine).toMatchObject({ run: { runId: started.run.runId }, othersRun: false });
@@ -176,6 +191,11 @@ describe("the /lab namespace", () => {
     expect(await stranger.emitWithAck("lab:status")).toMatchObject({ ok: true, othersRun: false });
     const result = await finished;
     expect(result.results[0]!.completed).toBeLessThan(1_000_000);
+    // The watcher saw it live and saw it end; the other instance's page (its slot free) was sent none of it.
+    expect((await strangerSawEnd).runId).toBe(started.run.runId);
+    expect(watched.length).toBeGreaterThan(0);
+    expect(watched.every((s) => s.runId === started.run.runId)).toBe(true);
+    expect(elsewhereSamples).toEqual([]);
     // The page says the run was stopped, and by whom; not that it finished.
     expect(result.end).toEqual({ reason: "stopped", by: user.name });
   });

@@ -53,6 +53,7 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
   let current: {
     info: LabRunInfo;
     ownerId: number;
+    ownerName: string;
     abort: AbortController;
     done: Promise<void>;
     /**
@@ -65,11 +66,12 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
   const botsByOwner = new Map<number, Bots>();
 
   async function start(
-    ownerId: number,
+    owner: { id: number; name: string },
     strategies: LabStrategyName[],
     workload: LabWorkload,
     listener: RunListener,
   ): Promise<LabRunInfo> {
+    const ownerId = owner.id;
     if (current)
       throw new AppError(
         "rate_limited",
@@ -83,6 +85,7 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
     const slot = {
       info: null as unknown as LabRunInfo,
       ownerId,
+      ownerName: owner.name,
       abort,
       done: Promise.resolve(),
       samples: [] as LabSample[],
@@ -178,13 +181,19 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
     replay,
     startBots: startBotsFor,
     stopBots,
-    /** The asking user's run in progress and its samples so far, whether another user's holds the slot, their bots. */
+    /**
+     * The asking user's run in progress and its samples so far; whether another user's holds the slot, and that run
+     * to watch once it has started (its Redis open); their bots.
+     */
     status(userId: number): LabStatus {
       const mine = current !== null && current.ownerId === userId && current.info !== null;
+      const others = current !== null && current.ownerId !== userId ? current : null;
       return {
         run: mine ? current!.info : null,
         samples: mine ? [...current!.samples] : [],
-        othersRun: current !== null && current.ownerId !== userId,
+        othersRun: others !== null,
+        watch:
+          others?.info != null ? { run: others.info, owner: others.ownerName, samples: [...others.samples] } : null,
         bots: botsByOwner.get(userId)?.status() ?? IDLE_BOTS,
       };
     },
