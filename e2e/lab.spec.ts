@@ -206,21 +206,31 @@ test("the lab fits a 375 px wide phone: nothing overflows sideways, the header i
   await page.getByTestId("lab-run").click();
   await expect(page.getByTestId("lab-status")).toHaveAttribute("data-status", "finished", { timeout: 60_000 });
   await expect(page.getByTestId("lab-summary")).toBeVisible();
-  // Each strategy's drift and ≠ truth show beside its name, not scrolled off to the table's right.
-  await page.getByTestId("lab-results").scrollIntoViewIfNeeded();
-  const cells = page
-    .getByTestId("lab-results")
-    .locator("tbody th, [data-testid=lab-result-drift], [data-testid=lab-result-wrong]");
-  await expect(cells).toHaveCount(12);
-  for (const cell of await cells.all()) {
-    await expect(cell).toBeInViewport({ ratio: 1 });
-    expect(
-      await cell.evaluate((el) => {
-        const r = el.getBoundingClientRect();
-        return el.contains(document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2));
-      }),
-    ).toBe(true);
+  // One card a strategy: every figure of it on screen at once with its column's name, none scrolled off to the
+  // side, none covered.
+  const cards = page.getByTestId("lab-result-row");
+  await expect(cards).toHaveCount(4);
+  for (const card of await cards.all()) {
+    await card.scrollIntoViewIfNeeded();
+    const cells = card.locator("th, td");
+    await expect(cells).toHaveCount(10);
+    for (const cell of await cells.all()) {
+      await expect(cell).toBeInViewport({ ratio: 1 });
+      expect(
+        await cell.evaluate((el) => {
+          const r = el.getBoundingClientRect();
+          return el.contains(document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2));
+        }),
+      ).toBe(true);
+    }
+    await expect(card.getByTestId("lab-result-drift")).toHaveAttribute("data-label", "drift at the end (users / Σ)");
   }
+  // Still a table to a screen reader: its column headings and each row's strategy name the figures.
+  const table = page.getByTestId("lab-results");
+  await expect(table).toHaveRole("table");
+  await expect(table.getByRole("columnheader")).toHaveCount(10);
+  await expect(table.getByRole("rowheader")).toHaveText(["naive", "lock", "WATCH", "Lua"]);
+  await expect(table.getByRole("cell")).toHaveCount(36);
   await page.getByTestId("lab-story-crash").click();
   await expect(page.getByTestId("lab-story-column")).toHaveCount(4, { timeout: 30_000 });
   await page.getByRole("button", { name: "To the end" }).click();

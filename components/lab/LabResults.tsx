@@ -5,11 +5,33 @@ import { STRATEGY_COLORS, STRATEGY_LABELS, STRATEGY_SHORT_LABELS } from "./color
 import { columnMeaning, formatMs, glossaryMeaning, notRun, RESULT_COLUMNS, summarize } from "./explain";
 import { useLabStore } from "./LabProvider";
 
+const DRIFT = "drift at the end (users / Σ)";
+const WRONG = "≠ truth (counts / totals)";
+
 function Heading({ heading, children }: { heading: string; children?: ReactNode }) {
   return (
-    <th scope="col" title={columnMeaning(heading)}>
+    <th scope="col" role="columnheader" title={columnMeaning(heading)}>
       {children ?? heading}
     </th>
+  );
+}
+
+/** A figure; `label` is its column's heading, which a phone's card shows beside it (lab.css). */
+function Cell({
+  label,
+  className,
+  testId,
+  children,
+}: {
+  label: string;
+  className?: string;
+  testId?: string;
+  children: ReactNode;
+}) {
+  return (
+    <td role="cell" className={className} data-label={label} data-testid={testId}>
+      {children}
+    </td>
   );
 }
 
@@ -39,13 +61,17 @@ export function LabResults() {
         </p>
       )}
       <div className="lab-table-wrap">
-        <table className="lab-table" data-testid="lab-results" aria-describedby="lab-results-legend">
-          <thead>
+        {/* Roles spelled out: a phone shows each row as a card (lab.css), and a table given another display loses its
+            table semantics in Safari unless its roles are explicit (Chromium keeps them either way). */}
+        <table className="lab-table" role="table" data-testid="lab-results" aria-describedby="lab-results-legend">
+          <thead role="rowgroup">
             {/* What the lab is about first, beside the (sticky) strategy: on a narrow screen the rest scrolls. */}
-            <tr>
-              <th scope="col">strategy</th>
-              <Heading heading="drift at the end (users / Σ)" />
-              <Heading heading="≠ truth (counts / totals)" />
+            <tr role="row">
+              <th scope="col" role="columnheader">
+                strategy
+              </th>
+              <Heading heading={DRIFT} />
+              <Heading heading={WRONG} />
               <Heading heading="lost" />
               <Heading heading="aborted" />
               <Heading heading="ops/s" />
@@ -55,29 +81,40 @@ export function LabResults() {
               <Heading heading="lock waits" />
             </tr>
           </thead>
-          <tbody>
+          <tbody role="rowgroup">
             {result.results.map((r) => (
-              <tr key={r.strategy} data-testid="lab-result-row" data-strategy={r.strategy} data-drift={r.drift.users}>
-                <th scope="row" title={glossaryMeaning(STRATEGY_LABELS[r.strategy])}>
+              <tr
+                key={r.strategy}
+                role="row"
+                data-testid="lab-result-row"
+                data-strategy={r.strategy}
+                data-drift={r.drift.users}
+              >
+                <th scope="row" role="rowheader" title={glossaryMeaning(STRATEGY_LABELS[r.strategy])}>
                   <span className="lab-swatch" style={{ background: STRATEGY_COLORS[r.strategy] }} />
                   {STRATEGY_SHORT_LABELS[r.strategy]}
                 </th>
-                <td className={r.drift.users > 0 ? "lab-bad" : "lab-good"} data-testid="lab-result-drift">
+                <Cell label={DRIFT} className={r.drift.users > 0 ? "lab-bad" : "lab-good"} testId="lab-result-drift">
                   {r.drift.users} / {r.drift.amount}
-                </td>
-                <td
+                </Cell>
+                <Cell
+                  label={WRONG}
                   className={r.wrong.counts + r.wrong.totals > 0 ? "lab-bad" : "lab-good"}
-                  data-testid="lab-result-wrong"
+                  testId="lab-result-wrong"
                 >
                   {r.wrong.counts} / {r.wrong.totals}
-                </td>
-                <td>{r.lost}</td>
-                <td>{r.aborted}</td>
-                <td>{r.opsPerSec}</td>
-                <td data-testid="lab-result-p50">{formatMs(r.p50Ms)}</td>
-                <td data-testid="lab-result-p99">{formatMs(r.p99Ms)}</td>
-                <td>{r.retries}</td>
-                <td>{r.lockWaits}</td>
+                </Cell>
+                <Cell label="lost">{r.lost}</Cell>
+                <Cell label="aborted">{r.aborted}</Cell>
+                <Cell label="ops/s">{r.opsPerSec}</Cell>
+                <Cell label="p50 ms" testId="lab-result-p50">
+                  {formatMs(r.p50Ms)}
+                </Cell>
+                <Cell label="p99 ms" testId="lab-result-p99">
+                  {formatMs(r.p99Ms)}
+                </Cell>
+                <Cell label="retries">{r.retries}</Cell>
+                <Cell label="lock waits">{r.lockWaits}</Cell>
               </tr>
             ))}
           </tbody>
