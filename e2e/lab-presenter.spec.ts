@@ -1,5 +1,6 @@
 import type { Locator } from "@playwright/test";
 import { expect, test } from "./fixtures.ts";
+import { expectOnScreen } from "./support/tally-page.ts";
 
 // What a presenter meets on stage: fields typed into by hand, a projector's screen, a clicker.
 
@@ -51,16 +52,6 @@ test("Run and Stop are on screen without scrolling on a 1280×720 projector and 
   const page = await presenter.context.newPage();
   const run = page.getByTestId("lab-run");
   const stop = page.getByTestId("lab-stop");
-  /** Wholly inside the window, and what a click at its middle reaches (nothing drawn over it). */
-  async function expectOnScreen(button: typeof run) {
-    await expect(button).toBeInViewport({ ratio: 1 });
-    expect(
-      await button.evaluate((el) => {
-        const r = el.getBoundingClientRect();
-        return el.contains(document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2));
-      }),
-    ).toBe(true);
-  }
 
   for (const [width, height] of [
     [1280, 720],

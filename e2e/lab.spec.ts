@@ -1,5 +1,6 @@
 import type { Page } from "@playwright/test";
 import { expect, test } from "./fixtures.ts";
+import { expectOnScreen } from "./support/tally-page.ts";
 
 test("the lab runs a small comparison of the four strategies, charts it and replays a story", async ({
   signUp,
@@ -214,15 +215,7 @@ test("the lab fits a 375 px wide phone: nothing overflows sideways, the header i
     await card.scrollIntoViewIfNeeded();
     const cells = card.locator("th, td");
     await expect(cells).toHaveCount(10);
-    for (const cell of await cells.all()) {
-      await expect(cell).toBeInViewport({ ratio: 1 });
-      expect(
-        await cell.evaluate((el) => {
-          const r = el.getBoundingClientRect();
-          return el.contains(document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2));
-        }),
-      ).toBe(true);
-    }
+    for (const cell of await cells.all()) await expectOnScreen(cell);
     await expect(card.getByTestId("lab-result-drift")).toHaveAttribute("data-label", "drift at the end (users / Σ)");
   }
   // Still a table to a screen reader: its column headings and each row's strategy name the figures.

@@ -2,6 +2,17 @@ import { expect, type Locator, type Page } from "@playwright/test";
 import { faviconHref } from "../../components/notifications/favicon.ts";
 import type { BadgeSample, BadgeSum, TestWindow, WindowState } from "./browser-scripts.ts";
 
+/** Wholly inside the window, and what a click at its middle reaches (nothing drawn over it). */
+export async function expectOnScreen(target: Locator): Promise<void> {
+  await expect(target).toBeInViewport({ ratio: 1 });
+  expect(
+    await target.evaluate((el) => {
+      const r = el.getBoundingClientRect();
+      return el.contains(document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2));
+    }),
+  ).toBe(true);
+}
+
 export function appBadge(page: Page): Locator {
   return page.getByTestId("app-badge");
 }
