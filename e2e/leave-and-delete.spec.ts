@@ -187,7 +187,9 @@ test("a member who leaves a group shows as 'name left' in its history, live and 
   const carolPage = await carol.openTab(env.serverA, { open: group.id });
   await expect(carolPage.getByTestId("member-left")).toHaveAttribute("data-user-id", String(bob.id));
   await expect(carolPage.getByTestId("member-left")).toContainText(`${bob.name} left`);
-  // A line that came with the history is read with it, not said as news (the announcer fills a frame later).
+  // A line that came with the history is read with it, not said as news (the announcer fills a frame later; the
+  // line shows once the list is positioned, when the departures are first taken in).
+  await expect(carolPage.getByTestId("member-left")).toBeVisible();
   await carolPage.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
   await expect(carolPage.getByTestId("announcer")).toHaveText("");
 });

@@ -729,6 +729,7 @@ describe("limits per user and per address, across sockets and instances", () => 
         signInFailures: 3,
         handshakeFailures: 12,
         lab: 1000,
+        labStatus: 1000,
         labRun: 1000,
       }),
     });

@@ -197,7 +197,9 @@ function useDepartures(conversationId: number, left: readonly MemberLeft[], read
   useEffect(() => {
     if (!ready) return;
     const before = known.current?.conversationId === conversationId ? known.current.ids : null;
-    known.current = { conversationId, ids: new Set(left.map((l) => l.userId)) };
+    // Never forgotten while the conversation is open: a history page fetched before someone left can arrive after
+    // the line, drop them, and the next page bring them back, which is not news.
+    known.current = { conversationId, ids: new Set([...(before ?? []), ...left.map((l) => l.userId)]) };
     if (!before) return;
     const gone = left.filter((l) => !before.has(l.userId));
     if (gone.length > 0) announce(`${gone.map((l) => l.name).join(", ")} left the group.`);
@@ -278,7 +280,7 @@ export function MessageList({ conversationId }: { conversationId: number }) {
   const intersecting = useRef(new Set<Element>());
   const observer = useRef<IntersectionObserver | null>(null);
 
-  const { items, hasMore, loading, loaded, error } = list;
+  const { items, hasMore, loading, loaded, error, offline } = list;
   const left = useChatStore((s) => s.left[conversationId] ?? NO_LEFT);
   const placed = useMemo(() => placeLeft(items, left, !hasMore), [items, left, hasMore]);
   const firstSeq = items[0]?.seq;
@@ -395,6 +397,13 @@ export function MessageList({ conversationId }: { conversationId: number }) {
     anchor.current = { height: el.scrollHeight, top: el.scrollTop, firstSeq };
     void loadOlder(conversationId);
   }
+
+  // Back online with the list at its top (an older page failed while offline, and its error is cleared): load it.
+  useEffect(() => {
+    const el = scroller.current;
+    if (connected && !error && positioned && el && el.scrollTop < EDGE) requestOlder();
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- only when the connection comes back
+  }, [connected]);
 
   function onScroll() {
     const el = scroller.current;
@@ -525,7 +534,7 @@ export function MessageList({ conversationId }: { conversationId: number }) {
         {loading && <p className="history-status">Loading…</p>}
         {error && (
           <p className="history-status form-error" role="alert" data-testid="history-error">
-            {connected ? (
+            {!offline ? (
               <>
                 {error}{" "}
                 <button
@@ -540,7 +549,8 @@ export function MessageList({ conversationId }: { conversationId: number }) {
                 </button>
               </>
             ) : (
-              // Retrying cannot help yet; the store loads the open conversation again once the connection is back.
+              // Retrying cannot help yet; the store loads the open conversation again once the connection is back, and
+              // an older page loads then if the list is still at its top (below).
               "Not connected: the messages load by themselves once the connection is back."
             )}
           </p>

@@ -13,14 +13,13 @@ import { LabProvider, useLabStore } from "./LabProvider";
 import { LabResults } from "./LabResults";
 import { LabStoryMode } from "./LabStory";
 
-/** Over the charts of someone else's run: whose it is and what it runs (the form below is the page's own). */
+/** Over the charts of someone else's run: what it runs (the form above is the page's own). */
 function WatchedRun() {
-  const owner = useLabStore((s) => s.watching?.owner);
   const run = useLabStore((s) => (s.watching ? s.run : null));
-  if (!owner || !run) return null;
+  if (!run) return null;
   return (
     <p className="lab-notice" data-testid="lab-watched">
-      <bdi>{owner}</bdi>&apos;s run: {describeRunSettings(run.strategies, run.workload)}
+      Someone else&apos;s run: {describeRunSettings(run.strategies, run.workload)}
     </p>
   );
 }

@@ -63,7 +63,8 @@ export function LabForm() {
   const error = useLabStore((s) => s.error);
   const end = useLabStore((s) => s.result?.end);
   const stopAsked = useLabStore((s) => s.stopAsked);
-  const notices = useLabStore((s) => s.run?.notices ?? NO_NOTICES);
+  // A watched run's notices are its owner's business (the form below is this page's own).
+  const notices = useLabStore((s) => (s.watching ? NO_NOTICES : (s.run?.notices ?? NO_NOTICES)));
   const draftKept = useLabStore((s) => s.draft !== null);
   const setForm = useLabStore((s) => s.setForm);
   const setFaults = useLabStore((s) => s.setFaults);
@@ -73,7 +74,9 @@ export function LabForm() {
   const busy = status === "starting" || status === "running";
   // Someone else's run holds the server's one slot: Run waits (the page hears when the slot is free again).
   const waiting = useLabStore((s) => s.othersRun) && !busy;
-  const watched = useLabStore((s) => (s.status === "watching" ? s.watching?.owner : undefined));
+  const watching = useLabStore((s) => s.watching);
+  const offered = useLabStore((s) => s.offer !== null) && waiting;
+  const watchOffered = useLabStore((s) => s.watchOffered);
   const preset = matchingPreset(form.faults);
   const offline = useLabStore((s) => s.connection === "offline");
   const runbar = useRef<HTMLDivElement>(null);
@@ -203,19 +206,20 @@ export function LabForm() {
           ) : waiting ? (
             <span id="lab-waiting" data-testid="lab-waiting">
               Someone else&apos;s run is going on this server (one at a time)
-              {watched ? (
-                <>
-                  : <bdi>{watched}</bdi>&apos;s, drawn below.
-                </>
-              ) : (
-                ";"
-              )}{" "}
-              Run is back when it ends.
+              {status === "watching" ? ", drawn below" : ""}; Run is back when it ends.
             </span>
+          ) : watching && status !== "idle" ? (
+            `someone else's run ${runStatusText(status, end, stopAsked)}`
           ) : (
             runStatusText(status, end, stopAsked)
           )}
         </span>
+        {/* Not taken up by itself: this page shows its own run's results or failure, which the server does not keep. */}
+        {offered && !offline && (
+          <button type="button" className="button" data-testid="lab-watch" onClick={() => void watchOffered()}>
+            Watch it
+          </button>
+        )}
         {/* In the bar, which stays on screen: below it, the charts scrolled to on Run would hide it. */}
         {error && (
           <p className="form-error lab-runbar-error" role="alert" data-testid="lab-error">

@@ -23,6 +23,7 @@ function createLabLink() {
   const transport: LabTransport = {
     start: async (input) => (await live()).timeout(ACK_TIMEOUT_MS).emitWithAck("lab:start", input),
     stop: async (runId) => (await live()).timeout(ACK_TIMEOUT_MS).emitWithAck("lab:stop", { runId }),
+    status: async () => (await live()).timeout(ACK_TIMEOUT_MS).emitWithAck("lab:status"),
     replay: async (scenario) => (await live()).timeout(REPLAY_TIMEOUT_MS).emitWithAck("lab:replay", { scenario }),
     startBots: async (input) => (await live()).timeout(ACK_TIMEOUT_MS).emitWithAck("bots:start", input),
     stopBots: async () => (await live()).timeout(ACK_TIMEOUT_MS).emitWithAck("bots:stop"),
@@ -82,6 +83,7 @@ export function LabProvider({ children }: { children: ReactNode }) {
     socket.on("lab:sampled", (sample) => state().receiveSample(sample));
     socket.on("lab:finished", (result) => state().receiveFinished(result));
     socket.on("lab:failed", ({ runId, message }) => state().receiveFailed(runId, message));
+    socket.on("lab:watched", (event) => state().receiveWatched(event));
     socket.on("bots:changed", (bots) => state().receiveBots(bots));
     socket.on("session:ended", (payload) => state().receiveSessionEnded(payload?.reason));
     return () => {

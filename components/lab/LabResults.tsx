@@ -30,6 +30,10 @@ function Cell({
 }) {
   return (
     <td role="cell" className={className} data-label={label} data-testid={testId}>
+      {/* Shown only on a phone's card; a screen reader has the column's heading already. */}
+      <span className="lab-cell-label" aria-hidden="true">
+        {label}
+      </span>
       {children}
     </td>
   );
@@ -40,19 +44,13 @@ export function LabResults() {
   const result = useLabStore((s) => s.result);
   const redisRestart = useLabStore((s) => s.run?.workload.faults.redisRestart ?? s.form.faults.redisRestart);
   const asked = useLabStore((s) => s.run?.strategies);
-  const owner = useLabStore((s) => s.watching?.owner);
+  const watched = useLabStore((s) => s.watching);
   if (!result) return null;
   const completed = result.end.reason === "completed";
   return (
     <section className="lab-section" aria-labelledby="lab-results-title">
       <h2 id="lab-results-title" data-testid="lab-results-title">
-        Results
-        {owner && (
-          <>
-            {" "}
-            of <bdi>{owner}</bdi>&apos;s run
-          </>
-        )}
+        {watched ? "Results of someone else's run" : "Results"}
       </h2>
       {!completed && (
         <p className="lab-notice" data-testid="lab-ended-early">

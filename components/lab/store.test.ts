@@ -10,6 +10,7 @@ import {
   RUN_ENDED_AWAY,
   sharedTimeAxis,
   STOP_UNANSWERED,
+  WATCHED_FAILED,
   type LabTransport,
 } from "./store";
 
@@ -25,6 +26,7 @@ function transport(overrides: Partial<LabTransport> = {}): LabTransport & { star
       };
     },
     stop: async () => ({ ok: true }),
+    status: async () => ({ ok: false, error: { code: "unavailable", message: "down" } }),
     replay: async () => ({ ok: false, error: { code: "unavailable", message: "down" } }),
     startBots: async () => ({ ok: false, error: { code: "not_found", message: "No such user: bob." } }),
     stopBots: async (): Promise<Result<{ bots: never }>> => ({
@@ -180,65 +182,119 @@ describe("lab store", () => {
   it("a page follows someone else's run on the server, its own form left alone, to the end", async () => {
     const workload = { ...DEFAULT_WORKLOAD, operations: 8000 };
     const theirs = { runId: "w1", strategies: ["naive", "lua"], notices: [], redis: "private", workload };
-    const watch = { run: theirs as unknown as LabRunInfo, owner: "presenter", samples: [sample("naive", 0, "w1")] };
+    const watch = { run: theirs as unknown as LabRunInfo, samples: [sample("naive", 0, "w1")] };
     const store = createLabStore(transport());
     store.getState().setForm({ users: 7 });
-    // Before the status answer, the page shows no run: what every page on the server hears is not drawn.
-    store.getState().receiveSample(sample("naive", 0.25, "w1"));
-    store.getState().receiveFinished({ runId: "w0", results: [], notices: [], end: { reason: "completed" } });
-    store.getState().receiveFailed("w0", "boom");
-    expect([store.getState().status, store.getState().samples.naive.length, store.getState().result]).toEqual([
-      "idle",
-      0,
-      null,
-    ]);
+    // Before the status answer the page shows no run: what it hears of someone else's is not drawn.
+    store.getState().receiveWatched({ kind: "sampled", sample: sample("naive", 0.25, "w1") });
+    store.getState().receiveWatched({ kind: "failed", runId: "w1" });
+    expect([store.getState().status, store.getState().samples.naive.length]).toEqual(["idle", 0]);
 
     store.getState().receiveStatus({ run: null, samples: [], othersRun: true, watch, bots: idle });
     const s = store.getState();
-    expect([s.status, s.run?.runId, s.watching, s.samples.naive.length]).toEqual([
-      "watching",
-      "w1",
-      { owner: "presenter" },
-      1,
-    ]);
+    expect([s.status, s.run?.runId, s.watching, s.samples.naive.length]).toEqual(["watching", "w1", true, 1]);
     expect([s.form.users, s.form.operations, s.strategies.length]).toEqual([7, DEFAULT_FORM.operations, 4]);
-    store.getState().receiveSample(sample("naive", 0.25, "w1"));
-    store.getState().receiveSample(sample("lua", 0.25, "other"));
+    store.getState().receiveWatched({ kind: "sampled", sample: sample("naive", 0.25, "w1") });
+    store.getState().receiveWatched({ kind: "sampled", sample: sample("lua", 0.25, "other") });
+    // The user's own events are not the watched run's.
+    store.getState().receiveSample(sample("lua", 0.5, "w1x"));
+    store.getState().receiveFinished({ runId: "mine", results: [], notices: [], end: { reason: "completed" } });
+    expect([
+      store.getState().status,
+      store.getState().samples.naive.length,
+      store.getState().samples.lua.length,
+    ]).toEqual(["watching", 2, 0]);
     // Back after a disconnect, still going: the server's line is whole.
     const line = [0, 0.25, 0.5].map((t) => sample("naive", t, "w1"));
     store
       .getState()
       .receiveStatus({ run: null, samples: [], othersRun: true, watch: { ...watch, samples: line }, bots: idle });
-    expect([store.getState().samples.naive.length, store.getState().samples.lua.length]).toEqual([3, 0]);
-    // Its end is shown as the owner's own page shows it, still saying whose it was; Stop is not this page's.
+    expect(store.getState().samples.naive.length).toBe(3);
+    // Its end is shown as the owner's page shows it; Stop is not this page's.
     await store.getState().stop();
-    store.getState().receiveFinished({ runId: "w1", results: [], notices: [], end: { reason: "completed" } });
+    const end = { reason: "stopped" as const, by: "its owner" };
+    store.getState().receiveWatched({ kind: "finished", result: { runId: "w1", results: [], notices: [], end } });
     expect([store.getState().status, store.getState().result?.runId, store.getState().watching]).toEqual([
-      "finished",
+      "stopped",
       "w1",
-      { owner: "presenter" },
+      true,
     ]);
     // The slot's next answer (freed) does not take it up again; the page's own run is its own.
     store.getState().receiveStatus({ run: null, samples: [], othersRun: false, watch: null, bots: idle });
-    expect(store.getState().status).toBe("finished");
+    expect(store.getState().status).toBe("stopped");
     await store.getState().start();
-    expect([store.getState().status, store.getState().watching]).toEqual(["running", null]);
+    expect([store.getState().status, store.getState().watching]).toEqual(["running", false]);
   });
 
-  it("a watched run that ended while the page was away leaves it idle, and a status older than its end is ignored", () => {
+  it("someone else's run is offered, not taken up, over the page's own results, and taken up when asked", async () => {
+    const theirs = { runId: "w2", strategies: ["lua"], notices: [], redis: "private", workload: DEFAULT_WORKLOAD };
+    const watch = { run: theirs as unknown as LabRunInfo, samples: [sample("lua", 0, "w2")] };
+    const status = { ok: true as const, run: null, samples: [], othersRun: true, watch, bots: idle };
+    const store = createLabStore(transport({ status: async () => status }));
+    await store.getState().start();
+    store.getState().receiveFinished({ runId: "r1", results: [], notices: [], end: { reason: "completed" } });
+    store.getState().receiveStatus(status);
+    expect([store.getState().status, store.getState().result?.runId, store.getState().offer]).toEqual([
+      "finished",
+      "r1",
+      "w2",
+    ]);
+    await store.getState().watchOffered();
+    expect([store.getState().status, store.getState().run?.runId, store.getState().offer]).toEqual([
+      "watching",
+      "w2",
+      null,
+    ]);
+    // And its failure says so without the owner's reason.
+    store.getState().receiveWatched({ kind: "failed", runId: "w2" });
+    expect([store.getState().status, store.getState().error]).toEqual(["failed", WATCHED_FAILED]);
+  });
+
+  it("a start refused because someone else's run took the slot offers that run", async () => {
+    const theirs = { runId: "w3", strategies: ["lua"], notices: [], redis: "private", workload: DEFAULT_WORKLOAD };
+    const status = {
+      ok: true as const,
+      run: null,
+      samples: [],
+      othersRun: true,
+      watch: { run: theirs as unknown as LabRunInfo, samples: [] },
+      bots: idle,
+    };
+    const store = createLabStore(
+      transport({
+        start: async () => ({ ok: false, error: { code: "rate_limited", message: "Someone else's lab run is going" } }),
+        status: async () => status,
+      }),
+    );
+    await store.getState().start();
+    expect([store.getState().status, store.getState().offer]).toEqual(["failed", "w3"]);
+  });
+
+  it("a watched run that ended while the page was away leaves it idle and blank, and a status older than its end is ignored", () => {
     const theirs = { runId: "w1", strategies: ["lua"], notices: [], redis: "private", workload: DEFAULT_WORKLOAD };
-    const watch = { run: theirs as unknown as LabRunInfo, owner: "presenter", samples: [] };
+    const watch = { run: theirs as unknown as LabRunInfo, samples: [sample("lua", 0, "w1")] };
     const store = createLabStore(transport());
     store.getState().receiveStatus({ run: null, samples: [], othersRun: true, watch, bots: idle });
     store.getState().receiveStatus({ run: null, samples: [], othersRun: false, watch: null, bots: idle });
-    expect([store.getState().status, store.getState().watching, store.getState().error]).toEqual(["idle", null, null]);
+    expect([store.getState().status, store.getState().watching, store.getState().samples.lua.length]).toEqual([
+      "idle",
+      false,
+      0,
+    ]);
 
     store.getState().receiveStatus({ run: null, samples: [], othersRun: true, watch, bots: idle });
-    store.getState().receiveFinished({ runId: "w1", results: [], notices: [], end: { reason: "completed" } });
+    const result = { runId: "w1", results: [], notices: [], end: { reason: "completed" as const } };
+    store.getState().receiveWatched({ kind: "finished", result });
     store.getState().receiveStatus({ run: null, samples: [], othersRun: true, watch, bots: idle });
     expect(store.getState().status).toBe("finished");
   });
 
+  it("draws the user's own run from another instance when it shows none, as before watching existed", () => {
+    const store = createLabStore(transport());
+    store.getState().receiveSample(sample("naive", 0, "elsewhere"));
+    store.getState().receiveFinished({ runId: "elsewhere", results: [], notices: [], end: { reason: "completed" } });
+    expect([store.getState().samples.naive.length, store.getState().status]).toEqual([1, "finished"]);
+  });
   it("a long line opened mid-run keeps its start: thinned, not cut", () => {
     const run = { runId: "r1", strategies: ["lock"], notices: [], redis: "private", workload: DEFAULT_WORKLOAD };
     const store = createLabStore(transport());

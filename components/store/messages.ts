@@ -23,6 +23,7 @@ export const EMPTY_LIST: MessageList = {
   loading: false,
   hasMore: false,
   error: null,
+  offline: false,
 };
 
 /** Ascending by seq; a message already present (same seq or id) is kept as is. Returns `existing` if unchanged. */
@@ -119,6 +120,11 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
         const list = s.messages[conversationId] ?? EMPTY_LIST;
         return { messages: { ...s.messages, [conversationId]: { ...list, ...patch(list) } } };
       });
+    }
+
+    /** A load of `conversationId`'s messages failed; whether the connection was down then decides what is said. */
+    function failed(conversationId: number, error: string): void {
+      patchList(conversationId, () => ({ loading: false, error, offline: !get().connected }));
     }
 
     /** A page of history; the members who left come with every page and replace what the tab knew of them. */
@@ -300,7 +306,7 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
         const res = await fetchPage(conversationId, { limit: PAGE_SIZE });
         if (generation !== rt.generation) return;
         if (!res.ok) {
-          patchList(conversationId, () => ({ loading: false, error: res.error.message }));
+          failed(conversationId, res.error.message);
           return;
         }
         const page = res.messages;
@@ -317,6 +323,7 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
             loading: false,
             hasMore: full,
             error: null,
+            offline: false,
           };
         });
         touchConversation(conversationId);
@@ -336,7 +343,7 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
         const res = await fetchPage(conversationId, { before: oldest, limit: PAGE_SIZE });
         if (generation !== rt.generation) return;
         if (!res.ok) {
-          patchList(conversationId, () => ({ loading: false, error: res.error.message }));
+          failed(conversationId, res.error.message);
           return;
         }
         patchList(conversationId, (l) => ({
@@ -368,7 +375,7 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
           const res = await fetchPage(conversationId, { after, limit: CATCH_UP_PAGE });
           if (generation !== rt.generation) return;
           if (!res.ok) {
-            patchList(conversationId, () => ({ loading: false, error: res.error.message }));
+            failed(conversationId, res.error.message);
             return;
           }
           const page = res.messages;

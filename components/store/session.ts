@@ -96,7 +96,15 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
       },
 
       handleConnected() {
-        set({ connected: true });
+        // Loads that failed while the connection was down are not errors to show now: the open conversation loads
+        // again once the sync lands, and an older page when the list is scrolled to its top (MessageList).
+        set((s) => {
+          const messages = { ...s.messages };
+          for (const [id, list] of Object.entries(s.messages)) {
+            if (list.offline) messages[Number(id)] = { ...list, error: null, offline: false };
+          }
+          return { connected: true, messages };
+        });
         rt.sync.catchUpActive = true;
         get().requestSync(true);
         get().resumeSending();

@@ -210,6 +210,11 @@ export interface MessageList {
   loading: boolean;
   hasMore: boolean;
   error: string | null;
+  /**
+   * The load that failed (`error`) was made while the connection was down: retrying by hand cannot help, and the
+   * error is cleared when the connection is back (the open conversation loads again once its sync lands).
+   */
+  offline: boolean;
 }
 
 /** The part of the Web Storage API drafts need, so tests (and pages without localStorage) can give their own. */

@@ -167,18 +167,26 @@ export interface BotsInput {
   count?: number;
 }
 
-/** Someone else's run on this instance, as the pages that watch it see it: who started it, and its samples so far. */
+/** Someone else's run on this instance, as the pages that watch it see it: its settings and samples so far (not whose). */
 export interface LabWatch {
   run: LabRunInfo;
-  owner: string;
   samples: LabSample[];
 }
+
+/**
+ * What the pages watching someone else's run hear of it: its samples, its end (a Stop's `by` is "its owner", not
+ * a name), its failure (not why: the reason can name the server's own Redis).
+ */
+export type LabWatched =
+  | { kind: "sampled"; sample: LabSample }
+  | { kind: "finished"; result: LabRunResult }
+  | { kind: "failed"; runId: string };
 
 /**
  * `lab:status`: the asking user's run in progress on this instance, if any, with its samples so far (a page that
  * reloads or opens in a second tab draws the run from its start), whether someone else's run holds the instance's
  * one slot (`watch`: that run, which every lab page on the instance can follow, a workshop's attendees the
- * presenter's), and the user's bots.
+ * presenter's, without learning whose it is), and the user's bots.
  */
 export interface LabStatus {
   run: LabRunInfo | null;
@@ -209,6 +217,8 @@ export interface LabServerToClientEvents {
   "lab:sampled": (sample: LabSample) => void;
   "lab:finished": (result: LabRunResult) => void;
   "lab:failed": (payload: { runId: string; message: string }) => void;
+  /** To every other lab page on the run's instance: someone else's run, which they watch. */
+  "lab:watched": (event: LabWatched) => void;
   /** To every lab page on the instance: its run slot was taken or freed; a page asks `lab:status` again. */
   "lab:slot": (slot: { busy: boolean }) => void;
   "bots:changed": (bots: BotsStatus) => void;

@@ -3,6 +3,7 @@ import type { Namespace } from "socket.io";
 import type { SocketData, UserDTO } from "../contracts/index.ts";
 import type {
   BotsStatus,
+  LabRunResult,
   LabClientToServerEvents,
   LabInterServerEvents,
   LabServerToClientEvents,
@@ -44,6 +45,12 @@ function selfUrl(httpServer: HttpServer): string {
   return `http://${host}:${address.port}`;
 }
 
+/** A run's end as its watchers hear it: a Stop names no one (only the owner can stop a run). */
+function forWatchers(result: LabRunResult, ownerName: string): LabRunResult {
+  const { end } = result;
+  return end.reason === "stopped" && end.by === ownerName ? { ...result, end: { ...end, by: "its owner" } } : result;
+}
+
 /** The bot accounts of one user: `bot-<owner id>-<k>` (people cannot sign up with names starting `bot-`). */
 function botName(ownerId: number, k: number): string {
   return `bot-${ownerId}-${k}`;
@@ -52,7 +59,7 @@ function botName(ownerId: number, k: number): string {
 /**
  * The consistency lab on the `/lab` Socket.IO namespace: open to any signed-in user (it only touches its own
  * redis-server, or `lab:<run>:…` keys), never to anonymous sockets. Runs report to every lab tab of the user
- * who started them; only that user can stop them. Mounted by server/lab/module.ts.
+ * who started them, and every other lab page of the run's instance watches them; only that user can stop them. Mounted by server/lab/module.ts.
  */
 export function registerLab({
   io,
@@ -169,28 +176,34 @@ export function registerLab({
           const seconds = Math.floor((Date.now() - startedAt) / 1000) - 1;
           limits.charge("labRun", subject, seconds).catch((err: unknown) => log.warn({ err }, "lab: charging a run"));
         };
-        // The owner's pages, wherever they are connected, and every other lab page on this instance, which watches
-        // the run (its slot is this instance's): a workshop's attendees see the presenter's run.
-        const everyone = () => [nsp.to(room), nsp.local.except(room)];
+        // The owner's pages hear the run wherever they are connected; every other lab page on this instance (the
+        // slot is the instance's) watches it, told less: not whose it is, nor why it failed.
+        const watchers = () => nsp.local.except(room);
         const run = await lab
-          .start(user, input.strategies, input.workload, {
-            sampled: (sample) => everyone().forEach((to) => to.emit("lab:sampled", sample)),
+          .start(user.id, input.strategies, input.workload, {
+            sampled: (sample) => {
+              nsp.to(room).emit("lab:sampled", sample);
+              watchers().emit("lab:watched", { kind: "sampled", sample });
+            },
             finished: (result) => {
               charge();
-              everyone().forEach((to) => to.emit("lab:finished", result));
+              nsp.to(room).emit("lab:finished", result);
+              watchers().emit("lab:watched", { kind: "finished", result: forWatchers(result, user.name) });
               nsp.local.emit("lab:slot", { busy: false });
             },
             failed: (runId, message) => {
               charge();
-              everyone().forEach((to) => to.emit("lab:failed", { runId, message }));
+              nsp.to(room).emit("lab:failed", { runId, message });
+              watchers().emit("lab:watched", { kind: "failed", runId });
               nsp.local.emit("lab:slot", { busy: false });
             },
           })
           .catch(async (err: unknown) => {
             await limits.refund("labRun", subject).catch(() => undefined);
             // A start that failed after taking the slot (its Redis did not open) freed it again: pages that asked
-            // meanwhile were told it was taken.
-            nsp.local.emit("lab:slot", { busy: false });
+            // meanwhile were told it was taken. A start refused because the slot was taken changed nothing: every
+            // page asking again would fetch the watched run's samples so far, for nothing.
+            if (!(err instanceof AppError && err.code === "rate_limited")) nsp.local.emit("lab:slot", { busy: false });
             throw err;
           });
         // The slot is this instance's: its own pages hear it was taken (the others' have a slot of their own).
@@ -211,6 +224,8 @@ export function registerLab({
       "lab:status",
       command(log, "lab:status", async (payload) => {
         parse(noInputSchema, payload);
+        // An answer can carry a whole run's samples (a few hundred kB near the end of a long one).
+        await limits.consume("labStatus", { userId: user.id });
         const elsewhereBots = lab.status(user.id).bots.running ? [] : await elsewhere("bots:status", user.id);
         // Read after the wait for the other instances: an event this socket got before the answer (a run's finish,
         // a slot freed) is never newer than what the answer says.

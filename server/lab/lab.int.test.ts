@@ -7,6 +7,7 @@ import type {
   LabRunInput,
   LabRunResult,
   LabSample,
+  LabWatched,
 } from "../contracts/lab.ts";
 import { connectSocket, nextEvent, startHarness, type Harness } from "../testing/harness.ts";
 
@@ -140,9 +141,12 @@ describe("the /lab namespace", () => {
     // Someone else on the same instance can see that a run is in progress but cannot stop it.
     const strangerToken = (await h.signUp("lab_stranger")).token;
     const stranger = await labSocket(strangerToken, 0);
-    const watched: LabSample[] = [];
-    stranger.on("lab:sampled", (s) => watched.push(s));
-    const strangerSawEnd = once(stranger, "lab:finished");
+    const watched: LabWatched[] = [];
+    const strangerOwn: unknown[] = [];
+    stranger.on("lab:watched", (e) => watched.push(e));
+    stranger.on("lab:sampled", (e) => strangerOwn.push(e));
+    stranger.on("lab:finished", (e) => strangerOwn.push(e));
+    stranger.on("lab:failed", (e) => strangerOwn.push(e));
     // Their page is told the slot is taken, not given the run as if it were theirs; the other instance's is free.
     await sampled;
     const theirs = await stranger.emitWithAck("lab:status");
@@ -151,14 +155,17 @@ describe("the /lab namespace", () => {
       run: null,
       samples: [],
       othersRun: true,
-      // But they can watch it (an attendee, the presenter's run): whose it is, and its line from the start.
-      watch: { run: { runId: started.run.runId, strategies: ["lock"] }, owner: user.name },
+      // But they can watch it (an attendee, the presenter's run): its settings and its line from the start, not
+      // whose it is.
+      watch: { run: { runId: started.run.runId, strategies: ["lock"] } },
     });
+    expect(JSON.stringify(theirs)).not.toContain(user.name);
     if (!theirs.ok || !theirs.watch) throw new Error("no run to watch");
     expect(theirs.watch.samples[0]).toMatchObject({ strategy: "lock", t: 0 });
     const elsewhere = await labSocket(strangerToken, 1);
-    const elsewhereSamples: LabSample[] = [];
+    const elsewhereSamples: unknown[] = [];
     elsewhere.on("lab:sampled", (s) => elsewhereSamples.push(s));
+    elsewhere.on("lab:watched", (s) => elsewhereSamples.push(s));
     expect(await elsewhere.emitWithAck("lab:status")).toMatchObject({
       ok: true,
       run: null,
@@ -175,7 +182,10 @@ describe("the /lab namespace", () => {
       ok: false,
       error: { code: "forbidden" },
     });
-    // Nor start one beside it: one run at a time per server, and a hint of when to look again.
+    // Nor start one beside it: one run at a time per server, and a hint of when to look again. A refused start
+    // changed nothing: no page is told the slot changed (each would fetch the watched run's samples again).
+    const slotNews: unknown[] = [];
+    lab.on("lab:slot", (e) => slotNews.push(e));
     expect(await stranger.emitWithAck("lab:start", { strategies: ["lua"], workload: {} })).toMatchObject({
       ok: false,
       error: { code: "rate_limited", retryAfterMs: 5000, message: expect.stringMatching(/^Someone else's lab run/) },
@@ -185,16 +195,26 @@ describe("the /lab namespace", () => {
       ok: false,
       error: { code: "rate_limited", message: expect.stringMatching(/^Your lab run/) },
     });
+    expect(slotNews).toEqual([]);
+    const strangerSawEnd = new Promise<LabWatched>((resolve) =>
+      stranger.on("lab:watched", (e) => e.kind === "finished" && resolve(e)),
+    );
     const freed = once(stranger, "lab:slot");
     expect(await lab.emitWithAck("lab:stop", { runId: started.run.runId })).toEqual({ ok: true });
     expect(await freed).toEqual({ busy: false });
     expect(await stranger.emitWithAck("lab:status")).toMatchObject({ ok: true, othersRun: false });
     const result = await finished;
     expect(result.results[0]!.completed).toBeLessThan(1_000_000);
-    // The watcher saw it live and saw it end; the other instance's page (its slot free) was sent none of it.
-    expect((await strangerSawEnd).runId).toBe(started.run.runId);
-    expect(watched.length).toBeGreaterThan(0);
-    expect(watched.every((s) => s.runId === started.run.runId)).toBe(true);
+    // The watcher saw it live and saw it end, stopped by "its owner"; none of it as its own, and the other
+    // instance's page (its slot free) was sent nothing.
+    expect(await strangerSawEnd).toMatchObject({
+      kind: "finished",
+      result: { runId: started.run.runId, end: { reason: "stopped", by: "its owner" } },
+    });
+    const samples = watched.filter((e) => e.kind === "sampled");
+    expect(samples.length).toBeGreaterThan(0);
+    expect(samples.every((e) => e.sample.runId === started.run.runId)).toBe(true);
+    expect(strangerOwn).toEqual([]);
     expect(elsewhereSamples).toEqual([]);
     // The page says the run was stopped, and by whom; not that it finished.
     expect(result.end).toEqual({ reason: "stopped", by: user.name });

@@ -53,12 +53,11 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
   let current: {
     info: LabRunInfo;
     ownerId: number;
-    ownerName: string;
     abort: AbortController;
     done: Promise<void>;
     /**
-     * The run's samples so far, for a page of its owner that connects mid-run: one every ~250 ms, so MAX_RUN_MS bounds
-     * them (≈ 2400, a few hundred kB); the page thins them to its own 600 a line.
+     * The run's samples so far, for a page that connects mid-run (its owner's, or one that watches it): one every
+     * ~250 ms, so MAX_RUN_MS bounds them (≈ 2400, a few hundred kB); the page thins them to its own 600 a line.
      */
     samples: LabSample[];
   } | null = null;
@@ -66,12 +65,11 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
   const botsByOwner = new Map<number, Bots>();
 
   async function start(
-    owner: { id: number; name: string },
+    ownerId: number,
     strategies: LabStrategyName[],
     workload: LabWorkload,
     listener: RunListener,
   ): Promise<LabRunInfo> {
-    const ownerId = owner.id;
     if (current)
       throw new AppError(
         "rate_limited",
@@ -85,7 +83,6 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
     const slot = {
       info: null as unknown as LabRunInfo,
       ownerId,
-      ownerName: owner.name,
       abort,
       done: Promise.resolve(),
       samples: [] as LabSample[],
@@ -192,8 +189,7 @@ export function createLabService({ sharedRedis, log }: LabServiceDeps) {
         run: mine ? current!.info : null,
         samples: mine ? [...current!.samples] : [],
         othersRun: others !== null,
-        watch:
-          others?.info != null ? { run: others.info, owner: others.ownerName, samples: [...others.samples] } : null,
+        watch: others?.info != null ? { run: others.info, samples: [...others.samples] } : null,
         bots: botsByOwner.get(userId)?.status() ?? IDLE_BOTS,
       };
     },

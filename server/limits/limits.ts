@@ -62,6 +62,11 @@ export const defaultLimits = {
   /** Lab commands that start work by one user: `lab:start`, `lab:replay` (its own Redis a replay) and `bots:start`. */
   lab: { points: 30, durationS: 60 },
   /**
+   * `lab:status` asks by one user: one per connect and per change of the run slot; an answer can carry a whole run's
+   * samples so far (a few hundred kB), for a page that watches or draws it from its start.
+   */
+  labStatus: { points: 30, durationS: 10 },
+  /**
    * Seconds one user's lab runs hold the server's one run slot (a run may last 10 minutes): a start costs one, the
    * rest of a run's time is charged when it ends, and a start past it is refused, so nobody keeps others out.
    */
@@ -105,6 +110,7 @@ const WORDS: Record<LimitName, string> = {
   signInFailures: "Too many failed sign-ins for this name from this address; try again later.",
   handshakeFailures: "Too many connections without a valid session from this address; try again shortly.",
   lab: "Too many lab runs, replays or bot starts; try again shortly.",
+  labStatus: "Too many lab status requests; try again shortly.",
   labRun: "Your lab runs have held the server's run slot for their share of the hour; let others run, try later.",
 };
 
