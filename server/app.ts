@@ -105,7 +105,9 @@ export function createApp({
   });
   const notifier = socketNotifier(io, {
     deliveries: adapterClients ? (adapterClients.sharded ? "per-room" : "one-message") : "local",
-    ...(adapterClients && !adapterClients.sharded ? { subscriber: adapterClients.sub } : {}),
+    ...(adapterClients && !adapterClients.sharded
+      ? { subscriber: adapterClients.sub, prefix: adapterClients.prefix }
+      : {}),
     log,
   });
   notifyStale = (userIds) => notifier.unreadStale(userIds);

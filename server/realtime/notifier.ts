@@ -77,7 +77,7 @@ function endLocally(io: TallyServer, sessionIds: string[], reason: SessionEndRea
  */
 export type DeliveryMode = "one-message" | "per-room" | "local";
 
-/** The channel deliver.lua publishes deliveries on (one redis-server: `one-message`). */
+/** The channel deliver.lua publishes deliveries on (one redis-server: `one-message`), after the deployment's prefix. */
 export const DELIVERY_CHANNEL = "tally:deliveries";
 
 /** What precedes the members' replies in a published delivery; the replies are in the order of `memberIds`. */
@@ -114,8 +114,20 @@ export function parseDelivery(payload: string): (MessageDelivery & { from: strin
  */
 export function socketNotifier(
   io: TallyServer,
-  { deliveries, subscriber, log }: { deliveries: DeliveryMode; subscriber?: RedisClient; log?: Logger },
+  {
+    deliveries,
+    subscriber,
+    prefix = "",
+    log,
+  }: {
+    deliveries: DeliveryMode;
+    subscriber?: RedisClient;
+    /** The deployment's channel prefix (`channelPrefix`, server/redis/client.ts). */
+    prefix?: string;
+    log?: Logger;
+  },
 ): Notifier {
+  const channel = `${prefix}${DELIVERY_CHANNEL}`;
   const self = randomBytes(8).toString("hex");
   /**
    * How this instance's own deliveries begin (`from` is the first key `deliveryTarget` writes, and `self` is hex):
@@ -137,9 +149,9 @@ export function socketNotifier(
   if (published) {
     // Subscribed (and, after a reconnection, subscribed again by ioredis) on the adapter's connection, whose
     // reconnections already make every local tab resync (app.ts).
-    void subscriber.subscribe(DELIVERY_CHANNEL).catch((err: unknown) => log?.error({ err }, "subscribing failed"));
-    subscriber.on("message", (channel: string, payload: string) => {
-      if (channel !== DELIVERY_CHANNEL || payload.startsWith(ownHead)) return;
+    void subscriber.subscribe(channel).catch((err: unknown) => log?.error({ err }, "subscribing failed"));
+    subscriber.on("message", (from: string, payload: string) => {
+      if (from !== channel || payload.startsWith(ownHead)) return;
       try {
         const delivery = parseDelivery(payload);
         if (delivery) deliverLocally(io, delivery);
@@ -150,7 +162,7 @@ export function socketNotifier(
   }
   return {
     deliveryTarget: (memberIds, message) =>
-      published ? { channel: DELIVERY_CHANNEL, head: `${JSON.stringify({ from: self, memberIds, message })}\n` } : null,
+      published ? { channel, head: `${JSON.stringify({ from: self, memberIds, message })}\n` } : null,
     messageDelivered: (delivery, alreadyPublished = false) => {
       if (delivery.memberIds.length === 0) return; // to([]) would reach every socket
       if (deliveries === "per-room") {

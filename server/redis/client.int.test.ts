@@ -2,7 +2,9 @@ import { createServer, type AddressInfo, type Socket } from "node:net";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { Redis } from "ioredis";
 import { freePort } from "../embedded/ports.ts";
-import { coalesceWrites, createAdapterClients, redisTarget } from "./client.ts";
+import { Server } from "socket.io";
+import { redisAdapter } from "../realtime/adapter.ts";
+import { channelPrefix, coalesceWrites, createAdapterClients, redisTarget } from "./client.ts";
 
 const clients: Redis[] = [];
 afterEach(async () => {
@@ -132,6 +134,50 @@ describe("the adapter's clients", () => {
       sub.disconnect();
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+});
+
+describe("deployments on one redis-server", () => {
+  it("hear each other only in the same database: pub/sub ignores the database number, the channels do not", async () => {
+    const target = redisTarget(inject("redisTarget"));
+    if (!("url" in target)) throw new Error("this file runs on one redis-server");
+    const base = target.url.replace(/\/\d*$/, "");
+    expect([channelPrefix(base), channelPrefix(`${base}/0`), channelPrefix(`${base}/5`)]).toEqual(["", "", "db5:"]);
+    expect(channelPrefix(`${base}?db=7`)).toBe("db7:");
+
+    // Four instances: two of one deployment in database 5, two of another in database 0. What one says to its
+    // deployment (a server-side emit, as a session's end is) reaches its sibling and not the other deployment.
+    const servers = [`${base}/5`, `${base}/5`, `${base}/0`, `${base}/0`].map((url) => {
+      const clients = createAdapterClients(url);
+      return { io: new Server({ adapter: redisAdapter(clients) }), clients };
+    });
+    try {
+      const heard = servers.map(() => [] as string[]);
+      servers.forEach(({ io }, i) => io.on("ping-test" as never, ((text: string) => heard[i]!.push(text)) as never));
+      // Subscriptions are made as the adapters start: wait until every server's subscriber has its channels.
+      for (const channel of ["db5:socket.io-request#/#", "socket.io-request#/#"]) {
+        await expect.poll(async () => (await servers[0]!.clients.pub.pubsub("NUMSUB", channel)).at(1)).toBe(2);
+      }
+      // In this order, each published before the next is sent (a PING answered on the same connection): a
+      // subscriber receives publications in the order Redis took them, so once the last is heard, a leak of an
+      // earlier one would have been heard before it.
+      const emit = async (i: number, text: string) => {
+        servers[i]!.io.serverSideEmit("ping-test" as never, text as never);
+        await servers[i]!.clients.pub.ping();
+      };
+      await emit(2, "from db0");
+      await emit(0, "from db5");
+      await emit(3, "last, db0");
+      await emit(1, "last, db5");
+      await expect.poll(() => heard).toEqual([["last, db5"], ["from db5"], ["last, db0"], ["from db0"]]);
+    } finally {
+      for (const { io, clients } of servers) {
+        // Never attached to an HTTP server, it has no engine: close() closes the adapter, then throws on that.
+        await io.close().catch(() => undefined);
+        clients.pub.disconnect();
+        clients.sub.disconnect();
+      }
     }
   });
 });

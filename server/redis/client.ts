@@ -242,6 +242,23 @@ export interface AdapterClients {
   sub: RedisClient;
   /** A cluster's clients: the adapter uses sharded pub/sub. */
   sharded: boolean;
+  /** What this deployment's pub/sub channels begin with (`channelPrefix`). */
+  prefix: string;
+}
+
+/**
+ * What a deployment's pub/sub channels begin with. Redis' pub/sub ignores the database number: two deployments on
+ * one server, in databases 0 and 5, heard each other's pushes (an operator's walkthrough: one's user 1 was sent the
+ * other's messages and counts). A database other than 0 (the URL's path, or its `db` parameter) names its channels
+ * after it; 0, and a cluster (which has only 0), keep the names instances have always used, so a rolling upgrade
+ * still reaches them.
+ */
+export function channelPrefix(target: RedisTarget | string): string {
+  const t = redisTarget(target);
+  if (isClusterTarget(t)) return "";
+  const url = new URL(t.url);
+  const db = Number(url.searchParams.get("db") ?? (url.pathname.replace(/^\//, "") || 0));
+  return Number.isSafeInteger(db) && db > 0 ? `db${db}:` : "";
 }
 
 /**
@@ -269,6 +286,7 @@ export function createAdapterClients(target: RedisTarget | string, options: Redi
       pub: publicationFailuresHandled(logErrors(coalesceWrites(cluster(redisOptions)), "adapter-pub")),
       sub: subscriptionFailuresHandled(logErrors(cluster(subOptions), "adapter-sub")),
       sharded: true,
+      prefix: channelPrefix(t),
     };
   }
   const pub = logErrors(coalesceWrites(new Redis(t.url, redisOptions)), "adapter-pub");
@@ -276,6 +294,7 @@ export function createAdapterClients(target: RedisTarget | string, options: Redi
     pub: publicationFailuresHandled(pub),
     sub: subscriptionFailuresHandled(logErrors(new Redis(t.url, subOptions), "adapter-sub")),
     sharded: false,
+    prefix: channelPrefix(t),
   };
 }
 

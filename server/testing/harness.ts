@@ -8,7 +8,13 @@ import { createDb, type Db } from "../db/prisma.ts";
 import { labModule } from "../lab/module.ts";
 import { defaultLimits, type LimitRules } from "../limits/limits.ts";
 import { logger } from "../log.ts";
-import { createAdapterClients, createRedis, isCluster, type RedisClient } from "../redis/client.ts";
+import {
+  createAdapterClients,
+  createRedis,
+  isCluster,
+  redisTarget as targetOf,
+  type RedisClient,
+} from "../redis/client.ts";
 import { createTestDatabase } from "./db.ts";
 
 export type ClientSocket = Socket<ServerToClientEvents, ClientToServerEvents>;
@@ -53,6 +59,15 @@ export interface HarnessOptions {
   trustProxy?: boolean;
   lab?: boolean;
   metricsToken?: string;
+  /** A database of the test redis-server other than 0 (one server only: a cluster has only 0). */
+  redisDb?: number;
+}
+
+/** The test redis-server's URL with database `db`. */
+function inDatabase(shared: ReturnType<typeof inject<"redisTarget">>, db: number): string {
+  const target = targetOf(shared);
+  if (!("url" in target)) throw new Error("a database other than 0 needs one redis-server, not a cluster");
+  return `${target.url.replace(/\/\d*$/, "")}/${db}`;
 }
 
 /** FLUSHALL on the test Redis: every master of a cluster (a cluster client sends a key-less command to one node). */
@@ -70,7 +85,8 @@ export async function flushRedis(redis: RedisClient): Promise<void> {
  */
 export async function startHarness(count = 2, options: HarnessOptions = {}): Promise<Harness> {
   const database = await createTestDatabase(inject("pgAdminUrl"));
-  const redisTarget = inject("redisTarget");
+  const shared = inject("redisTarget");
+  const redisTarget = options.redisDb === undefined ? shared : inDatabase(shared, options.redisDb);
   const db = createDb(database.url);
   const redis = createRedis(redisTarget);
   // The test Redis belongs to this test run; files run one at a time, so each starts from empty.

@@ -4,7 +4,7 @@ import { Emitter } from "@socket.io/redis-emitter";
 import { Server } from "socket.io";
 import { loadEnv, projectRoot, unreadTtlMs } from "../env.ts";
 import { createDb } from "../db/prisma.ts";
-import { redisAdapter } from "../realtime/adapter.ts";
+import { adapterKey, redisAdapter } from "../realtime/adapter.ts";
 import {
   createAdapterClients,
   createRedis,
@@ -109,13 +109,14 @@ function pushChannel(target: RedisTarget): {
     return {
       emitter: io,
       close: async () => {
-        await io.close();
+        // Never attached to an HTTP server, it has no engine: close() closes the adapters, then throws on that.
+        await io.close().catch(() => undefined);
         return Promise.allSettled([clients.pub.quit(), clients.sub.quit()]);
       },
     };
   }
   void clients.sub.quit();
-  return { emitter: new Emitter(clients.pub), close: () => clients.pub.quit() };
+  return { emitter: new Emitter(clients.pub, { key: adapterKey(clients.prefix) }), close: () => clients.pub.quit() };
 }
 
 /** The database a URL names, without its password: `user@host:port/database`. */
