@@ -11,9 +11,10 @@ import type { AppModule } from "./modules.ts";
 import { appSecurityConfig, loadEnv, unreadTtlMs } from "./env.ts";
 import { createDb } from "./db/prisma.ts";
 import { startServices } from "./embedded/services.ts";
+import { ConfigError } from "./errors.ts";
 import { logger, logStartFailure } from "./log.ts";
 import { withTimeout } from "./limits/deadline.ts";
-import { createAdapterClients, createRedis } from "./redis/client.ts";
+import { createAdapterClients, createRedis, isClusterTarget, redisUrlProblem } from "./redis/client.ts";
 
 /** How long each step of a shutdown may wait (closing the app; Redis' and the database's connections). */
 const STOP_STEP_MS = 10_000;
@@ -57,6 +58,10 @@ async function main(): Promise<void> {
   // LAB=0: the lab's code is not even loaded.
   const modules: AppModule[] = env.LAB === "1" ? [(await import("./lab/module.ts")).labModule] : [];
 
+  if (!isClusterTarget(redisTarget)) {
+    const problem = await redisUrlProblem(redisTarget.url);
+    if (problem) throw new ConfigError(problem);
+  }
   const redis = createRedis(redisTarget);
   const adapterClients = createAdapterClients(redisTarget);
   const httpServer = createServer();

@@ -1,10 +1,14 @@
+import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type AddressInfo, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { Redis } from "ioredis";
 import { freePort } from "../embedded/ports.ts";
+import { startRedisServer } from "../embedded/redis.ts";
 import { Server } from "socket.io";
 import { redisAdapter } from "../realtime/adapter.ts";
-import { channelPrefix, coalesceWrites, createAdapterClients, redisTarget } from "./client.ts";
+import { channelPrefix, coalesceWrites, createAdapterClients, redisTarget, redisUrlProblem } from "./client.ts";
 
 const clients: Redis[] = [];
 afterEach(async () => {
@@ -178,6 +182,34 @@ describe("deployments on one redis-server", () => {
         clients.pub.disconnect();
         clients.sub.disconnect();
       }
+    }
+  });
+});
+
+describe("redisUrlProblem", () => {
+  it("names a database the server lacks and a cluster node, and lets a fine or unreachable URL start", async () => {
+    const target = redisTarget(inject("redisTarget"));
+    if (!("url" in target)) throw new Error("this file runs on one redis-server");
+    const base = target.url.replace(/\/\d*$/, "");
+    expect(await redisUrlProblem(`${base}/99`)).toMatch(
+      /^REDIS_URL names database 99, which this Redis refuses \(ERR DB index is out of range\)/,
+    );
+    expect(await redisUrlProblem(`${base}/3`)).toBeNull();
+    expect(await redisUrlProblem(base)).toBeNull();
+    expect(await redisUrlProblem(`redis://127.0.0.1:${await freePort()}`)).toBeNull();
+    // A node started in cluster mode (no slots yet: what a URL to one node of a cluster reaches).
+    const dir = await mkdtemp(join(tmpdir(), "tally-node-"));
+    const node = await startRedisServer({
+      dir,
+      args: ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"],
+    });
+    try {
+      expect(await redisUrlProblem(node.url)).toBe(
+        "REDIS_URL points at a node of a Redis Cluster: set REDIS_CLUSTER_NODES (some of its nodes) instead.",
+      );
+    } finally {
+      await node.stop();
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

@@ -237,6 +237,44 @@ export function createRedis(target: RedisTarget | string, options: RedisOptions 
   return logErrors(coalesceWrites(client), "commands");
 }
 
+/**
+ * What is wrong with a single Redis's URL that reconnecting would never fix, or null (also when the server cannot be
+ * reached now: an instance starts and reconnects, as in an outage). Seen by an operator: a database index the
+ * server lacks (`/99`) was refused at connect, and every command then ran in database 0, with the health check
+ * green; a URL naming a Redis Cluster node passed the health check while every sync failed (`MOVED`).
+ */
+export async function redisUrlProblem(url: string): Promise<string | null> {
+  const client = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    enableOfflineQueue: false,
+    connectTimeout: 5000,
+  });
+  client.on("error", () => undefined); // the answers below say what matters
+  try {
+    await client.connect();
+  } catch {
+    return null;
+  }
+  try {
+    const db = client.options.db ?? 0;
+    if (db !== 0) {
+      const refused = await client.select(db).then(
+        () => null,
+        (err: unknown) => (err instanceof Error ? err.message : String(err)),
+      );
+      if (refused) return `REDIS_URL names database ${db}, which this Redis refuses (${refused}).`;
+    }
+    const info = await client.info("cluster").catch(() => "");
+    if (/cluster_enabled:1/.test(info))
+      return "REDIS_URL points at a node of a Redis Cluster: set REDIS_CLUSTER_NODES (some of its nodes) instead.";
+    return null;
+  } finally {
+    client.disconnect();
+  }
+}
+
 export interface AdapterClients {
   pub: RedisClient;
   sub: RedisClient;
