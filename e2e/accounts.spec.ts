@@ -1,6 +1,13 @@
 import type { Page } from "@playwright/test";
 import { E2E_PASSWORD, expect, test, uniqueName, type TestUser } from "./fixtures.ts";
-import { appShell, conversationItem, expectTotalUnread, lookAt, sendMessage } from "./support/tally-page.ts";
+import {
+  appShell,
+  conversationItem,
+  expectTotalUnread,
+  lookAt,
+  sendMessage,
+  contrastRatio,
+} from "./support/tally-page.ts";
 
 /**
  * Waits until every tab's socket is connected: a new conversation reaches a tab only through it. A tab whose
@@ -17,6 +24,11 @@ test("sign up, sign out and sign in again from the form; a wrong password and a 
 }) => {
   const page = await (await newContext()).newPage();
   await page.goto(env.serverA);
+  // The primary button reads at WCAG AA (4.5:1) in both modes (dark mode's accent under white was 3.6:1).
+  for (const colorScheme of ["dark", "light"] as const) {
+    await page.emulateMedia({ colorScheme });
+    expect(await contrastRatio(page.getByTestId("login-submit")), colorScheme).toBeGreaterThanOrEqual(4.5);
+  }
   const name = uniqueName("erin");
   await page.getByTestId("login-mode-sign-up").click();
   await page.getByTestId("login-name").fill(name);

@@ -1,6 +1,6 @@
 import type { Locator } from "@playwright/test";
 import { expect, test } from "./fixtures.ts";
-import { expectOnScreen } from "./support/tally-page.ts";
+import { contrastRatio, expectOnScreen } from "./support/tally-page.ts";
 
 // What a presenter meets on stage: fields typed into by hand, a projector's screen, a clicker.
 
@@ -286,24 +286,15 @@ test("a live badge, agreeing or not, reads at WCAG AA contrast (4.5:1) in light 
   ] as const) {
     await page.emulateMedia({ colorScheme });
     // The pill as the live badges table draws one (no run needed to style it): "off" disagrees with its sum.
-    const ratio = await page.getByTestId("lab-badges").evaluate((table, name) => {
+    await page.getByTestId("lab-badges").evaluate((table, name) => {
       const pill = document.createElement("span");
       pill.className = name;
+      pill.dataset.testid = "contrast-probe";
       pill.textContent = "16";
       table.querySelector("td, th")!.append(pill);
-      const style = getComputedStyle(pill);
-      const luminance = (color: string) => {
-        const [r, g, b] = color
-          .match(/[\d.]+/g)!
-          .slice(0, 3)
-          .map(Number) as [number, number, number];
-        const lin = (c: number) => (c / 255 <= 0.04045 ? c / 255 / 12.92 : ((c / 255 + 0.055) / 1.055) ** 2.4);
-        return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
-      };
-      const [a, b] = [luminance(style.color), luminance(style.backgroundColor)].sort((x, y) => y - x);
-      pill.remove();
-      return (a! + 0.05) / (b! + 0.05);
     }, className);
+    const ratio = await contrastRatio(page.getByTestId("contrast-probe"));
+    await page.getByTestId("contrast-probe").evaluate((pill) => pill.remove());
     expect(ratio, `${className}, ${colorScheme} mode`).toBeGreaterThanOrEqual(4.5);
   }
 });

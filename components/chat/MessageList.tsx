@@ -208,8 +208,12 @@ function useDepartures(conversationId: number, left: readonly MemberLeft[], read
 
 function UnreadDivider() {
   return (
-    <li className="unread-divider" data-testid="unread-divider" role="separator" aria-label="New messages">
-      <span>New messages</span>
+    // An item of the list holding the separator: a list's children are its items (axe "list": an <li> with another
+    // role made the screen reader's count and positions wrong).
+    <li className="unread-divider" data-testid="unread-divider">
+      <span role="separator" aria-label="New messages">
+        New messages
+      </span>
     </li>
   );
 }

@@ -13,6 +13,32 @@ export async function expectOnScreen(target: Locator): Promise<void> {
   ).toBe(true);
 }
 
+/**
+ * The contrast ratio (WCAG) of the element's text against what is painted behind it: its own background, or the
+ * first ancestor's that is not transparent.
+ */
+export async function contrastRatio(target: Locator): Promise<number> {
+  return target.evaluate((el) => {
+    const rgb = (color: string) => color.match(/[\d.]+/g)!.map(Number);
+    const luminance = (color: string) => {
+      const [r, g, b] = rgb(color) as [number, number, number];
+      const lin = (c: number) => (c / 255 <= 0.04045 ? c / 255 / 12.92 : ((c / 255 + 0.055) / 1.055) ** 2.4);
+      return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+    };
+    let behind: Element | null = el;
+    let background = "rgb(255, 255, 255)";
+    for (; behind; behind = behind.parentElement) {
+      const color = getComputedStyle(behind).backgroundColor;
+      if (rgb(color)[3] !== 0) {
+        background = color;
+        break;
+      }
+    }
+    const [a, b] = [luminance(getComputedStyle(el).color), luminance(background)].sort((x, y) => y - x);
+    return (a! + 0.05) / (b! + 0.05);
+  });
+}
+
 export function appBadge(page: Page): Locator {
   return page.getByTestId("app-badge");
 }
