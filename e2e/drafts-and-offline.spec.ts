@@ -144,12 +144,17 @@ test("a conversation opened offline before it ever loaded says it will load, and
     "Not connected: the messages load by themselves once the connection is back.",
   );
   await expect(alicePage.getByTestId("history-error").getByRole("button")).toHaveCount(0);
+  // What she writes meanwhile shows, waiting (the list was hidden until a load positioned it, which never came).
+  await queue(alicePage, "reply from offline");
+  await expect(pending(alicePage)).toHaveText([/reply from offline/]);
+  await expect(pending(alicePage)).toBeVisible();
   await shot(alicePage, "offline-never-loaded");
 
   await alice.context.setOffline(false);
-  await expectMessageSeqs(alicePage, [1, 2]);
+  await expect(pending(alicePage)).toHaveCount(0);
+  await expectMessageSeqs(alicePage, [1, 2, 3]);
   await expect(alicePage.getByTestId("history-error")).toHaveCount(0);
-  // Seen once loaded, in a window being looked at: read.
+  // Seen once loaded, in a window being looked at: read (her reply read nothing; looking did).
   await expectTotalUnread(alicePage, 0);
 });
 

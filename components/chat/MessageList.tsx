@@ -571,7 +571,9 @@ export function MessageList({ conversationId }: { conversationId: number }) {
           </p>
         )}
         {/* Not a live region itself: what arrives is said once, by the status below (useArrivals). */}
-        <ol className="message-list" style={positioned ? undefined : { visibility: "hidden" }}>
+        {/* Hidden until positioned, not to flash at the top; but a first load that failed never positions it, and
+            what the person queued there (offline) must show. */}
+        <ol className="message-list" style={positioned || (error && !loaded) ? undefined : { visibility: "hidden" }}>
           {items.map((m, i) => (
             <Fragment key={m.id}>
               {placed.before.get(m.seq)?.map((l) => (
