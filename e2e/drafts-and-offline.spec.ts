@@ -74,6 +74,35 @@ test("a draft survives switching conversations and a reload, and is gone once se
   await expect(input(page)).toHaveValue("a line\nfor carol");
 });
 
+test("a draft is the same in every tab: sent in one, it is gone from the other, which cannot send it again", async ({
+  alice,
+  bob,
+  env,
+}) => {
+  const conversation = await alice.createConversation([bob.name]);
+  const first = await alice.openTab(env.serverA, { open: conversation.id });
+  await input(first).fill("my careful draft reply");
+  const second = await alice.openTab(env.serverA, { open: conversation.id });
+  await expect(input(second)).toHaveValue("my careful draft reply");
+  // Edited in one tab, the other follows while it shows what the first started from.
+  await input(first).fill("my careful draft reply, edited");
+  await expect(input(second)).toHaveValue("my careful draft reply, edited");
+
+  await input(first).press("Enter");
+  await expect(messages(first).filter({ hasText: "my careful draft reply, edited" })).toHaveCount(1);
+  await expect(input(second)).toHaveValue("");
+  await expect(second.getByTestId("send-button")).toBeDisabled();
+  expect((await storedMessages(bob, env.serverA, conversation.id)).map((m) => m.content)).toEqual([
+    "my careful draft reply, edited",
+  ]);
+
+  // And the next draft, from either tab.
+  await input(first).fill("from the first tab");
+  await expect(input(second)).toHaveValue("from the first tab");
+  await input(second).fill("second tab's own words");
+  await expect(input(first)).toHaveValue("second tab's own words");
+});
+
 test("sends made offline show pending in order and are stored exactly once, in order, after reconnecting", async ({
   alice,
   bob,

@@ -1,6 +1,7 @@
 "use client";
 
 import {
+  useEffect,
   useId,
   useLayoutEffect,
   useRef,
@@ -11,6 +12,7 @@ import {
 } from "react";
 import { hasVisibleText, MESSAGE_MAX_LENGTH, messageLength } from "@/server/contracts/limits";
 import { useChatStore } from "@/components/providers/ChatProvider";
+import { draftKey } from "@/components/store/drafts";
 import { selectConversation } from "@/components/store/selectors";
 import { applyMention, mentionOptions, mentionQueryAt, type MentionOption } from "./mention-query";
 
@@ -49,6 +51,21 @@ export function Composer({ conversationId }: { conversationId: number }) {
   const tooLong = length > MESSAGE_MAX_LENGTH;
   // Spaces, zero-width characters and the like alone: the server refuses them, so Send says so by being off.
   const blank = !hasVisibleText(draft);
+
+  // One draft per conversation, the same in every tab: another tab's edit, or its send (which removes the draft),
+  // replaces the text here while this tab still shows what that tab started from. Without it, a draft sent in one
+  // tab stayed in the other with Send on, and went out twice (a newcomer's walkthrough). Text edited here since is
+  // this tab's own and stays (its next keystroke saves it).
+  useEffect(() => {
+    if (userId === undefined) return;
+    const key = draftKey(userId, conversationId);
+    const onStorage = (event: StorageEvent) => {
+      if (event.key !== key) return;
+      setDraft((shown) => (shown === (event.oldValue ?? "") ? (event.newValue ?? "") : shown));
+    };
+    window.addEventListener("storage", onStorage);
+    return () => window.removeEventListener("storage", onStorage);
+  }, [userId, conversationId]);
 
   useLayoutEffect(() => {
     const at = placeCaret.current;
