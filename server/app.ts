@@ -37,6 +37,10 @@ import { createUnreadService } from "./unread/unread.service.ts";
 import { userActions } from "./users/users.handlers.ts";
 import { createUserDirectory } from "./users/users.service.ts";
 import { createBlockService } from "./users/blocks.service.ts";
+import { throttle } from "./limits/throttle.ts";
+
+/** How often, at most, a reconnecting adapter subscriber makes every local tab resync. */
+const RESYNC_EVERY_MS = 2000;
 
 export interface AppDeps {
   httpServer: HttpServer;
@@ -238,13 +242,18 @@ export function createApp({
     for (const socket of ended) socket.disconnect(true);
   }
 
-  // Pushes published while the adapter's subscriber was reconnecting are lost: every local tab resyncs.
+  // Pushes published while the adapter's subscriber was reconnecting are lost: every local tab resyncs. At most
+  // once every RESYNC_EVERY_MS: with a cluster shard dead, its sharded subscriber comes and goes many times a second
+  // until the shard is back, and each time every tab was told to resync, and did (an operator's walkthrough: 2588
+  // stale pushes to one tab in 30 s, a sync flood refused by the limit, both instances at 44 % CPU for 2 clients).
+  let stopResyncs = () => {};
   if (adapterClients) {
-    const resync = () => {
+    const resync = throttle(() => {
       notifier.unreadStale("all-local");
       // A revocation broadcast may have been lost too.
       dropRevokedSockets().catch((err: unknown) => log.warn({ err }, "re-checking sessions failed"));
-    };
+    }, RESYNC_EVERY_MS);
+    stopResyncs = resync.cancel;
     if (adapterClients.sharded) {
       // Sharded pub/sub holds one subscriber per shard: a lost one (its master died, or it was moved off a
       // resharded slot) misses what its shard carried until it is back.
@@ -305,6 +314,7 @@ export function createApp({
     notifier,
     relay,
     close: async () => {
+      stopResyncs();
       clearInterval(reconcileTimer);
       clearInterval(purgeTimer);
       for (const module of mounted) await module.close();
