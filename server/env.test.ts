@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { loadEnv, readEnv as read, unreadTtlMs } from "./env.ts";
+import { appSecurityConfig, loadEnv, readEnv as read, unreadTtlMs } from "./env.ts";
 import { ConfigError } from "./errors.ts";
 import { redisTargetOf } from "./redis/client.ts";
 import { logger, logStartFailure, setLogFormat } from "./log.ts";
@@ -67,6 +67,18 @@ describe("security settings", () => {
     expect(() => readEnv({ ALLOWED_ORIGINS: "chat.example.com" })).toThrow(/ALLOWED_ORIGINS/);
     expect(() => readEnv({ RATE_LIMITS: "sendz=1/1s" })).toThrow(/RATE_LIMITS.*unknown limit sendz/s);
     expect(() => readEnv({ RATE_LIMITS: "send=ten" })).toThrow(/RATE_LIMITS/);
+  });
+
+  it("reads TRUST_PROXY as off, any peer, or the proxies' addresses and ranges, and names it when it is neither", () => {
+    expect(appSecurityConfig(readEnv({})).trustProxy).toBe(false);
+    expect(appSecurityConfig(readEnv({ TRUST_PROXY: "1" })).trustProxy).toBe(true);
+    expect(appSecurityConfig(readEnv({ TRUST_PROXY: "10.0.0.5, 10.1.0.0/16,fd00::/8" })).trustProxy).toEqual([
+      "10.0.0.5",
+      "10.1.0.0/16",
+      "fd00::/8",
+    ]);
+    expect(() => readEnv({ TRUST_PROXY: "yes" })).toThrow(/TRUST_PROXY.*comma-separated/s);
+    expect(() => readEnv({ TRUST_PROXY: "10.0.0.0/33" })).toThrow(/TRUST_PROXY/);
   });
 });
 

@@ -6,6 +6,7 @@ import { defaultLimits, type LimitName, type LimitRules } from "./limits/limits.
 import { logger, setLogFormat } from "./log.ts";
 import { ConfigError } from "./errors.ts";
 import type { CookiePolicy } from "./sessions/cookies.ts";
+import { isProxyEntry, type TrustProxy } from "./http/origin.ts";
 
 /*
  * The one environment module: every entry point (the server, the cluster script, the CLIs, prisma.config.ts)
@@ -103,8 +104,17 @@ const schema = z.object({
   /** 1 behind HTTPS: the session cookie gets Secure and responses send HSTS. */
   SECURE_COOKIES: flag("0"),
   COOKIE_SAMESITE: z.enum(["lax", "strict"]).default("lax"),
-  /** 1 behind a reverse proxy: the client address is the last X-Forwarded-For hop (for per-address limits). */
-  TRUST_PROXY: flag("0"),
+  /**
+   * Behind a reverse proxy: the client address is the last X-Forwarded-For hop (for per-address limits). `1`
+   * believes any peer (only a proxy must reach the instances); a list of addresses and CIDR ranges believes those.
+   */
+  TRUST_PROXY: z
+    .string()
+    .default("0")
+    .refine(
+      (v) => v === "0" || v === "1" || v.split(",").every((entry) => isProxyEntry(entry.trim())),
+      "use 0, 1, or the proxies' addresses and CIDR ranges, comma-separated (10.0.0.5,10.1.0.0/16)",
+    ),
   /** Overrides of the rate limits, e.g. `signUp=200/1h,send=60/3s` (see docs/protocol.md#limits). */
   RATE_LIMITS: limitOverrides.optional(),
   /** Connected sockets one user may hold across all instances. */
@@ -124,8 +134,8 @@ export interface AppConfig {
   cookies: CookiePolicy;
   /** Origins allowed to call state-changing routes and open sockets; unset: the request's own Host. */
   allowedOrigins?: string[];
-  /** Take the client address from X-Forwarded-For (behind a reverse proxy). */
-  trustProxy: boolean;
+  /** Take the client address from X-Forwarded-For (behind a reverse proxy): from any peer, or from these. */
+  trustProxy: TrustProxy;
   limits: LimitRules;
   maxSocketsPerUser: number;
   /** Mount the consistency lab (namespace `/lab`). */
@@ -195,7 +205,10 @@ export function appSecurityConfig(
   return {
     cookies: { secure: env.SECURE_COOKIES === "1", sameSite: env.COOKIE_SAMESITE },
     ...(env.ALLOWED_ORIGINS ? { allowedOrigins: env.ALLOWED_ORIGINS } : {}),
-    trustProxy: env.TRUST_PROXY === "1",
+    trustProxy:
+      env.TRUST_PROXY === "0" || env.TRUST_PROXY === "1"
+        ? env.TRUST_PROXY === "1"
+        : env.TRUST_PROXY.split(",").map((entry) => entry.trim()),
     limits: limitRules(env),
     maxSocketsPerUser: env.MAX_SOCKETS_PER_USER,
     lab: env.LAB === "1",

@@ -10,7 +10,7 @@ import type { UserActions } from "../users/users.handlers.ts";
 import { SESSION_TTL_MS, type Authenticated, type SessionService } from "../sessions/sessions.service.ts";
 import { limitedPage, limitedSnapshot, type UnreadDeps } from "../unread/unread.handlers.ts";
 import { listQuery, noInputSchema, snapshotQuery } from "../contracts/inputs.ts";
-import { clientAddress, originAllowed } from "./origin.ts";
+import { clientAddress, originAllowed, type TrustProxy } from "./origin.ts";
 
 const MAX_BODY_BYTES = 64 * 1024;
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -60,7 +60,7 @@ export interface ApiDeps {
   log: Logger;
   cookies: CookiePolicy;
   allowedOrigins?: string[];
-  trustProxy: boolean;
+  trustProxy: TrustProxy;
   demo?: DemoAccounts;
   /** Whether this server runs the consistency lab (LAB=1), for the page's Lab link. */
   lab: boolean;

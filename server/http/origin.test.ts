@@ -41,4 +41,25 @@ describe("clientAddress", () => {
     expect(clientAddress(request({ "x-forwarded-for": ["203.0.113.1", "198.51.100.3"] }), true)).toBe("198.51.100.3");
     expect(clientAddress(request({ "x-forwarded-for": " " }), true)).toBe("10.0.0.9");
   });
+
+  it("believes X-Forwarded-For only from the listed proxies when TRUST_PROXY lists them", () => {
+    const forwarded = { "x-forwarded-for": "198.51.100.2" };
+    const proxies = ["10.0.0.0/24", "192.0.2.7", "fd00::/8"];
+    expect(clientAddress(request(forwarded, "10.0.0.9"), proxies)).toBe("198.51.100.2");
+    expect(clientAddress(request(forwarded, "192.0.2.7"), proxies)).toBe("198.51.100.2");
+    expect(clientAddress(request(forwarded, "::ffff:10.0.0.200"), proxies)).toBe("198.51.100.2");
+    expect(clientAddress(request(forwarded, "fd12::1"), proxies)).toBe("198.51.100.2");
+    // A client that reaches the instance directly does not choose its own address.
+    expect(clientAddress(request(forwarded, "203.0.113.50"), proxies)).toBe("203.0.113.50");
+    expect(clientAddress(request(forwarded, "192.0.2.8"), proxies)).toBe("192.0.2.8");
+    // Nor its scheme, for the origin check.
+    const https = { origin: "https://chat.example", host: "chat.example", "x-forwarded-proto": "https" };
+    expect(originAllowed(request(https, "10.0.0.9"), undefined, proxies)).toBe(true);
+    expect(originAllowed(request({ ...https, origin: "http://chat.example" }, "10.0.0.9"), undefined, proxies)).toBe(
+      false,
+    );
+    expect(
+      originAllowed(request({ ...https, origin: "http://chat.example" }, "203.0.113.50"), undefined, proxies),
+    ).toBe(true);
+  });
 });
