@@ -15,6 +15,7 @@ import { ConfigError } from "./errors.ts";
 import { logger, logStartFailure } from "./log.ts";
 import { withTimeout } from "./limits/deadline.ts";
 import { createAdapterClients, createRedis, isClusterTarget, redisUrlProblem } from "./redis/client.ts";
+import { SETTINGS_KEY } from "./redis/keys.ts";
 
 /** How long each step of a shutdown may wait (closing the app; Redis' and the database's connections). */
 const STOP_STEP_MS = 10_000;
@@ -63,6 +64,10 @@ async function main(): Promise<void> {
     if (problem) throw new ConfigError(problem);
   }
   const redis = createRedis(redisTarget);
+  // For `npm run reconcile`, which must count with the same expiry (not awaited: Redis may be away at start).
+  redis
+    .hset(SETTINGS_KEY, "unreadTtlMs", String(unreadTtlMs(env)))
+    .catch((err: unknown) => logger.warn({ err }, "recording the unread expiry for reconcile failed"));
   const adapterClients = createAdapterClients(redisTarget);
   const httpServer = createServer();
   const app = createApp({

@@ -74,6 +74,12 @@ export function counterKeys(userId: number, prefix: string): { meta: string; unr
 }
 
 /** Room a user's sockets join on every instance: pushes to it reach all their tabs. */
+/**
+ * Settings the instances run with that a tool must use too: `unreadTtlMs`, for `npm run reconcile` (a pass with
+ * another expiry than the instances' counted expired messages again, or dropped unexpired ones).
+ */
+export const SETTINGS_KEY = "tally:settings";
+
 export function userRoom(userId: number): string {
   return `user:${userId}`;
 }

@@ -3,7 +3,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { Redis } from "ioredis";
 import { freePort } from "../embedded/ports.ts";
+import { SETTINGS_KEY } from "../redis/keys.ts";
 import { projectRoot } from "../env.ts";
 import { createTestDatabase, type TestDatabase } from "../testing/db.ts";
 
@@ -50,6 +52,30 @@ describe("npm run reconcile", () => {
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^reconciliation failed: .*127\.0\.0\.1/m);
     expect(run.stdout).not.toContain("users checked");
+  });
+
+  it("counts with the instances' unread expiry, and refuses another one: exit 2, saying which", async () => {
+    const redis = new Redis(inject("redisUrl"));
+    try {
+      await redis.hset(SETTINGS_KEY, "unreadTtlMs", String(86_400_000)); // the instances run with UNREAD_TTL_DAYS=1
+      const other = await reconcile({
+        DATABASE_URL: database.url,
+        REDIS_URL: inject("redisUrl"),
+        UNREAD_TTL_DAYS: "2",
+      });
+      expect(other.code).toBe(2);
+      expect(other.stderr).toMatch(
+        /UNREAD_TTL_DAYS gives an expiry of 172800000 ms, but the instances run with 86400000 ms/,
+      );
+      expect(other.stdout).not.toContain("users checked");
+      const same = await reconcile({ DATABASE_URL: database.url, REDIS_URL: inject("redisUrl"), UNREAD_TTL_DAYS: "1" });
+      expect(same.code, same.stderr).toBe(0);
+      const unset = await reconcile({ DATABASE_URL: database.url, REDIS_URL: inject("redisUrl") });
+      expect(unset.code, unset.stderr).toBe(0);
+    } finally {
+      await redis.del(SETTINGS_KEY);
+      redis.disconnect();
+    }
   });
 
   it("exits 2 with one of the two set: never a database of one deployment with a Redis of another", async () => {
