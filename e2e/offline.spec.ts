@@ -60,3 +60,35 @@ test("a tab that was offline while others read shows the right counts once back,
     "the tab was not reloaded",
   ).toBe(true);
 });
+
+test("“Cannot reach the server” under the pane header goes once the connection is back", async ({
+  alice,
+  bob,
+  carol,
+  env,
+}) => {
+  // Socket.IO waits up to its maximum reconnection delay before trying again.
+  test.setTimeout(90_000);
+  const group = await alice.createConversation([bob.name, carol.name], "trio");
+  const direct = await alice.createConversation([bob.name]);
+  const page = await alice.openTab(env.serverA, { open: group.id });
+  page.on("dialog", (dialog) => void dialog.accept());
+  const error = page.getByTestId("conversation-action-error");
+
+  await alice.context.setOffline(true);
+  await expect(page.getByTestId("connection-banner")).toHaveAttribute("data-state", "offline");
+  // Leave (the store keeps its error) in the group, Block (the pane does) in the direct conversation.
+  await page.getByTestId("leave-conversation").click();
+  await expect(error).toHaveText("Cannot reach the server. Check your connection.");
+  await openConversation(page, direct.id);
+  await page.getByTestId("block-toggle").click();
+  await expect(error).toHaveText("Cannot reach the server. Check your connection.");
+
+  await alice.context.setOffline(false);
+  await expect(page.getByTestId("connection-banner")).toHaveCount(0, { timeout: 30_000 });
+  await expect(error).toHaveCount(0);
+  await expect(page.getByTestId("block-toggle")).toHaveText("Block");
+  await openConversation(page, group.id);
+  await expect(page.getByTestId("conversation-title")).toHaveText("trio");
+  await expect(error).toHaveCount(0);
+});

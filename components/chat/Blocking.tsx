@@ -27,7 +27,12 @@ export function useIsBlocked(person: UserDTO | null): boolean {
 function useBlocking() {
   const setBlocked = useChatStore((s) => s.setBlocked);
   const me = useChatStore(selectUser);
-  const { busy, error, call } = useServerCall();
+  const { busy, error, setError, call } = useServerCall();
+  // An answer from while the connection was down ("Cannot reach the server") no longer holds once it is back.
+  const connected = useChatStore((s) => s.connected);
+  useEffect(() => {
+    if (connected) setError(null);
+  }, [connected, setError]);
   const run = (request: () => Promise<Result<BlockList>>) =>
     call(async () => {
       const res = await request();

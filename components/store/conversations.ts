@@ -81,6 +81,7 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         if (generation !== rt.generation) return null;
         if (!res.ok) {
           set((s) => ({ conversationErrors: { ...s.conversationErrors, [conversationId]: res.error.message } }));
+          if (res.error.code === "unavailable") rt.unreachable.add(conversationId);
           return res.error.message;
         }
         // The server pushes conversation:removed too, but this tab need not wait for it (nor lose it).
@@ -317,6 +318,7 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         rt.cursors.delete(conversationId);
         rt.markClears.delete(conversationId);
         rt.markHeld.delete(conversationId);
+        rt.unreachable.delete(conversationId);
         if (rt.view?.conversationId === conversationId) rt.view = null;
 
         const counted = badgeShare(s, conversationId, false);
@@ -356,6 +358,7 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
       },
 
       clearConversationError(conversationId) {
+        rt.unreachable.delete(conversationId);
         if (get().conversationErrors[conversationId] === undefined) return;
         set((s) => ({ conversationErrors: without(s.conversationErrors, conversationId) }));
       },

@@ -226,6 +226,31 @@ describe("leaving and deleting", () => {
     expect(t.store.getState().conversationErrors).toEqual({ 1: "Try again." });
     expect(t.store.getState().conversations[1]).toBeDefined();
   });
+
+  it("forgets a failure to reach the server once connected again, and keeps the server's own refusals", async () => {
+    const t = await synced([conversation(1, { kind: "group" }), conversation(2), conversation(3)], 3);
+    const unreachable = "Cannot reach the server. Check your connection.";
+    const refused = "Only the group's creator can delete it; you can leave it.";
+    // Unanswered just before the connection dropped; then refused while it was down.
+    const muting = t.store.getState().mute(3, true);
+    t.transport.mutes[0]?.reject(new Error("timeout"));
+    await muting;
+    t.store.getState().handleDisconnected();
+    const leaving = t.store.getState().leaveConversation(1);
+    t.transport.leaves[0]?.resolve({ ok: false, error: { code: "unavailable", message: unreachable } });
+    const deleting = t.store.getState().deleteConversation(2);
+    t.transport.deletes[0]?.resolve({ ok: false, error: { code: "forbidden", message: refused } });
+    await Promise.all([leaving, deleting]);
+    expect(t.store.getState().conversationErrors).toEqual({
+      1: unreachable,
+      2: refused,
+      3: "The server did not answer; try again.",
+    });
+
+    t.store.getState().handleConnected();
+    expect(t.store.getState().conversationErrors).toEqual({ 2: refused });
+    expect(t.store.getState().conversationOrder).toEqual([3, 2, 1]);
+  });
 });
 
 describe("the open conversation removed elsewhere", () => {

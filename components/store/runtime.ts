@@ -30,6 +30,11 @@ export interface StoreRuntime {
   removed: Set<number>;
   /** Conversations this tab asked the server to leave or delete, until it answers. */
   dropping: Set<number>;
+  /**
+   * Conversations whose action error (conversationErrors) says only that the server could not be reached: once
+   * connected again it no longer holds, and the sync that follows shows what did happen.
+   */
+  unreachable: Set<number>;
   /** What the open conversation's message list shows, as it last reported (null: nothing reported yet). */
   view: (OnScreen & { conversationId: number }) | null;
   /** The read cursor (components/store/read-cursor.ts) of each conversation read here. */
@@ -86,6 +91,7 @@ export function createRuntime(deps: ChatStoreDeps): StoreRuntime {
     unreadWatch: new Map(),
     removed: new Set(),
     dropping: new Set(),
+    unreachable: new Set(),
     view: null,
     cursors: new Map(),
     markClears: new Map(),

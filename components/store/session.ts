@@ -29,6 +29,7 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
       for (const timer of rt.unreadWatch.values()) clearTimeout(timer);
       rt.unreadWatch.clear();
       rt.removed.clear();
+      rt.unreachable.clear();
       clearOutbox(rt.outbox);
       for (const cursor of rt.cursors.values()) cursor.cancel();
       rt.cursors.clear();
@@ -98,12 +99,16 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
       handleConnected() {
         // Loads that failed while the connection was down are not errors to show now: the open conversation loads
         // again once the sync lands, and an older page when the list is scrolled to its top (MessageList).
+        // Nor are actions refused only because the server was out of reach: the sync shows what did happen.
         set((s) => {
           const messages = { ...s.messages };
           for (const [id, list] of Object.entries(s.messages)) {
             if (list.offline) messages[Number(id)] = { ...list, error: null, offline: false };
           }
-          return { connected: true, messages };
+          const conversationErrors = { ...s.conversationErrors };
+          for (const id of rt.unreachable) delete conversationErrors[id];
+          rt.unreachable.clear();
+          return { connected: true, messages, conversationErrors };
         });
         rt.sync.catchUpActive = true;
         get().requestSync(true);

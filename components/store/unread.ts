@@ -210,6 +210,7 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
         if (generation !== rt.generation) return null;
         // Unknown outcome: had it been applied, its unread:changed reaches every tab anyway.
         message = NO_ANSWER;
+        rt.unreachable.add(conversationId);
       }
       set((s) => ({ conversationErrors: { ...s.conversationErrors, [conversationId]: message } }));
       return message;
