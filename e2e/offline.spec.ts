@@ -1,11 +1,14 @@
 import { expect, test } from "./fixtures.ts";
 import type { TestWindow } from "./support/browser-scripts.ts";
 import {
+  conversationItem,
   expectBadgeSums,
   expectConversationUnread,
   expectMessageSeqs,
+  expectMuted,
   expectTotalUnread,
   openConversation,
+  openRowMenu,
   sendMessage,
   watchBadgeSums,
 } from "./support/tally-page.ts";
@@ -91,4 +94,54 @@ test("“Cannot reach the server” under the pane header goes once the connecti
   await openConversation(page, group.id);
   await expect(page.getByTestId("conversation-title")).toHaveText("trio");
   await expect(error).toHaveCount(0);
+});
+
+test("muting or marking a row as unread offline is refused at once, in its menu and aloud", async ({
+  alice,
+  bob,
+  carol,
+  env,
+}) => {
+  test.setTimeout(90_000);
+  const group = await alice.createConversation([bob.name, carol.name], "trio");
+  const bobPage = await bob.openTab(env.serverA, { open: group.id });
+  await sendMessage(bobPage, "hello");
+  const page = await alice.openTab(env.serverA);
+  await expectConversationUnread(page, group.id, 1);
+  await openConversation(page, group.id);
+  await expectConversationUnread(page, group.id, 0);
+  const announcer = page.getByTestId("announcer");
+
+  await alice.context.setOffline(true);
+  await expect(page.getByTestId("connection-banner")).toHaveAttribute("data-state", "offline");
+  const menu = await openRowMenu(page, group.id);
+  for (const item of [menu.getByTestId("row-mute"), menu.getByTestId("row-mark-unread")]) {
+    await expect(item).toHaveAttribute("aria-disabled", "true");
+    await expect(item).toHaveAccessibleDescription("Not while offline");
+  }
+  // Playwright clicks no aria-disabled element unless forced: a person's click is not refused that way.
+  await menu.getByTestId("row-mute").click({ force: true });
+  await expect(menu).toBeVisible();
+  await page.keyboard.press("Escape");
+  await expect(menu).toBeHidden();
+
+  // The row's shortcuts skip the menu: the refusal is said where the person acted.
+  await conversationItem(page, group.id).focus();
+  await page.keyboard.press("Alt+Shift+M");
+  await expect(announcer).toHaveText("“trio” not muted. You are offline; try again once the connection is back.");
+  await page.keyboard.press("Alt+Shift+U");
+  await expect(announcer).toHaveText(
+    "“trio” not marked as unread. You are offline; try again once the connection is back.",
+  );
+  await expectMuted(page, group.id, false);
+  // Nothing waits to be shown later, out of context, in the conversation's pane.
+  await expect(page.getByTestId("conversation-action-error")).toHaveCount(0);
+
+  await alice.context.setOffline(false);
+  await expect(page.getByTestId("connection-banner")).toHaveCount(0, { timeout: 30_000 });
+  const online = await openRowMenu(page, group.id);
+  await expect(online.getByTestId("row-mute")).not.toHaveAttribute("aria-disabled", "true");
+  await online.getByTestId("row-mute").click();
+  await expectMuted(page, group.id, true);
+  await expect(announcer).toHaveText("“trio” muted: only its mentions count in the badge.");
 });

@@ -18,6 +18,8 @@ import { announce } from "./Announcer";
 import { RowMenu } from "./RowMenu";
 import { rowShortcut } from "./row-shortcut";
 
+const OFFLINE_NOTE = "Not while offline";
+
 function MutedIcon() {
   return (
     <svg
@@ -39,18 +41,23 @@ function MutedIcon() {
   );
 }
 
-/** Mute and mark as unread, from a row's menu or keys: asked of the store, then said to a screen reader when done. */
+/**
+ * Mute and mark as unread, from a row's menu or keys: asked of the store, then said to a screen reader when done,
+ * or when refused (offline), at once and where the person acted, not only later in the conversation's pane.
+ */
 function useRowCommands() {
   const mute = useChatStore((s) => s.mute);
   const markUnread = useChatStore((s) => s.markUnread);
   return useMemo(
     () => ({
       async toggleMute(id: number, title: string, muted: boolean) {
-        if ((await mute(id, !muted)) !== null) return;
-        announce(muted ? `“${title}” unmuted.` : `“${title}” muted: only its mentions count in the badge.`);
+        const error = await mute(id, !muted);
+        if (error !== null) announce(`“${title}” not ${muted ? "unmuted" : "muted"}. ${error}`);
+        else announce(muted ? `“${title}” unmuted.` : `“${title}” muted: only its mentions count in the badge.`);
       },
       async markUnread(id: number, title: string) {
-        if ((await markUnread(id)) === null) announce(`“${title}” marked as unread.`);
+        const error = await markUnread(id);
+        announce(error === null ? `“${title}” marked as unread.` : `“${title}” not marked as unread. ${error}`);
       },
     }),
     [mute, markUnread],
@@ -66,6 +73,8 @@ const ConversationItem = memo(function ConversationItem({ id }: { id: number }) 
   const open = useChatStore((s) => s.openConversation);
   const commands = useRowCommands();
   const markUnreadRefusal = useChatStore(selectMarkUnreadRefusal(id));
+  // The menu says so before anything is chosen; a shortcut pressed offline is refused by the store and announced.
+  const offline = useChatStore((s) => !s.connected);
   const myId = useChatStore((s) => s.user?.id);
   if (!conversation) return null;
   const last = conversation.lastMessage;
@@ -158,7 +167,8 @@ const ConversationItem = memo(function ConversationItem({ id }: { id: number }) 
       <RowMenu
         title={conversation.title}
         muted={muted}
-        markUnreadRefusal={markUnreadRefusal}
+        muteRefusal={offline ? OFFLINE_NOTE : null}
+        markUnreadRefusal={offline ? OFFLINE_NOTE : markUnreadRefusal}
         onMute={() => void commands.toggleMute(id, conversation.title, muted)}
         onMarkUnread={() => void commands.markUnread(id, conversation.title)}
       />

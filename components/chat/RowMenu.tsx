@@ -7,6 +7,8 @@ import { MoreIcon } from "./MoreIcon";
 interface RowMenuProps {
   title: string;
   muted: boolean;
+  /** Why muting or unmuting would not be done now ("Not while offline"), shown on the disabled item; null: it would. */
+  muteRefusal: string | null;
   /** Why marking it unread would do nothing ("Already unread"), shown on the disabled item; null: it would. */
   markUnreadRefusal: string | null;
   onMute(): void;
@@ -17,11 +19,12 @@ interface RowMenuProps {
  * The menu of one conversation row, following the WAI-ARIA menu button pattern: Enter, Space or the arrows open
  * it on an item, the arrows, Home and End move, Escape closes it back onto its button, Tab leaves it.
  */
-export function RowMenu({ title, muted, markUnreadRefusal, onMute, onMarkUnread }: RowMenuProps) {
+export function RowMenu({ title, muted, muteRefusal, markUnreadRefusal, onMute, onMarkUnread }: RowMenuProps) {
   const [open, setOpen] = useState<false | "first" | "last">(false);
   const [above, setAbove] = useState(false);
   const menuId = useId();
   const refusalId = useId();
+  const muteRefusalId = useId();
   const trigger = useRef<HTMLButtonElement>(null);
   const menu = useRef<HTMLDivElement>(null);
 
@@ -127,11 +130,19 @@ export function RowMenu({ title, muted, markUnreadRefusal, onMute, onMarkUnread 
             role="menuitem"
             tabIndex={-1}
             data-testid="row-mute"
-            aria-keyshortcuts={ROW_SHORTCUTS.mute.keys}
-            onClick={() => choose(onMute)}
+            aria-keyshortcuts={muteRefusal === null ? ROW_SHORTCUTS.mute.keys : undefined}
+            aria-disabled={muteRefusal !== null ? "true" : undefined}
+            aria-describedby={muteRefusal !== null ? muteRefusalId : undefined}
+            onClick={() => muteRefusal === null && choose(onMute)}
           >
             <span>{muted ? "Unmute" : "Mute"}</span>
-            <kbd aria-hidden="true">{ROW_SHORTCUTS.mute.keys}</kbd>
+            {muteRefusal === null ? (
+              <kbd aria-hidden="true">{ROW_SHORTCUTS.mute.keys}</kbd>
+            ) : (
+              <span id={muteRefusalId} className="menu-item-note">
+                {muteRefusal}
+              </span>
+            )}
           </button>
           <button
             type="button"

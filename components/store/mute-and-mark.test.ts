@@ -170,6 +170,20 @@ describe("mute", () => {
     expect(t.store.getState()).toMatchObject({ totalUnread: 3, unreadDetails: { 1: { muted: false } } });
   });
 
+  it("refuses a mute or mark made offline at once, asking nothing and keeping nothing for the pane", async () => {
+    const t = await synced([conversation(1, { unreadCount: 0, lastSeq: 2 })], 4);
+    t.store.getState().openConversation(1);
+    t.store.getState().handleDisconnected();
+    const offline = "You are offline; try again once the connection is back.";
+    expect(await t.store.getState().mute(1, true)).toBe(offline);
+    expect(await t.store.getState().markUnread(1)).toBe(offline);
+    expect(t.transport.mutes).toEqual([]);
+    expect(t.transport.marks).toEqual([]);
+    // Said where the person acted (the row's announcement), not later when the conversation is opened.
+    expect(t.store.getState().conversationErrors).toEqual({});
+    expect(t.store.getState().unreadDetails[1]?.muted).toBe(false);
+  });
+
   it("reports a missing acknowledgement without guessing", async () => {
     const t = await synced([conversation(1, { unreadCount: 3 })], 4);
     const muting = t.store.getState().mute(1, true);

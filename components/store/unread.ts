@@ -88,6 +88,7 @@ export function detailOf(state: UnreadState): UnreadDetail {
 }
 
 const NO_ANSWER = "The server did not answer; try again.";
+const OFFLINE = "You are offline; try again once the connection is back.";
 
 /** A listed conversation's state while it counts nothing. */
 const NO_DETAIL: UnreadDetail = { mentionCount: 0, muted: false, markedUnread: false, markVersion: 0 };
@@ -196,6 +197,9 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
       request: () => Promise<Result<{ unread: UnreadUpdate; changed: boolean }>>,
     ): Promise<string | null> {
       get().clearConversationError(conversationId);
+      // Refused at once rather than tried: the person hears it where they acted (the row), not later in the pane of
+      // a conversation they may not open; nothing is queued, as the server would judge it against a newer state.
+      if (!get().connected) return OFFLINE;
       const generation = rt.generation;
       let message: string;
       try {
@@ -224,8 +228,11 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
       },
 
       markUnread(conversationId) {
-        if (get().activeConversationId === conversationId) rt.markHeld.add(conversationId);
-        return command(conversationId, () => rt.deps.transport.markUnread({ conversationId }));
+        // Held only for a mark actually asked for (command refuses one made offline before it asks).
+        return command(conversationId, () => {
+          if (get().activeConversationId === conversationId) rt.markHeld.add(conversationId);
+          return rt.deps.transport.markUnread({ conversationId });
+        });
       },
 
       applyUnread(update) {
