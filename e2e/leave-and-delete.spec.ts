@@ -60,6 +60,9 @@ test("leaving a group with unread messages drops its row and its count together 
     await expectBadgeSums(tab, [3, 1]);
   }
   await expect(front.getByTestId("empty-state")).toBeVisible();
+  // The row and the pane just went: a screen reader is told why, as for mute and mark.
+  await expect(front.getByTestId("announcer")).toHaveText("Left “trio”.");
+  await expect(behind.getByTestId("announcer")).toHaveText("");
 
   const snapshot = await bob.snapshot();
   expect(snapshot.conversations.map((c) => c.id)).toEqual([direct.id]);
@@ -100,6 +103,7 @@ test("deleting a direct conversation removes it for both members and their count
   }
   await expectBadgeSums(alicePage, [3, 1]);
   await expectBadgeSums(bobPage, [1]);
+  await expect(alicePage.getByTestId("announcer")).toHaveText(`Deleted your conversation with ${bob.name}.`);
   // Bob had it open: his pane says why it emptied; Alice, who deleted it, needs no telling.
   await expect(bobPage.getByTestId("gone-notice")).toContainText(
     `“${alice.name}” is gone: it was deleted, or you left it elsewhere.`,

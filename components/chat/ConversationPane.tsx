@@ -4,6 +4,7 @@ import { useEffect, useRef, useState } from "react";
 import type { ConversationDTO } from "@/server/contracts";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { selectActiveConversationId, selectConversation, selectConversationError } from "@/components/store/selectors";
+import { announce } from "./Announcer";
 import { BlockedNote, BlockToggle, useIsBlocked, useOtherPerson } from "./Blocking";
 import { Composer } from "./Composer";
 import { focusLost } from "./focus";
@@ -26,10 +27,11 @@ function ConversationActions({
   const [busy, setBusy] = useState(false);
   const group = conversation.kind === "group";
 
-  async function run(question: string, action: (conversationId: number) => Promise<string | null>) {
+  async function run(question: string, action: (conversationId: number) => Promise<string | null>, done: string) {
     if (busy || !window.confirm(question)) return;
     setBusy(true);
-    await action(conversation.id);
+    // Its row and pane go, and the focus with them: without a word a screen reader would only say where it landed.
+    if ((await action(conversation.id)) === null) announce(done);
     setBusy(false);
   }
 
@@ -43,7 +45,13 @@ function ConversationActions({
           data-testid="leave-conversation"
           // Not `disabled`: a disabled button loses the keyboard's focus (run() ignores a click while busy).
           aria-disabled={busy}
-          onClick={() => void run(`Leave “${conversation.title}”? Its messages will no longer reach you.`, leave)}
+          onClick={() =>
+            void run(
+              `Leave “${conversation.title}”? Its messages will no longer reach you.`,
+              leave,
+              `Left “${conversation.title}”.`,
+            )
+          }
         >
           <span>
             Leave<span className="wide-only"> group</span>
@@ -62,6 +70,7 @@ function ConversationActions({
                 ? `Delete “${conversation.title}” and its messages for every member?`
                 : `Delete your conversation with ${conversation.title} and its messages for both of you?`,
               remove,
+              group ? `Deleted “${conversation.title}”.` : `Deleted your conversation with ${conversation.title}.`,
             )
           }
         >
