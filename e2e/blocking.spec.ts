@@ -62,14 +62,33 @@ test("someone met only in a group can be blocked by name, and can no longer put 
 }) => {
   await carol.createConversation([alice.name, bob.name], "spam");
   const page = await alice.openTab(env.serverA);
-  await page.getByTestId("blocked-people").locator("summary").click();
+  const summary = page.getByTestId("blocked-people").locator("summary");
+  await summary.click();
+  // Asked as the Block button in a direct conversation asks; each answer, in order, to the next question.
+  const asked: string[] = [];
+  const answers = [true, false, true];
+  page.on("dialog", (dialog) => {
+    asked.push(dialog.message());
+    void (answers.shift() ? dialog.accept() : dialog.dismiss());
+  });
   await page.getByTestId("block-name").fill("nobody-by-that-name");
   await page.getByTestId("block-name").press("Enter");
   await expect(page.getByTestId("block-error")).toHaveText("No user called 'nobody-by-that-name'.");
+
+  // Cancelled: nobody blocked, the name stays to be corrected or cleared.
   await page.getByTestId("block-name").fill(carol.name.toUpperCase());
+  await page.getByTestId("block-name").press("Enter");
+  expect(asked).toHaveLength(2);
+  expect(asked[1]).toMatch(new RegExp(`^Block ${carol.name.toUpperCase()}\\? Neither of you will be able to write`));
+  await expect(summary).toHaveText("Blocked people");
+  await expect(page.getByTestId("block-name")).toHaveValue(carol.name.toUpperCase());
+  await expect(page.getByTestId("announcer")).toHaveText("");
+
   await page.getByTestId("block-name").press("Enter");
   await expect(page.getByRole("button", { name: `Unblock ${carol.name}` })).toBeVisible();
   await expect(page.getByTestId("block-name")).toHaveValue("");
+  await expect(page.getByTestId("announcer")).toHaveText(`Blocked ${carol.name}.`);
+  expect(asked).toHaveLength(3);
 
   // Carol's New form is told what it would be told of a name nobody has.
   const carolPage = await carol.openTab(env.serverB);

@@ -64,6 +64,8 @@ test("unblocking from the list moves the focus to the next person's button; from
 }) => {
   const direct = await alice.createConversation([bob.name]);
   const page = await alice.openTab(env.serverA);
+  // Each block by name asks first, as the Block button does.
+  page.on("dialog", (dialog) => void dialog.accept());
   await page.getByTestId("blocked-people").locator("summary").click();
   for (const name of [bob.name, carol.name]) {
     await page.getByTestId("block-name").fill(name);

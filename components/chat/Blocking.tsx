@@ -5,6 +5,7 @@ import type { BlockList, ConversationDTO, Result, UserDTO } from "@/server/contr
 import { api } from "@/components/lib/api";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { selectUser } from "@/components/store/selectors";
+import { announce } from "./Announcer";
 import { focusLost } from "./focus";
 import { TextField, useServerCall } from "./form";
 
@@ -33,20 +34,38 @@ function useBlocking() {
   useEffect(() => {
     if (connected) setError(null);
   }, [connected, setError]);
-  const run = (request: () => Promise<Result<BlockList>>) =>
+  const run = (request: () => Promise<Result<BlockList>>, done?: (list: BlockList) => void) =>
     call(async () => {
       const res = await request();
       if (!res.ok) return res.error.message;
       // For whoever was signed in when it was asked: dropped if they signed out meanwhile.
       if (me) setBlocked(res, me.id);
+      done?.(res);
       return null;
     });
   return {
     busy,
     error,
     block: (name: string) => run(() => api.block(name)),
+    /** Blocks a name typed by hand, then says whom (as the server spells the name) to a screen reader. */
+    blockNamed: (name: string) =>
+      run(
+        () => api.block(name),
+        ({ blocked }) => {
+          const person = blocked.find((b) => b.name.toLowerCase() === name.toLowerCase());
+          announce(`Blocked ${person?.name ?? name}.`);
+        },
+      ),
     unblock: (person: UserDTO) => run(() => api.unblock(person.id)),
   };
+}
+
+/** What blocking costs, asked before every block: a block cuts the direct conversation both ways. */
+function blockQuestion(name: string, where: "this conversation" | "your direct conversation"): string {
+  return (
+    `Block ${name}? Neither of you will be able to write in ${where}, and ${name} will not be able to start a ` +
+    "conversation with you. Groups you share are not affected. You can unblock them later."
+  );
 }
 
 /** "Block" / "Unblock" among a direct conversation's actions; a refusal goes to `onError` (null: none). */
@@ -54,9 +73,7 @@ export function BlockToggle({ person, onError }: { person: UserDTO; onError(mess
   const blocked = useIsBlocked(person);
   const { busy, error, block, unblock } = useBlocking();
   useEffect(() => onError(error), [error, onError]);
-  const question =
-    `Block ${person.name}? Neither of you will be able to write in this conversation, and ${person.name} will not ` +
-    "be able to start a conversation with you. Groups you share are not affected. You can unblock them later.";
+  const question = blockQuestion(person.name, "this conversation");
   return (
     <button
       type="button"
@@ -110,7 +127,7 @@ export function BlockedNote({ person, onUnblock }: { person: UserDTO; onUnblock?
  */
 export function BlockedPeople() {
   const blocked = useChatStore((s) => s.blocked);
-  const { busy, error, block, unblock } = useBlocking();
+  const { busy, error, blockNamed, unblock } = useBlocking();
   const [name, setName] = useState("");
   const list = useRef<HTMLUListElement>(null);
   /** The place in the list of the person last unblocked here: their button goes, the focus goes to the next one's. */
@@ -152,7 +169,9 @@ export function BlockedPeople() {
         noValidate
         onSubmit={(event) => {
           event.preventDefault();
-          if (name.trim() !== "") void block(name.trim()).then((done) => done && setName(""));
+          const typed = name.trim();
+          if (typed === "" || busy || !window.confirm(blockQuestion(typed, "your direct conversation"))) return;
+          void blockNamed(typed).then((done) => done && setName(""));
         }}
       >
         <TextField
