@@ -94,6 +94,29 @@ test("unblocking from the list moves the focus to the next person's button; from
   await expect.poll(() => focused(page)).toBe("message-input");
 });
 
+test("Escape closes the list of blocked people back onto its summary, from its field or from the summary", async ({
+  alice,
+  env,
+}) => {
+  const page = await alice.openTab(env.serverA);
+  const disclosure = page.getByTestId("blocked-people");
+  const summary = disclosure.locator("summary");
+  await summary.focus();
+  await page.keyboard.press("Enter");
+  await expect(disclosure).toHaveJSProperty("open", true);
+  await page.getByTestId("block-name").focus();
+  await page.keyboard.press("Escape");
+  await expect(disclosure).toHaveJSProperty("open", false);
+  await expect(page.getByTestId("block-name")).toBeHidden();
+  await expect(summary).toBeFocused();
+
+  await page.keyboard.press("Enter");
+  await expect(disclosure).toHaveJSProperty("open", true);
+  await page.keyboard.press("Escape");
+  await expect(disclosure).toHaveJSProperty("open", false);
+  await expect(summary).toBeFocused();
+});
+
 test("a refused sign-up pressed from the keyboard keeps the focus on its button", async ({ newContext, env }) => {
   const page = await (await newContext()).newPage();
   await page.goto(env.serverA);

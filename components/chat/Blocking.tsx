@@ -130,6 +130,7 @@ export function BlockedPeople() {
   const { busy, error, blockNamed, unblock } = useBlocking();
   const [name, setName] = useState("");
   const list = useRef<HTMLUListElement>(null);
+  const disclosure = useRef<HTMLDetailsElement>(null);
   /** The place in the list of the person last unblocked here: their button goes, the focus goes to the next one's. */
   const unblockedAt = useRef<number | null>(null);
   useEffect(() => {
@@ -141,7 +142,19 @@ export function BlockedPeople() {
     (buttons[Math.min(at, buttons.length - 1)] ?? document.getElementById("block-name"))?.focus();
   }, [blocked, busy]);
   return (
-    <details className="blocked-people" data-testid="blocked-people">
+    <details
+      ref={disclosure}
+      className="blocked-people"
+      data-testid="blocked-people"
+      // Escape closes it back onto its summary, as the members list, the row menu and the New form do.
+      onKeyDown={(event) => {
+        const details = disclosure.current;
+        if (event.key !== "Escape" || !details?.open) return;
+        event.stopPropagation();
+        details.open = false;
+        details.querySelector("summary")?.focus();
+      }}
+    >
       <summary>Blocked people{blocked.length > 0 ? ` (${blocked.length})` : ""}</summary>
       {blocked.length > 0 && (
         <ul ref={list}>
