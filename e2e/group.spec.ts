@@ -39,3 +39,31 @@ test("a group message raises the other members' badges, not the sender's", async
   const [aliceState, bobState, carolState] = await Promise.all([alice.snapshot(), bob.snapshot(), carol.snapshot()]);
   expect([aliceState.totalUnread, bobState.totalUnread, carolState.totalUnread]).toEqual([1, 0, 2]);
 });
+
+test("at 320 px an open members list of 32-character names fits the screen and shows each name whole", async ({
+  signUp,
+  env,
+}) => {
+  // uniqueName adds "_" and 8 letters: 23 + 9 = 32 characters, the longest name there is.
+  const [first, second, third] = await Promise.all(
+    ["Bartholomew_abcdefghijk", "Maximiliana-zyxwvutsrqp", "Constantinople_qwertyui"].map((prefix) => signUp(prefix)),
+  );
+  const group = await first!.createConversation([second!.name, third!.name], "Quarterly planning for the north");
+  const page = await first!.openTab(env.serverA, { open: group.id });
+  await page.setViewportSize({ width: 320, height: 568 });
+  await page.getByTestId("conversation-members").click();
+  const list = page.getByTestId("members-list");
+  await expect(list.getByRole("listitem")).toHaveCount(3);
+
+  await expect.poll(async () => (await list.boundingBox())?.x).toBeGreaterThanOrEqual(0);
+  await expect.poll(async () => list.evaluate((e) => e.getBoundingClientRect().right)).toBeLessThanOrEqual(320);
+  expect(await page.evaluate(() => document.documentElement.scrollWidth), "no sideways scroll").toBeLessThanOrEqual(
+    320,
+  );
+  // Each name is all there to read: none cut off at the list's edge.
+  for (const user of [first!, second!, third!]) {
+    const item = list.getByRole("listitem").filter({ hasText: user.name });
+    await expect(item).toHaveText(user.name);
+    expect(await item.evaluate((e) => e.scrollWidth <= e.clientWidth), `${user.name} not clipped`).toBe(true);
+  }
+});
