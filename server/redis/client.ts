@@ -174,6 +174,45 @@ export function boundOutageRetries(
   return cluster;
 }
 
+/** How often, at most, the adapter's subscriber cluster looks its slots up again. */
+const SLOT_REFRESH_EVERY_MS = 500;
+
+/**
+ * A shard whose master and replicas are all dead keeps its slots in the cluster's table, so ioredis' sharded
+ * subscribers make a subscriber for its dead master, whose failed connection ("-node") asks at once for the slots,
+ * which name the dead master again: about 180 failed connects a second, and an instance at a whole core with no
+ * client connected (measured with strace on a start:cluster instance, a shard's master and replica killed). The
+ * subscriber group's own backoff is bypassed by that path. Refreshes are spaced here: the first at once, then at
+ * most one every SLOT_REFRESH_EVERY_MS, each caller's callback answered by the refresh that follows its call.
+ */
+export function paceSlotRefreshes(cluster: Cluster, everyMs = SLOT_REFRESH_EVERY_MS, now = Date.now): Cluster {
+  const refresh = cluster.refreshSlotsCache.bind(cluster);
+  let last = -Infinity;
+  let timer: NodeJS.Timeout | null = null;
+  let waiting: ((err?: Error | null) => void)[] = [];
+  const run = () => {
+    timer = null;
+    last = now();
+    const callbacks = waiting;
+    waiting = [];
+    refresh((err?: Error | null) => {
+      for (const callback of callbacks) callback(err);
+    });
+  };
+  cluster.refreshSlotsCache = (callback?: (err?: Error | null) => void) => {
+    if (callback) waiting.push(callback);
+    if (timer !== null) return;
+    const wait = last + everyMs - now();
+    if (wait <= 0) run();
+    else timer = setTimeout(run, wait);
+  };
+  cluster.once("end", () => {
+    if (timer !== null) clearTimeout(timer);
+    timer = null;
+  });
+  return cluster;
+}
+
 /** ioredis reconnects by itself; without a listener it would print every failed attempt as unhandled. */
 function logErrors<T extends RedisClient>(redis: T, role: string): T {
   let last = 0;
@@ -322,7 +361,7 @@ export function createAdapterClients(target: RedisTarget | string, options: Redi
       });
     return {
       pub: publicationFailuresHandled(logErrors(coalesceWrites(cluster(redisOptions)), "adapter-pub")),
-      sub: subscriptionFailuresHandled(logErrors(cluster(subOptions), "adapter-sub")),
+      sub: subscriptionFailuresHandled(logErrors(paceSlotRefreshes(cluster(subOptions)), "adapter-sub")),
       sharded: true,
       prefix: channelPrefix(t),
     };
