@@ -152,7 +152,8 @@ describe("conversation:markUnread", () => {
     ok(await tabA.emitWithAck("conversation:read", { conversationId: group.id, seq: 2 }));
     expect((await list(bob.token)).totalUnread).toBe(1);
 
-    let pushed = nextEvent(tabB, "unread:changed", about(group.id));
+    // The read's own push to tab B may still be on its way: wait for the mark's.
+    let pushed = nextEvent(tabB, "unread:changed", (u) => u.conversationId === group.id && u.markedUnread);
     const marked = ok(await tabA.emitWithAck("conversation:markUnread", { conversationId: group.id })).unread;
     expect(marked).toMatchObject({ unreadCount: 1, markedUnread: true, markVersion: 1, totalUnread: 2 });
     expect(await pushed).toEqual(marked);
@@ -236,7 +237,10 @@ describe("conversation:markUnread", () => {
   it("the relay's replay of a read applies the clear it committed", async () => {
     const { bob, group, tabA, tabB } = await bobWithTwoTabs();
     ok(await tabA.emitWithAck("conversation:read", { conversationId: group.id, seq: 2 }));
+    // Tab B hears the mark before the relay runs, so the push awaited below can only be the relay's.
+    const marked = nextEvent(tabB, "unread:changed", (u) => u.conversationId === group.id && u.markedUnread);
     ok(await tabA.emitWithAck("conversation:markUnread", { conversationId: group.id }));
+    await marked;
     // A read that cleared the mark and committed, then its process died before Redis heard of it.
     await h.db.$transaction([
       h.db.membership.update({
