@@ -8,7 +8,14 @@ import { freePort } from "../embedded/ports.ts";
 import { startRedisServer } from "../embedded/redis.ts";
 import { Server } from "socket.io";
 import { redisAdapter } from "../realtime/adapter.ts";
-import { channelPrefix, coalesceWrites, createAdapterClients, redisTarget, redisUrlProblem } from "./client.ts";
+import {
+  boundOutageWait,
+  channelPrefix,
+  coalesceWrites,
+  createAdapterClients,
+  redisTarget,
+  redisUrlProblem,
+} from "./client.ts";
 
 const clients: Redis[] = [];
 afterEach(async () => {
@@ -210,6 +217,37 @@ describe("redisUrlProblem", () => {
     } finally {
       await node.stop();
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("boundOutageWait", () => {
+  it("fails what waits for a single Redis once it has been away that long, then fails at once until it is back", async () => {
+    const server = await startRedisServer();
+    // Reconnections far apart and many retries: ioredis' own retries cannot fail a command before the bound does.
+    const redis = boundOutageWait(
+      new Redis(server.url, { maxRetriesPerRequest: 20, retryStrategy: () => 50, lazyConnect: true }),
+      { waitMs: 300 },
+    );
+    redis.on("error", () => undefined);
+    try {
+      await redis.connect();
+      await redis.set("k", "1");
+      server.kill();
+      await new Promise<void>((resolve) => redis.once("close", () => resolve()));
+      // Issued while the connection is away: queued, then failed by the bound.
+      await expect(redis.get("k")).rejects.toThrow("Redis has been unreachable for 300 ms");
+      // Now the outage is known: no waiting in the queue.
+      await expect(redis.get("k")).rejects.toThrow(/enableOfflineQueue options is false/);
+      const ready = new Promise<void>((resolve) => redis.once("ready", () => resolve()));
+      await server.restart();
+      await ready;
+      // Back: commands run (the restarted server is empty), and queue again through the next short gap.
+      expect(await redis.get("k")).toBeNull();
+      expect(redis.options.enableOfflineQueue).toBe(true);
+    } finally {
+      redis.disconnect();
+      await server.stop();
     }
   });
 });

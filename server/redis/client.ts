@@ -174,6 +174,53 @@ export function boundOutageRetries(
   return cluster;
 }
 
+/** How long a single Redis's commands wait for it once it has gone away: a restart is ridden out. */
+const SINGLE_OUTAGE_WAIT_MS = 2000;
+/** The most a single Redis's connection waits between two reconnection attempts. */
+const SINGLE_RECONNECT_MAX_MS = 1000;
+
+/**
+ * Reconnects to a single Redis at most SINGLE_RECONNECT_MAX_MS apart (ioredis' default backs off to 5 s, so a
+ * Redis back after an outage was used again only up to 5 s later). The jitter spreads an instance's connections.
+ */
+export function singleRetryStrategy(times: number): number {
+  return Math.min(50 * 2 ** (times - 1), SINGLE_RECONNECT_MAX_MS) + Math.floor(Math.random() * 100);
+}
+
+/**
+ * Bounds how long a single Redis's commands wait through an outage. ioredis queues the commands issued while the
+ * connection is down and fails them only every `maxRetriesPerRequest + 1` reconnection attempts, which its backoff
+ * spaces 5 s apart: each command waited up to 15 s, and a request that makes three Redis calls in turn (a sign-in:
+ * its two limits, then the session) answered after 20 to 46 s (an operator's walkthrough). Here, once the
+ * connection has been away for `waitMs`, the commands waiting for it fail, and the next ones fail at once (ioredis'
+ * offline queue is off) until it is ready again. A restart shorter than `waitMs` is ridden out as before.
+ * The caller of a command that failed answers `unavailable`, or falls back (the limits' in-memory limiters); a send
+ * is committed by then, and the outbox relay applies it once Redis is back.
+ */
+export function boundOutageWait(redis: Redis, { waitMs = SINGLE_OUTAGE_WAIT_MS } = {}): Redis {
+  // ioredis' own way of failing what waits (its maxRetriesPerRequest does the same); not in its typings.
+  const flush = (redis as unknown as { flushQueue(err: Error): void }).flushQueue;
+  if (typeof flush !== "function") throw new Error("this ioredis has no flushQueue: boundOutageWait needs it");
+  const queueing = redis.options.enableOfflineQueue;
+  let timer: NodeJS.Timeout | undefined;
+  redis.on("close", () => {
+    if (timer || !queueing) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      if (redis.status === "ready" || redis.status === "end") return;
+      redis.options.enableOfflineQueue = false;
+      flush.call(redis, new Error(`Redis has been unreachable for ${waitMs} ms`));
+    }, waitMs);
+    timer.unref();
+  });
+  redis.on("ready", () => {
+    clearTimeout(timer);
+    timer = undefined;
+    redis.options.enableOfflineQueue = queueing;
+  });
+  return redis;
+}
+
 /** How often, at most, the adapter's subscriber cluster looks its slots up again. */
 const SLOT_REFRESH_EVERY_MS = 500;
 
@@ -271,7 +318,7 @@ export function createRedis(target: RedisTarget | string, options: RedisOptions 
           redisOptions: { ...redisOptions, ...clusterNodeOptions(t) },
         }),
       )
-    : new Redis(t.url, redisOptions);
+    : boundOutageWait(new Redis(t.url, { retryStrategy: singleRetryStrategy, ...redisOptions }));
   defineScripts(client);
   return logErrors(coalesceWrites(client), "commands");
 }
@@ -346,7 +393,8 @@ export function channelPrefix(target: RedisTarget | string): string {
  *
  * The subscriber's commands wait for Redis however long it is away (`maxRetriesPerRequest: null`): the adapter
  * subscribes without awaiting or catching (at start, and on a cluster for every room it opens), so a subscription
- * that failed after ioredis' retries (about 70 s) would be an unhandled rejection, which ends the process.
+ * that failed (on one Redis after 2 s away, `boundOutageWait`; on a cluster after its retries) would be an unhandled
+ * rejection, which ends the process.
  */
 export function createAdapterClients(target: RedisTarget | string, options: RedisOptions = {}): AdapterClients {
   const t = redisTarget(target);
@@ -366,10 +414,13 @@ export function createAdapterClients(target: RedisTarget | string, options: Redi
       prefix: channelPrefix(t),
     };
   }
-  const pub = logErrors(coalesceWrites(new Redis(t.url, redisOptions)), "adapter-pub");
+  const single = { retryStrategy: singleRetryStrategy, ...redisOptions };
+  const pub = logErrors(coalesceWrites(boundOutageWait(new Redis(t.url, single))), "adapter-pub");
   return {
     pub: publicationFailuresHandled(pub),
-    sub: subscriptionFailuresHandled(logErrors(new Redis(t.url, subOptions), "adapter-sub")),
+    sub: subscriptionFailuresHandled(
+      logErrors(new Redis(t.url, { ...single, maxRetriesPerRequest: null }), "adapter-sub"),
+    ),
     sharded: false,
     prefix: channelPrefix(t),
   };
@@ -377,7 +428,7 @@ export function createAdapterClients(target: RedisTarget | string, options: Redi
 
 /**
  * The Socket.IO adapter publishes without awaiting (every broadcast, every disconnect request). With Redis away
- * longer than ioredis' retries (about 70 s), such a publication rejects with nobody to handle it, and an
+ * longer than 2 s (`boundOutageWait`; on a cluster, its retries), such a publication rejects with nobody to handle it, and an
  * unhandled rejection ends a Node process: one push during an outage would take the instance down. Each
  * publication's failure is handled here (it is lost, as a push is while Redis is away: every tab resyncs when the
  * subscriber is back); a caller that awaits it still sees it.
