@@ -252,6 +252,8 @@ test("a run holds the server's one slot: another user waits for it and watches i
   signUp,
   env,
 }) => {
+  // Four lab pages draw one run's charts at once, beside the run, the servers and PostgreSQL on two cores.
+  test.slow();
   const alice = await signUp("lab_owner");
   const bob = await signUp("lab_waiter");
   // An idle tab of the owner's, with an edit it has not run: the run started elsewhere does not make it lose it.
