@@ -60,12 +60,15 @@ it("fails a start that cannot become healthy, quoting what the process printed",
   expect((error as Error).message).toContain("LOG_LEVEL");
 });
 
-it("stops on SIGTERM while its Redis is away (QUIT would wait for a reconnection for good)", async () => {
+it("answers alive but not healthy while its Redis is away, and stops on SIGTERM (QUIT would wait for a reconnection for good)", async () => {
   const redis = await startRedisServer({ dir: dataRoot });
   const instance = await TallyProcess.start({ ...(await options("redis-away")), redis: redis.url });
   try {
     await redis.stop();
     await expect.poll(async () => (await fetch(`${instance.url}/api/health`)).status).toBe(503);
+    // Not ready, but alive: a liveness probe leaves it running.
+    const live = await fetch(`${instance.url}/api/live`);
+    expect({ status: live.status, body: await live.json() }).toEqual({ status: 200, body: { ok: true } });
     // Resolves once the process has exited; before the shutdown's steps had deadlines it never did.
     await instance.kill("SIGTERM");
     expect(instance.alive).toBe(false);

@@ -162,6 +162,15 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
       },
     },
     {
+      // Liveness: the process answers. Readiness is /api/health; a probe that restarted an instance for an outage
+      // of Redis or the database would restart every instance at once and fix nothing.
+      method: "GET",
+      path: /^\/api\/live$/,
+      auth: false,
+      takes: "nothing",
+      run: async () => ({}),
+    },
+    {
       method: "POST",
       path: /^\/api\/users$/,
       auth: false,
