@@ -127,4 +127,17 @@ describe("the send limit's leases", () => {
     await limits.consume("send", { userId });
     expect(await counted(key)).toBe(2);
   });
+
+  it("tells a person refused for most of an hour when to try again, not 'later'", async () => {
+    const limits = createLimits({ redis, rules: { ...defaultLimits, signUp: { points: 1, durationS: 3600 } } });
+    const address = `203.0.113.${Math.floor(Math.random() * 250)}`;
+    created.push(`rl:signUp:${limitSubject({ address })}`);
+    await limits.consume("signUp", { address });
+    const refusal = await limits.consume("signUp", { address }).catch((err: unknown) => err);
+    expect(refusal).toMatchObject({
+      code: "rate_limited",
+      message: expect.stringMatching(/^Too many new accounts from this address; try again in (59|60) minutes\.$/),
+    });
+    expect((refusal as AppError).retryAfterMs).toBeGreaterThan(59 * 60_000);
+  });
 });

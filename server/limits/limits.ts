@@ -114,6 +114,29 @@ const WORDS: Record<LimitName, string> = {
   labRun: "Your lab runs have held the server's run slot for their share of the hour; let others run, try later.",
 };
 
+/**
+ * What a refusal says: the limit's words, and for a wait of a minute or more when to try again ("try again in 37
+ * minutes" rather than "later": a person who was told "later" retried, and was refused again, for up to an hour).
+ */
+export function refusalWords(name: LimitName, retryAfterMs: number): string {
+  const words = WORDS[name];
+  if (retryAfterMs < 60_000) return words;
+  const when = `try again in ${waitWords(retryAfterMs)}.`;
+  const later = /try (?:again )?(?:later|shortly)\.$/;
+  return later.test(words) ? words.replace(later, when) : `${words} T${when.slice(1)}`;
+}
+
+/** A wait of a minute or more in words, rounded up: "1 minute", "37 minutes", "2 hours" (from 90 minutes). */
+export function waitWords(ms: number): string {
+  const minutes = Math.ceil(ms / 60_000);
+  if (minutes < 90) return minutes === 1 ? "1 minute" : `${minutes} minutes`;
+  return `${Math.ceil(minutes / 60)} hours`;
+}
+
+/** A `rate_limited` refusal of `name` that can be tried again in `retryAfterMs`. */
+const refused = (name: LimitName, retryAfterMs: number) =>
+  new AppError("rate_limited", refusalWords(name, retryAfterMs), retryAfterMs);
+
 export type Limits = ReturnType<typeof createLimits>;
 
 /**
@@ -176,8 +199,7 @@ export function createLimits({
     );
   }
   const limiter = (name: LimitName) => limiters.get(name)!;
-  const refuse = (name: LimitName, res: RateLimiterRes) =>
-    new AppError("rate_limited", WORDS[name], Math.max(1, Math.ceil(res.msBeforeNext)));
+  const refuse = (name: LimitName, res: RateLimiterRes) => refused(name, Math.max(1, Math.ceil(res.msBeforeNext)));
 
   const leases = new Map<string, Lease>();
   let sweepAt = 1024;
@@ -290,7 +312,7 @@ export function createLimits({
     refuseIfBlocked(name: LimitName, subject: LimitSubject): void {
       const l = limiter(name) as RateLimiterRedis & { getInMemoryBlockMsBeforeExpire(rlKey: string): number };
       const ms = l.getInMemoryBlockMsBeforeExpire(l.getKey(limitSubject(subject)));
-      if (ms > 0) throw new AppError("rate_limited", WORDS[name], ms);
+      if (ms > 0) throw refused(name, ms);
     },
     /** Forgets the subject's count (a successful sign-in clears its failures). */
     async reset(name: LimitName, subject: LimitSubject): Promise<void> {
