@@ -46,6 +46,9 @@ test("leaving a group with unread messages drops its row and its count together 
 
   await openConversation(front, group.id);
   await expectConversationUnread(front, group.id, 2);
+  // Open behind too (hidden, it reads nothing): it is told where the group went.
+  await openConversation(behind, group.id);
+  await expectConversationUnread(behind, group.id, 2);
   for (const tab of [front, behind]) await watchBadgeSums(tab);
 
   // Only the group's creator may delete it: Bob is not offered "Delete", only "Leave".
@@ -63,6 +66,8 @@ test("leaving a group with unread messages drops its row and its count together 
   // The row and the pane just went: a screen reader is told why, as for mute and mark.
   await expect(front.getByTestId("announcer")).toHaveText("Left “trio”.");
   await expect(behind.getByTestId("announcer")).toHaveText("");
+  await expect(behind.getByTestId("gone-notice")).toContainText("You left “trio” in another tab or on another device.");
+  await expect(front.getByTestId("gone-notice")).toHaveCount(0);
 
   const snapshot = await bob.snapshot();
   expect(snapshot.conversations.map((c) => c.id)).toEqual([direct.id]);
@@ -105,9 +110,7 @@ test("deleting a direct conversation removes it for both members and their count
   await expectBadgeSums(bobPage, [1]);
   await expect(alicePage.getByTestId("announcer")).toHaveText(`Deleted your conversation with ${bob.name}.`);
   // Bob had it open: his pane says why it emptied; Alice, who deleted it, needs no telling.
-  await expect(bobPage.getByTestId("gone-notice")).toContainText(
-    `“${alice.name}” is gone: it was deleted, or you left it elsewhere.`,
-  );
+  await expect(bobPage.getByTestId("gone-notice")).toContainText(`${alice.name} deleted your conversation.`);
   await bobPage.getByTestId("gone-notice-dismiss").click();
   await expect(bobPage.getByTestId("gone-notice")).toHaveCount(0);
   await expect(alicePage.getByTestId("gone-notice")).toHaveCount(0);
@@ -149,9 +152,7 @@ test("an untitled group down to two members reads as a group in its row, header,
     void dialog.accept();
   });
   await bobPage.getByTestId("delete-conversation").click();
-  await expect(alicePage.getByTestId("gone-notice")).toContainText(
-    `“Group with ${bob.name}” is gone: it was deleted, or you left it elsewhere.`,
-  );
+  await expect(alicePage.getByTestId("gone-notice")).toContainText(`${bob.name} deleted “Group with ${bob.name}”.`);
   expect(question).toBe(`Delete “Group with ${alice.name}” and its messages for every member?`);
 });
 

@@ -1,12 +1,14 @@
 "use client";
 
+import { Fragment } from "react";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { focusConversationList } from "./focus";
+import { goneWords } from "./gone-words";
 
 /**
- * Says why the open conversation closed by itself (deleted by its creator or the other member, or left in another
- * tab). Under the header, so a phone, which shows the list once nothing is open, sees it too; the status region is
- * always there (empty otherwise), so screen readers announce it when it fills.
+ * Says why the open conversation closed by itself (deleted by its creator or the other member, or left or deleted
+ * in another tab: `goneWords`). Under the header, so a phone, which shows the list once nothing is open, sees it
+ * too; the status region is always there (empty otherwise), so screen readers announce it when it fills.
  */
 export function GoneNotice() {
   const notice = useChatStore((s) => s.goneNotice);
@@ -16,15 +18,16 @@ export function GoneNotice() {
       {notice && (
         <p className="gone-notice" data-testid="gone-notice">
           <span id="gone-notice-text">
-            {notice.title === null ? (
-              "This conversation"
-            ) : (
-              // Isolated: a title with bidi controls cannot turn the rest of the sentence around.
-              <>
-                “<bdi>{notice.title}</bdi>”
-              </>
-            )}{" "}
-            is gone: it was deleted, or you left it elsewhere.
+            {goneWords(notice).map((part, i) =>
+              typeof part === "string" ? (
+                part
+              ) : (
+                // Isolated: a title with bidi controls cannot turn the rest of the sentence around.
+                <Fragment key={i}>
+                  “<bdi>{part.title}</bdi>”
+                </Fragment>
+              ),
+            )}
           </span>
           <button
             type="button"

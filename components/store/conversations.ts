@@ -1,6 +1,7 @@
 import type { StateCreator } from "zustand/vanilla";
 import type {
   ConversationDTO,
+  ConversationRemoval,
   ConversationPage,
   ListCursor,
   MessageDTO,
@@ -9,7 +10,7 @@ import type {
 } from "@/server/contracts";
 import { createReadCursor, type ReadCursor } from "./read-cursor";
 import { badgeShare, isBeingRead, latestSeq, type StoreRuntime } from "./runtime";
-import type { ChatState, ConversationsSlice } from "./types";
+import type { ChatState, ConversationsSlice, GoneNoticeState } from "./types";
 
 /** Its last message's time, or while it has none its creation time: creating a conversation is activity too. */
 function activityTime(conversation: ConversationDTO): number | null {
@@ -66,6 +67,26 @@ function without<T>(record: Record<number, T>, id: number): Record<number, T> {
   const copy = { ...record };
   delete copy[id];
   return copy;
+}
+
+/** The notice for the open conversation removed by a push: its title, and how as far as the push says. */
+function goneNoticeOf(
+  s: ChatState,
+  conversationId: number,
+  how: ConversationRemoval["how"] | undefined,
+): GoneNoticeState {
+  const conversation = s.conversations[conversationId];
+  const memberName = (id: number) => conversation?.members.find((m) => m.id === id)?.name ?? null;
+  return {
+    title: conversation?.title ?? null,
+    conversationKind: conversation?.kind ?? null,
+    cause:
+      how === undefined
+        ? { kind: "unknown" }
+        : how.reason === "left"
+          ? { kind: "left" }
+          : { kind: "deleted", by: how.by === s.user?.id ? "you" : memberName(how.by) },
+  };
 }
 
 export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatState, [], [], ConversationsSlice> {
@@ -301,7 +322,7 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         return dropOnServer(conversationId, rt.deps.transport.deleteConversation(conversationId));
       },
 
-      removeConversation(conversationId) {
+      removeConversation(conversationId, how) {
         const s = get();
         const known =
           s.conversations[conversationId] !== undefined ||
@@ -326,7 +347,7 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         // The open conversation going without this tab asking: say why the pane emptied.
         const goneNotice =
           s.activeConversationId === conversationId && !rt.dropping.has(conversationId)
-            ? { title: s.conversations[conversationId]?.title ?? null }
+            ? goneNoticeOf(s, conversationId, how)
             : s.goneNotice;
         set((s) => {
           const conversations = without(s.conversations, conversationId);

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ConversationDTO } from "@/server/contracts";
-import { conversation, flush, flushMicrotasks, message, setup, snapshot, update } from "./fake-transport";
+import { BOB, conversation, flush, flushMicrotasks, ME, message, setup, snapshot, update } from "./fake-transport";
 import { selectShownTotal, selectShownUnread } from "./selectors";
 import { checkUnreadInvariants, storeUnreadRows } from "./unread";
 import type { ChatState } from "./types";
@@ -259,7 +259,11 @@ describe("the open conversation removed elsewhere", () => {
     t.store.getState().openConversation(1);
     t.store.getState().removeConversation(1);
     expect(t.store.getState().activeConversationId).toBeNull();
-    expect(t.store.getState().goneNotice).toEqual({ title: "Trip" });
+    expect(t.store.getState().goneNotice).toEqual({
+      title: "Trip",
+      conversationKind: "group",
+      cause: { kind: "unknown" },
+    });
     // Opening another conversation forgets the notice.
     t.store.getState().openConversation(2);
     expect(t.store.getState().goneNotice).toBeNull();
@@ -284,11 +288,38 @@ describe("the open conversation removed elsewhere", () => {
     expect(t.store.getState().goneNotice).toBeNull();
   });
 
+  it("says who removed it and where, as the push tells", async () => {
+    const t = await synced([conversation(1, { kind: "group", title: "Trip" }), conversation(2, { title: "bob" })], 3);
+    t.store.getState().openConversation(1);
+    t.store.getState().removeConversation(1, { reason: "deleted", by: BOB.id });
+    expect(t.store.getState().goneNotice).toEqual({
+      title: "Trip",
+      conversationKind: "group",
+      cause: { kind: "deleted", by: BOB.name },
+    });
+    t.store.getState().openConversation(2);
+    t.store.getState().removeConversation(2, { reason: "deleted", by: ME.id });
+    expect(t.store.getState().goneNotice).toMatchObject({
+      conversationKind: "direct",
+      cause: { kind: "deleted", by: "you" },
+    });
+  });
+
+  it("says the user left it elsewhere, and 'not known' for a deleter who is no member", async () => {
+    const t = await synced([conversation(1, { kind: "group" }), conversation(2, { kind: "group" })], 3);
+    t.store.getState().openConversation(1);
+    t.store.getState().removeConversation(1, { reason: "left" });
+    expect(t.store.getState().goneNotice).toMatchObject({ cause: { kind: "left" } });
+    t.store.getState().openConversation(2);
+    t.store.getState().removeConversation(2, { reason: "deleted", by: 999_999 });
+    expect(t.store.getState().goneNotice).toMatchObject({ cause: { kind: "deleted", by: null } });
+  });
+
   it("is dismissed on request", async () => {
     const t = await synced([conversation(1, { title: "bob" }), conversation(2)], 3);
     t.store.getState().openConversation(1);
     t.store.getState().removeConversation(1);
-    expect(t.store.getState().goneNotice).toEqual({ title: "bob" });
+    expect(t.store.getState().goneNotice).toMatchObject({ title: "bob" });
     t.store.getState().dismissGoneNotice();
     expect(t.store.getState().goneNotice).toBeNull();
   });

@@ -121,7 +121,9 @@ export function bindSocket(
   socket.on("unread:changed", (update) => store.getState().applyUnread(update));
   socket.on("conversation:created", ({ conversation }) => store.getState().receiveConversation(conversation));
   socket.on("conversation:updated", ({ conversation }) => store.getState().updateConversation(conversation));
-  socket.on("conversation:removed", ({ conversationId }) => store.getState().removeConversation(conversationId));
+  socket.on("conversation:removed", ({ conversationId, how }) =>
+    store.getState().removeConversation(conversationId, how),
+  );
   socket.on("unread:stale", () => store.getState().handleStale());
   socket.on("blocks:changed", (list) => store.getState().setBlocked(list));
   // Comes just before the server drops the socket; the disconnect then asks whether the session is gone. The store

@@ -3,6 +3,8 @@ import type {
   MemberLeft,
   BlockList,
   ConversationDTO,
+  ConversationKind,
+  ConversationRemoval,
   ConversationPage,
   CreateConversationInput,
   ListCursor,
@@ -165,9 +167,9 @@ export interface ConversationsSlice {
   conversationErrors: Record<number, string>;
   /**
    * The open conversation closed by itself: it was deleted, or its user left it, somewhere other than this tab; its
-   * title, for the notice that says so (null once another conversation is opened or the notice dismissed).
+   * title and how, for the notice that says so (null once another conversation is opened or the notice dismissed).
    */
-  goneNotice: { title: string | null } | null;
+  goneNotice: GoneNoticeState | null;
   dismissGoneNotice(): void;
   /** Opens a conversation: `chosen` by the person, or `restored` (a reload reopening what the tab had open). */
   openConversation(conversationId: number, how?: "chosen" | "restored"): void;
@@ -185,7 +187,7 @@ export interface ConversationsSlice {
    * A conversation:removed push (or a successful leave/delete): forgets the conversation, its count and its
    * messages, so the shown total stays the sum of the shown rows.
    */
-  removeConversation(conversationId: number): void;
+  removeConversation(conversationId: number, how?: ConversationRemoval["how"]): void;
   clearConversationError(conversationId: number): void;
   setVisible(visible: boolean): void;
   setFocused(focused: boolean): void;
@@ -325,3 +327,18 @@ export interface BlocksSlice {
 }
 
 export type ChatState = SessionSlice & ConversationsSlice & MessagesSlice & UnreadSlice & BlocksSlice;
+
+/** Why the open conversation closed by itself, as far as this tab knows. */
+export type GoneCause =
+  | { kind: "left" }
+  /** `by`: "you" (another tab or device of the user), a member's name, or null when not known. */
+  | { kind: "deleted"; by: string | null }
+  /** The server did not say (a replay after a fault). */
+  | { kind: "unknown" };
+
+export interface GoneNoticeState {
+  /** The conversation's title, null when this tab did not know it. */
+  title: string | null;
+  conversationKind: ConversationKind | null;
+  cause: GoneCause;
+}

@@ -142,6 +142,15 @@ export interface ConversationPage {
   more: boolean;
 }
 
+/**
+ * Why a conversation left the user's list: `left` (the user, in some tab), or `deleted` `by` a member (the user
+ * too). Without `how`, not known: the outbox relay's replay after a fault does not keep it.
+ */
+export interface ConversationRemoval {
+  conversationId: number;
+  how?: { reason: "left" } | { reason: "deleted"; by: number };
+}
+
 export interface ServerToClientEvents {
   "message:new": (payload: { message: MessageDTO }) => void;
   "unread:changed": (update: UnreadUpdate) => void;
@@ -150,7 +159,7 @@ export interface ServerToClientEvents {
   /** A conversation's members changed (someone left): its title and member list, not its counts. */
   "conversation:updated": (payload: { conversation: ConversationDTO }) => void;
   /** The user left the conversation or it was deleted: drop it (its unread already left the total). */
-  "conversation:removed": (payload: { conversationId: number }) => void;
+  "conversation:removed": (payload: ConversationRemoval) => void;
   /** Pushes to this user may have been lost (Redis reconnect, repair by reconciliation): call `sync`. */
   "unread:stale": () => void;
   /** This socket's session ended, and why; the server disconnects the socket right after (`io server disconnect`). */

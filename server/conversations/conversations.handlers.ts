@@ -46,7 +46,7 @@ export function conversationActions(deps: ConversationDeps) {
     async leave(user: UserDTO, idParam: unknown) {
       const conversationId = parse(conversationIdParam, idParam);
       const remaining = await deps.conversations.leave(user, conversationId);
-      await deps.removal.deliver(conversationId, [user.id]);
+      await deps.removal.deliver(conversationId, [user.id], { reason: "left" });
       // The others' member lists (and an untitled group's title) change; their counts do not.
       await tell("conversationUpdated", conversationId, remaining);
       return {};
@@ -56,7 +56,8 @@ export function conversationActions(deps: ConversationDeps) {
     async remove(user: UserDTO, idParam: unknown) {
       const conversationId = parse(conversationIdParam, idParam);
       await deps.limits.consume("remove", { userId: user.id });
-      await deps.removal.deliver(conversationId, await deps.conversations.remove(user, conversationId));
+      const members = await deps.conversations.remove(user, conversationId);
+      await deps.removal.deliver(conversationId, members, { reason: "deleted", by: user.id });
       return {};
     },
   };

@@ -1,3 +1,4 @@
+import type { ConversationRemoval } from "../contracts/index.ts";
 import type { Logger } from "../log.ts";
 import type { Outbox, OutboxEntry } from "../outbox/outbox.ts";
 import type { Notifier } from "../realtime/notifier.ts";
@@ -17,8 +18,12 @@ export function createRemoval(deps: { unread: UnreadService; notifier: Notifier;
     if (applied?.changed) notifier.unreadChanged(userId, applied.update);
   }
 
-  /** Takes the conversation out of each user's counters, then tells their tabs to drop it. */
-  async function deliver(conversationId: number, userIds: number[]): Promise<void> {
+  /** Takes the conversation out of each user's counters, then tells their tabs to drop it, and how it went. */
+  async function deliver(
+    conversationId: number,
+    userIds: number[],
+    how: NonNullable<ConversationRemoval["how"]>,
+  ): Promise<void> {
     for (const userId of userIds) {
       try {
         await apply(userId, conversationId);
@@ -29,14 +34,14 @@ export function createRemoval(deps: { unread: UnreadService; notifier: Notifier;
           "removing a conversation from counters failed; the relay will replay it",
         );
       }
-      notifier.conversationRemoved(userId, conversationId);
+      notifier.conversationRemoved(userId, { conversationId, how });
     }
   }
 
   /** The relay's replay of a `remove` entry. */
   async function replay(entry: OutboxEntry): Promise<void> {
     await apply(entry.userId, entry.conversationId);
-    notifier.conversationRemoved(entry.userId, entry.conversationId);
+    notifier.conversationRemoved(entry.userId, { conversationId: entry.conversationId });
   }
 
   return { deliver, replay };

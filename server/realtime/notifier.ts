@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type {
   BlockList,
   ConversationDTO,
+  ConversationRemoval,
   MessageDelivery,
   MessageDTO,
   SessionEndReason,
@@ -33,7 +34,7 @@ export interface Notifier {
   unreadChanged(userId: number, update: UnreadUpdate): void;
   conversationCreated(userId: number, conversation: ConversationDTO): void;
   conversationUpdated(userId: number, conversation: ConversationDTO): void;
-  conversationRemoved(userId: number, conversationId: number): void;
+  conversationRemoved(userId: number, removal: ConversationRemoval): void;
   unreadStale(userIds: number[] | "all-local"): void;
   /** The user's block list changed: every tab of theirs gets it whole. */
   blocksChanged(userId: number, list: BlockList): void;
@@ -178,8 +179,7 @@ export function socketNotifier(
       void io.to(userRoom(userId)).emit("conversation:created", { conversation }),
     conversationUpdated: (userId, conversation) =>
       void io.to(userRoom(userId)).emit("conversation:updated", { conversation }),
-    conversationRemoved: (userId, conversationId) =>
-      void io.to(userRoom(userId)).emit("conversation:removed", { conversationId }),
+    conversationRemoved: (userId, removal) => void io.to(userRoom(userId)).emit("conversation:removed", removal),
     blocksChanged: (userId, list) => void io.to(userRoom(userId)).emit("blocks:changed", list),
     unreadStale: (userIds) =>
       void (userIds === "all-local" ? io.local : io.to(userIds.map(userRoom))).emit("unread:stale"),

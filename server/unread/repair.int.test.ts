@@ -35,7 +35,7 @@ describe("leaving a group and deleting a conversation", () => {
     const res = await h.http(`/api/conversations/${group.id}/leave`, { method: "POST", token: ben.token });
     expect(res).toEqual({ status: 200, body: { ok: true } });
     expect(await changed).toMatchObject({ conversationId: group.id, unreadCount: 0, totalUnread: 1 });
-    expect(await removed).toEqual({ conversationId: group.id });
+    expect(await removed).toEqual({ conversationId: group.id, how: { reason: "left" } });
     const { conversation } = await updated;
     expect(conversation.members.map((m) => m.name).sort()).toEqual([ann.user.name, cat.user.name].sort());
     expect(conversation).toMatchObject({ id: group.id, title: "Leavers", unreadCount: 3 });
@@ -71,8 +71,14 @@ describe("leaving a group and deleting a conversation", () => {
     expect(await canDelete(ben.token)).toEqual({ [group.id]: false, [direct.id]: true });
     expect(await canDelete(cat.token)).toEqual({ [group.id]: false });
 
+    // Each member's tabs are told who deleted it.
+    const catTab = await h.connect(cat.token, 1);
+    const removedForCat = nextEvent(catTab, "conversation:removed");
+    const removedForAnn = nextEvent(annSocket, "conversation:removed");
     expect((await h.http(`/api/conversations/${direct.id}`, { method: "DELETE", token: ben.token })).status).toBe(200);
+    expect(await removedForAnn).toEqual({ conversationId: direct.id, how: { reason: "deleted", by: ben.user.id } });
     expect((await h.http(`/api/conversations/${group.id}`, { method: "DELETE", token: ann.token })).status).toBe(200);
+    expect(await removedForCat).toEqual({ conversationId: group.id, how: { reason: "deleted", by: ann.user.id } });
     for (const who of [ann, ben, cat])
       expect(await list(who.token)).toMatchObject({ totalUnread: 0, conversations: [] });
     expect(await h.db.message.count({ where: { conversationId: { in: [group.id, direct.id] } } })).toBe(0);
