@@ -1,5 +1,5 @@
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer, type AddressInfo, type Socket } from "node:net";
+import { connect as connectTcp, createServer, type AddressInfo, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, inject, it } from "vitest";
@@ -224,9 +224,9 @@ describe("redisUrlProblem", () => {
 describe("boundOutageWait", () => {
   it("fails what waits for a single Redis once it has been away that long, then fails at once until it is back", async () => {
     const server = await startRedisServer();
-    // Reconnections far apart and many retries: ioredis' own retries cannot fail a command before the bound does.
+    // As createRedis makes it: ioredis counts no retries of its own, time alone bounds the wait.
     const redis = boundOutageWait(
-      new Redis(server.url, { maxRetriesPerRequest: 20, retryStrategy: () => 50, lazyConnect: true }),
+      new Redis(server.url, { maxRetriesPerRequest: null, retryStrategy: () => 50, lazyConnect: true }),
       { waitMs: 300 },
     );
     redis.on("error", () => undefined);
@@ -245,6 +245,84 @@ describe("boundOutageWait", () => {
       // Back: commands run (the restarted server is empty), and queue again through the next short gap.
       expect(await redis.get("k")).toBeNull();
       expect(redis.options.enableOfflineQueue).toBe(true);
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+
+  it("leaves a connection that is up but still in its handshake alone, which then gets ready", async () => {
+    const server = await startRedisServer();
+    // Between the client and Redis: drops every connection on request, and holds Redis' replies until released
+    // (a far or busy Redis answering a reconnection's handshake late).
+    let holding = false;
+    const held: Array<() => void> = [];
+    const links = new Set<Socket>();
+    const proxy = createServer((client) => {
+      const upstream = connectTcp(server.port, "127.0.0.1");
+      links.add(client);
+      client.on("data", (chunk) => upstream.write(chunk));
+      upstream.on("data", (chunk) => {
+        const pass = () => client.writable && client.write(chunk);
+        if (holding) held.push(pass);
+        else pass();
+      });
+      const end = () => {
+        client.destroy();
+        upstream.destroy();
+        links.delete(client);
+      };
+      for (const socket of [client, upstream]) socket.on("close", end).on("error", end);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const { port } = proxy.address() as AddressInfo;
+    const redis = boundOutageWait(
+      new Redis(`redis://127.0.0.1:${port}`, { protocol: 2, maxRetriesPerRequest: null, retryStrategy: () => 50 }),
+      { waitMs: 300 },
+    );
+    redis.on("error", () => undefined);
+    try {
+      await new Promise<void>((resolve) => redis.once("ready", () => resolve()));
+      holding = true;
+      for (const link of links) link.destroy();
+      await new Promise<void>((resolve) => redis.once("close", () => resolve()));
+      // The reconnection is up at once, its handshake unanswered: a command waits, then the bound fails it.
+      await expect(redis.publish("c", "x")).rejects.toThrow("Redis has been unreachable for 300 ms");
+      const ready = new Promise<string>((resolve) => redis.once("ready", () => resolve("ready")));
+      holding = false;
+      for (const pass of held.splice(0)) pass();
+      // Failing the handshake's own commands would have left it in "connect" for good, publishing nothing.
+      const stuck = new Promise<string>((resolve) =>
+        setTimeout(() => resolve(`still ${redis.status}`), 10_000).unref(),
+      );
+      expect(await Promise.race([ready, stuck])).toBe("ready");
+      expect(await redis.publish("c", "y")).toBe(0);
+      expect(redis.options.enableOfflineQueue).toBe(true);
+    } finally {
+      redis.disconnect();
+      proxy.close();
+      await server.stop();
+    }
+  }, 30_000);
+
+  it("makes quit() disconnect while the bound holds the queue off", async () => {
+    const server = await startRedisServer();
+    const redis = boundOutageWait(new Redis(server.url, { maxRetriesPerRequest: null, retryStrategy: () => 50 }), {
+      waitMs: 200,
+    });
+    redis.on("error", () => undefined);
+    try {
+      await new Promise<void>((resolve) => redis.once("ready", () => resolve()));
+      server.kill();
+      await expect(redis.ping()).rejects.toThrow("Redis has been unreachable for 200 ms");
+      expect(await redis.quit()).toBe("OK");
+      // It tries no more connections (ioredis' refused quit left it reconnecting every 50 ms for good).
+      let attempts = 0;
+      redis.on("connecting", () => attempts++);
+      await server.restart();
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(attempts).toBe(0);
+      expect(redis.status).not.toBe("ready");
     } finally {
       redis.disconnect();
       await server.stop();

@@ -187,20 +187,32 @@ export function singleRetryStrategy(times: number): number {
   return Math.min(50 * 2 ** (times - 1), SINGLE_RECONNECT_MAX_MS) + Math.floor(Math.random() * 100);
 }
 
+/** What boundOutageWait reaches of ioredis beyond its typings: the queues it fails, as maxRetriesPerRequest does. */
+interface QueuesOf {
+  flushQueue(err: Error, options?: { offlineQueue?: boolean; commandQueue?: boolean }): void;
+  /** Commands sent before the connection dropped, resent once it is ready again (null when none). */
+  prevCommandQueue?: { length: number; shift(): { command: { reject(err: Error): void } } | undefined } | null;
+}
+
 /**
  * Bounds how long a single Redis's commands wait through an outage. ioredis queues the commands issued while the
  * connection is down and fails them only every `maxRetriesPerRequest + 1` reconnection attempts, which its backoff
  * spaces 5 s apart: each command waited up to 15 s, and a request that makes three Redis calls in turn (a sign-in:
  * its two limits, then the session) answered after 20 to 46 s (an operator's walkthrough). Here, once the
- * connection has been away for `waitMs`, the commands waiting for it fail, and the next ones fail at once (ioredis'
- * offline queue is off) until it is ready again. A restart shorter than `waitMs` is ridden out as before.
+ * connection has been away for `waitMs`, the commands waiting for it fail (those queued meanwhile, and those sent
+ * before it dropped that ioredis would resend), and the next ones fail at once (ioredis' offline queue is off)
+ * until it is ready again. A restart shorter than `waitMs` is ridden out. Give the client `maxRetriesPerRequest:
+ * null`, or ioredis fails them sooner on its own count of reconnections (0.25 s into an outage with 2).
+ * A connection that is up but still in its handshake (`connect`) keeps its handshake's commands: failing them would
+ * drop its reply parser, and it would stay in `connect` for good.
  * The caller of a command that failed answers `unavailable`, or falls back (the limits' in-memory limiters); a send
- * is committed by then, and the outbox relay applies it once Redis is back.
+ * is committed by then, and the outbox relay applies it once Redis is back. Once it has fired, `quit()`
+ * disconnects (ioredis would refuse it with its queue off, and reconnect on).
  */
 export function boundOutageWait(redis: Redis, { waitMs = SINGLE_OUTAGE_WAIT_MS } = {}): Redis {
-  // ioredis' own way of failing what waits (its maxRetriesPerRequest does the same); not in its typings.
-  const flush = (redis as unknown as { flushQueue(err: Error): void }).flushQueue;
-  if (typeof flush !== "function") throw new Error("this ioredis has no flushQueue: boundOutageWait needs it");
+  const queues = redis as unknown as QueuesOf;
+  if (typeof queues.flushQueue !== "function")
+    throw new Error("this ioredis has no flushQueue: boundOutageWait needs it");
   const queueing = redis.options.enableOfflineQueue;
   let timer: NodeJS.Timeout | undefined;
   redis.on("close", () => {
@@ -209,7 +221,10 @@ export function boundOutageWait(redis: Redis, { waitMs = SINGLE_OUTAGE_WAIT_MS }
       timer = undefined;
       if (redis.status === "ready" || redis.status === "end") return;
       redis.options.enableOfflineQueue = false;
-      flush.call(redis, new Error(`Redis has been unreachable for ${waitMs} ms`));
+      const err = new Error(`Redis has been unreachable for ${waitMs} ms`);
+      queues.flushQueue(err, { offlineQueue: true, commandQueue: redis.status !== "connect" });
+      const sentBefore = queues.prevCommandQueue;
+      for (let item = sentBefore?.shift(); item; item = sentBefore?.shift()) item.command.reject(err);
     }, waitMs);
     timer.unref();
   });
@@ -218,6 +233,12 @@ export function boundOutageWait(redis: Redis, { waitMs = SINGLE_OUTAGE_WAIT_MS }
     timer = undefined;
     redis.options.enableOfflineQueue = queueing;
   });
+  const quit = redis.quit.bind(redis);
+  redis.quit = ((...args: Parameters<typeof quit>) => {
+    if (redis.options.enableOfflineQueue || redis.status === "ready") return quit(...args);
+    redis.disconnect();
+    return Promise.resolve("OK");
+  }) as typeof redis.quit;
   return redis;
 }
 
@@ -318,7 +339,8 @@ export function createRedis(target: RedisTarget | string, options: RedisOptions 
           redisOptions: { ...redisOptions, ...clusterNodeOptions(t) },
         }),
       )
-    : boundOutageWait(new Redis(t.url, { retryStrategy: singleRetryStrategy, ...redisOptions }));
+    : // Time alone bounds a command's wait through an outage (boundOutageWait), unless the caller counts retries.
+      boundOutageWait(new Redis(t.url, { retryStrategy: singleRetryStrategy, maxRetriesPerRequest: null, ...options }));
   defineScripts(client);
   return logErrors(coalesceWrites(client), "commands");
 }
@@ -414,7 +436,7 @@ export function createAdapterClients(target: RedisTarget | string, options: Redi
       prefix: channelPrefix(t),
     };
   }
-  const single = { retryStrategy: singleRetryStrategy, ...redisOptions };
+  const single = { retryStrategy: singleRetryStrategy, maxRetriesPerRequest: null, ...redisOptions };
   const pub = logErrors(coalesceWrites(boundOutageWait(new Redis(t.url, single))), "adapter-pub");
   return {
     pub: publicationFailuresHandled(pub),
