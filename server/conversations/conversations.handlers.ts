@@ -56,8 +56,8 @@ export function conversationActions(deps: ConversationDeps) {
     async remove(user: UserDTO, idParam: unknown) {
       const conversationId = parse(conversationIdParam, idParam);
       await deps.limits.consume("remove", { userId: user.id });
-      const members = await deps.conversations.remove(user, conversationId);
-      await deps.removal.deliver(conversationId, members, { reason: "deleted", by: user.id });
+      const { memberIds, hiddenFrom } = await deps.conversations.remove(user, conversationId);
+      await deps.removal.deliver(conversationId, memberIds, { reason: "deleted", by: user.id }, hiddenFrom);
       return {};
     },
   };

@@ -159,9 +159,10 @@ export function createConversationService({ db }: { db: Db }) {
 
   /**
    * Deletes a conversation for everyone: either member of a direct conversation may, and a group's creator.
-   * Returns the former members, whose counters lose it (their outbox entries are written in the same step).
+   * Returns the former members, whose counters lose it (their outbox entries are written in the same step), and
+   * those it was hidden from (a direct conversation without a message: it was never theirs, so they are not told).
    */
-  async function remove(user: UserDTO, conversationId: number): Promise<number[]> {
+  async function remove(user: UserDTO, conversationId: number): Promise<{ memberIds: number[]; hiddenFrom: number[] }> {
     return db.$transaction(async (tx) => {
       const conv = await tx.conversation.findFirst({
         // Not one hidden from the user (`hiddenFrom`): it is no conversation of theirs to delete.
@@ -170,7 +171,12 @@ export function createConversationService({ db }: { db: Db }) {
           memberships: { some: { userId: user.id } },
           NOT: { lastSeq: 0, memberships: { some: { userId: user.id, hidden: true } } },
         },
-        select: { kind: true, createdById: true, memberships: { select: { userId: true } } },
+        select: {
+          kind: true,
+          createdById: true,
+          lastSeq: true,
+          memberships: { select: { userId: true, hidden: true } },
+        },
       });
       if (!conv) throw new AppError("forbidden", "You are not a member of this conversation.");
       if (conv.kind === "group" && conv.createdById !== user.id) {
@@ -186,7 +192,8 @@ export function createConversationService({ db }: { db: Db }) {
       await tx.outboxEvent.createMany({
         data: memberIds.map((userId) => ({ kind: "remove" as const, conversationId, userId, seq: 0 })),
       });
-      return memberIds;
+      const hiddenFrom = conv.lastSeq === 0 ? conv.memberships.filter((m) => m.hidden).map((m) => m.userId) : [];
+      return { memberIds, hiddenFrom };
     });
   }
 

@@ -18,11 +18,15 @@ export function createRemoval(deps: { unread: UnreadService; notifier: Notifier;
     if (applied?.changed) notifier.unreadChanged(userId, applied.update);
   }
 
-  /** Takes the conversation out of each user's counters, then tells their tabs to drop it, and how it went. */
+  /**
+   * Takes the conversation out of each user's counters, then tells their tabs to drop it, and how it went; not the
+   * `untold`, whose list never showed it (a direct conversation hidden from them: who deleted it is not theirs).
+   */
   async function deliver(
     conversationId: number,
     userIds: number[],
     how: NonNullable<ConversationRemoval["how"]>,
+    untold: readonly number[] = [],
   ): Promise<void> {
     for (const userId of userIds) {
       try {
@@ -34,7 +38,7 @@ export function createRemoval(deps: { unread: UnreadService; notifier: Notifier;
           "removing a conversation from counters failed; the relay will replay it",
         );
       }
-      notifier.conversationRemoved(userId, { conversationId, how });
+      if (!untold.includes(userId)) notifier.conversationRemoved(userId, { conversationId, how });
     }
   }
 

@@ -85,6 +85,22 @@ describe("leaving a group and deleting a conversation", () => {
     // Completions run in the background, batched (server/outbox/outbox.ts).
     await expect.poll(() => h.db.outboxEvent.count()).toBe(0);
   });
+  it("a direct conversation hidden from a member is deleted without telling them, nor who deleted it", async () => {
+    const [mal, ann] = [await user("mal"), await user("ann")];
+    const hidden = await create(mal.token, [ann.user.name]); // no message: not in ann's list
+    expect((await list(ann.token)).conversations).toEqual([]);
+    const annTab = await h.connect(ann.token, 0);
+    const removals: unknown[] = [];
+    annTab.on("conversation:removed", (removal) => removals.push(removal));
+    expect((await h.http(`/api/conversations/${hidden.id}`, { method: "DELETE", token: mal.token })).status).toBe(200);
+    // A push that comes after the deletion's, from the same instance: the deletion's would have come first.
+    const later = nextEvent(annTab, "message:new");
+    const group = await create(mal.token, [ann.user.name], "After");
+    await send(await h.connect(mal.token, 0), group.id, "hello");
+    await later;
+    expect(removals).toEqual([]);
+  });
+
   it("a late event for a group the user left, arriving after Redis lost their state, does not bring it back", async () => {
     const [ann, ben, cat] = [await user("ann"), await user("ben"), await user("cat")];
     const group = await create(ann.token, [ben.user.name, cat.user.name], "Gone");
