@@ -48,12 +48,22 @@ export async function runChecked(env: SimEnvironment, options: RoundOptions): Pr
 
 /** Nothing lost (messages, reads, mutes, marks), no drift, no tab that ever showed what it must not, no problem. */
 export function expectClean(r: RoundReport): void {
+  // The seed on both sides: a failure's diff names it, so TEST_SEED can replay the round.
   expect({
+    seed: r.seed,
     lostMessages: r.lostMessages,
     lostReads: r.lostReads,
     lostStates: r.lostStates,
     driftedUsers: r.driftedUsers,
     clientViolations: r.clientViolations,
     problems: r.problems.slice(0, 10),
-  }).toEqual({ lostMessages: 0, lostReads: 0, lostStates: 0, driftedUsers: 0, clientViolations: 0, problems: [] });
+  }).toEqual({
+    seed: r.seed,
+    lostMessages: 0,
+    lostReads: 0,
+    lostStates: 0,
+    driftedUsers: 0,
+    clientViolations: 0,
+    problems: [],
+  });
 }

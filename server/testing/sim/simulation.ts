@@ -834,6 +834,10 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
         // may send those.
         const id = await conversationOf(op.conv);
         await showOrSkip(tab, users[op.user]!.id, id);
+        // The store refuses both at once while the tab is not connected ("try again once the connection is back"),
+        // and a person does try again then: without this wait a round's tabs, reconnecting often, had most of their
+        // mutes and marks refused, too few left to race anything.
+        await until(() => tab.store.getState().connected, 30_000);
         const { value, calls } = tab.act((s) => {
           s.setFocused(true);
           return op.kind === "mute" ? s.mute(id, op.muted) : s.markUnread(id);
