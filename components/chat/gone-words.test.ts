@@ -19,6 +19,10 @@ describe("goneWords", () => {
       "bob deleted your conversation.",
     );
     expect(words({ ...group, cause: { kind: "deleted", by: null } })).toBe("“Trip” was deleted.");
+    // Not "“bob” was deleted": it is the conversation that went, not bob.
+    expect(words({ title: "bob", conversationKind: "direct", cause: { kind: "deleted", by: null } })).toBe(
+      "Your conversation with “bob” was deleted.",
+    );
   });
 
   it("falls back to both causes when the server did not say, and to 'this conversation' without a title", () => {

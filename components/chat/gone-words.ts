@@ -16,7 +16,8 @@ export function goneWords({ title, conversationKind, cause }: GoneNoticeState): 
       return ["You left ", it, elsewhere];
     case "deleted":
       if (cause.by === "you") return ["You deleted ", it, elsewhere];
-      if (cause.by === null) return [It, " was deleted."];
+      if (cause.by === null)
+        return conversationKind === "direct" ? ["Your conversation with ", it, " was deleted."] : [It, " was deleted."];
       // A direct conversation's title is the other member's name: "bob deleted “bob”" would say it twice.
       if (conversationKind === "direct") return [`${cause.by} deleted your conversation.`];
       return [`${cause.by} deleted `, it, "."];

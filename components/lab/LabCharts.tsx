@@ -1,6 +1,6 @@
 "use client";
 
-import { memo, useEffect, useMemo, useRef, useState } from "react";
+import { memo, useLayoutEffect, useMemo, useRef, useState } from "react";
 import {
   CartesianGrid,
   Legend,
@@ -82,8 +82,8 @@ function lastTimes(rows: ReturnType<typeof chartRows>): Partial<Record<LabStrate
 }
 
 /**
- * How often, at most, the charts are drawn again while samples come (every 250 ms). Recharts redraws both charts
- * whole for each one, and did for every render of this page: a lab tab spent 75% of a core on a run (6.0 s of
+ * How often, at most, the charts are drawn again while samples come (a sample every 250 ms). Recharts redraws both
+ * charts whole for each one, and did for every render of this page: a lab tab spent 75% of a core on a run (6.0 s of
  * task time in 8 s, build machine), and a workshop's watching tabs, or four tabs on two cores, starved each other.
  * Drawn once a second, and only when the samples change: 45% (3.6 s in 8 s), of which 19% without any redraw.
  */
@@ -97,9 +97,12 @@ const REDRAW_EVERY_MS = 1000;
 function useAtMostEvery<T>(value: T, ms: number): T {
   const [shown, setShown] = useState(value);
   const lastShown = useRef(0);
-  useEffect(() => {
+  // Before the paint: a change shown at once never paints the one before it (a new run's first lines over the
+  // last run's).
+  useLayoutEffect(() => {
     const show = () => {
-      lastShown.current = performance.now();
+      // Not live (0): the next live change, a run taken up, shows at once.
+      lastShown.current = ms === 0 ? -Infinity : performance.now();
       setShown(value);
     };
     const wait = lastShown.current + ms - performance.now();
