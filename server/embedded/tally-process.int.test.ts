@@ -78,6 +78,37 @@ it("answers alive but not healthy while its Redis is away, and stops on SIGTERM 
   }
 }, 60_000);
 
+it("answers while its Redis is paused (connections open, nothing answered), and serves again once it answers", async () => {
+  const redis = await startRedisServer({ dir: dataRoot });
+  const instance = await TallyProcess.start({ ...(await options("redis-paused")), redis: redis.url });
+  const sockets: { disconnect(): void }[] = [];
+  const signIn = () =>
+    fetch(`${instance.url}/api/session`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "paused_alice", password: "a good password" }),
+      signal: AbortSignal.timeout(30_000),
+    }).then(async (res) => ({ status: res.status, body: await res.json() }));
+  try {
+    await expectMessageCounted(instance.url, "paused", sockets);
+    redis.kill("SIGSTOP");
+    // The limits' in-memory stand-ins and the database answer it. Before, it waited for Redis for good (aborted
+    // here after 30 s): the connection stayed open and ioredis has no timeout of its own.
+    const paused = await signIn();
+    expect(paused).toMatchObject({ status: 200, body: { ok: true, user: { name: "paused_alice" } } });
+    expect((await fetch(`${instance.url}/api/health`)).status).toBe(503);
+    redis.kill("SIGCONT");
+    await expect.poll(async () => (await fetch(`${instance.url}/api/health`)).status).toBe(200);
+    // Counted and pushed again, on the reconnected connections.
+    await expectMessageCounted(instance.url, "resumed", sockets);
+  } finally {
+    redis.kill("SIGCONT");
+    for (const s of sockets) s.disconnect();
+    await instance.stop();
+    await redis.stop();
+  }
+}, 90_000);
+
 it("runs on a Redis Cluster that asks for a password (REDIS_CLUSTER_PASSWORD), and cannot become healthy without it", async () => {
   const cluster = await startRedisCluster({
     dir: path.join(dataRoot, "auth-cluster"),

@@ -13,6 +13,7 @@ import {
   channelPrefix,
   coalesceWrites,
   createAdapterClients,
+  createRedis,
   redisTarget,
   redisUrlProblem,
 } from "./client.ts";
@@ -29,6 +30,13 @@ function connect(): Redis {
   clients.push(client);
   return client;
 }
+
+/** `promise`, or a rejection once `ms` have passed: a test that failed frees its paused Redis (`finally`). */
+const notAfter = <T>(promise: Promise<T>, ms: number) =>
+  Promise.race([
+    promise,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still waiting after ${ms} ms`)), ms).unref()),
+  ]);
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -328,4 +336,59 @@ describe("boundOutageWait", () => {
       await server.stop();
     }
   });
+});
+
+describe("a Redis that stops answering and keeps its connections open (its process paused)", () => {
+  it("fails the commands that wait for it instead of holding them, and they run again once it answers", async () => {
+    const server = await startRedisServer();
+    // Tally's own settings: no byte for 5 s with commands in flight closes the connection, and the commands that
+    // wait for a closed one fail 2 s later (boundOutageWait).
+    const redis = createRedis(server.url);
+    try {
+      await redis.set("k", "1");
+      server.kill("SIGSTOP");
+      // Before: held for good, as was every request that made one (ioredis has no timeout of its own).
+      await expect(notAfter(redis.get("k"), 20_000)).rejects.toThrow(/^Redis has been unreachable for \d+ ms$/);
+      server.kill("SIGCONT");
+      await expect.poll(() => redis.get("k").catch((err: Error) => err.message), { timeout: 20_000 }).toBe("1");
+    } finally {
+      server.kill("SIGCONT");
+      redis.disconnect();
+      await server.stop();
+    }
+  }, 30_000);
+
+  it("makes the adapter's subscriber see it stop, and subscribe again once it answers", async () => {
+    const server = await startRedisServer();
+    // Tally's own socketTimeout (5 s); its pings more often than the 5 s an instance waits between two.
+    const { pub, sub } = createAdapterClients(server.url, {}, { pingEveryMs: 100 });
+    try {
+      const heard: string[] = [];
+      sub.on("message", (_channel: string, message: string) => heard.push(message));
+      await sub.subscribe("tally-test");
+      const closed = new Promise((resolve) => sub.once("close", resolve));
+      server.kill("SIGSTOP");
+      // Before: subscribed to a Redis that carried nothing, and never told (it sends nothing once subscribed).
+      expect(
+        await notAfter(
+          closed.then(() => "closed"),
+          20_000,
+        ),
+      ).toBe("closed");
+      const ready = new Promise((resolve) => sub.once("ready", resolve));
+      server.kill("SIGCONT");
+      await ready;
+      await expect
+        .poll(async () => {
+          await pub.publish("tally-test", "back");
+          return heard;
+        })
+        .toContain("back");
+    } finally {
+      server.kill("SIGCONT");
+      pub.disconnect();
+      sub.disconnect();
+      await server.stop();
+    }
+  }, 30_000);
 });

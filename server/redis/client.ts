@@ -180,6 +180,17 @@ const SINGLE_OUTAGE_WAIT_MS = 2000;
 const SINGLE_RECONNECT_MAX_MS = 1000;
 
 /**
+ * How long a connection with commands in flight may go without a byte from Redis before ioredis destroys it and
+ * reconnects (its `socketTimeout`). A Redis that stops answering but keeps its connections open (its process
+ * paused, or the network dropping packets without a reset) otherwise held every command, and every request that made
+ * one, for good: a closed connection is what boundOutageWait and the cluster's retries bound. Tally's longest
+ * command, a big user's rebuild, answers in about 150 ms (docs/benchmarks.md).
+ */
+const SOCKET_TIMEOUT_MS = 5000;
+/** How often the adapter's subscriber on a single Redis pings it, so that its socketTimeout can see it stop. */
+const SUBSCRIBER_PING_MS = 5000;
+
+/**
  * Reconnects to a single Redis at most SINGLE_RECONNECT_MAX_MS apart (ioredis' default backs off to 5 s, so a
  * Redis back after an outage was used again only up to 5 s later). The jitter spreads an instance's connections.
  */
@@ -331,7 +342,7 @@ export function coalesceWrites<T extends RedisClient>(client: T): T {
  */
 export function createRedis(target: RedisTarget | string, options: RedisOptions = {}): RedisClient {
   const t = redisTarget(target);
-  const redisOptions: RedisOptions = { maxRetriesPerRequest: 2, ...options };
+  const redisOptions: RedisOptions = { maxRetriesPerRequest: 2, socketTimeout: SOCKET_TIMEOUT_MS, ...options };
   const client: RedisClient = isClusterTarget(t)
     ? boundOutageRetries(
         new Cluster(seedNodes(t.clusterNodes), {
@@ -340,7 +351,14 @@ export function createRedis(target: RedisTarget | string, options: RedisOptions 
         }),
       )
     : // Time alone bounds a command's wait through an outage (boundOutageWait), unless the caller counts retries.
-      boundOutageWait(new Redis(t.url, { retryStrategy: singleRetryStrategy, maxRetriesPerRequest: null, ...options }));
+      boundOutageWait(
+        new Redis(t.url, {
+          retryStrategy: singleRetryStrategy,
+          maxRetriesPerRequest: null,
+          socketTimeout: SOCKET_TIMEOUT_MS,
+          ...options,
+        }),
+      );
   defineScripts(client);
   return logErrors(coalesceWrites(client), "commands");
 }
@@ -418,9 +436,13 @@ export function channelPrefix(target: RedisTarget | string): string {
  * that failed (on one Redis after 2 s away, `boundOutageWait`; on a cluster after its retries) would be an unhandled
  * rejection, which ends the process.
  */
-export function createAdapterClients(target: RedisTarget | string, options: RedisOptions = {}): AdapterClients {
+export function createAdapterClients(
+  target: RedisTarget | string,
+  options: RedisOptions = {},
+  { pingEveryMs = SUBSCRIBER_PING_MS } = {},
+): AdapterClients {
   const t = redisTarget(target);
-  const redisOptions: RedisOptions = { protocol: 2, ...options };
+  const redisOptions: RedisOptions = { protocol: 2, socketTimeout: SOCKET_TIMEOUT_MS, ...options };
   const subOptions: RedisOptions = { ...redisOptions, maxRetriesPerRequest: null };
   if (isClusterTarget(t)) {
     const cluster = (nodeOptions: RedisOptions) =>
@@ -441,11 +463,26 @@ export function createAdapterClients(target: RedisTarget | string, options: Redi
   return {
     pub: publicationFailuresHandled(pub),
     sub: subscriptionFailuresHandled(
-      logErrors(new Redis(t.url, { ...single, maxRetriesPerRequest: null }), "adapter-sub"),
+      logErrors(pinged(new Redis(t.url, { ...single, maxRetriesPerRequest: null }), pingEveryMs), "adapter-sub"),
     ),
     sharded: false,
     prefix: channelPrefix(t),
   };
+}
+
+/**
+ * Pings `redis` every `everyMs` while it is ready. A subscriber sends no commands of its own once subscribed, so its
+ * socketTimeout never ran: a Redis that stopped answering without closing the connection left it subscribed to
+ * nothing for good, every push from other instances lost and no tab told to resync. A ping unanswered for the
+ * socketTimeout closes the connection instead; the subscriber reconnects, subscribes again, and every local tab
+ * resyncs (app.ts).
+ */
+function pinged(redis: Redis, everyMs: number): Redis {
+  const timer = setInterval(() => {
+    if (redis.status === "ready") redis.ping().catch(() => undefined); // a failure closes the connection
+  }, everyMs).unref();
+  redis.on("end", () => clearInterval(timer));
+  return redis;
 }
 
 /**
