@@ -1,7 +1,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { Redis } from "ioredis";
+import { Redis, type Cluster } from "ioredis";
+import { createRedis, keySlot } from "../redis/client.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRedisCluster, type LocalRedisCluster } from "./redis-cluster.ts";
 
@@ -50,4 +51,51 @@ describe("killMaster on a local Redis Cluster", () => {
       await cluster.restartNode(master.port);
     }
   }, 120_000);
+});
+
+describe("Tally's cluster client and a master that stops answering with its connections open (its process paused)", () => {
+  it("fails a command to its slot while no replica takes over, and answers from the replica that does", async () => {
+    const redis = createRedis({ clusterNodes: cluster.nodes }) as Cluster;
+    redis.on("error", () => undefined);
+    const nodes = await cluster.describe();
+    const master = nodes.find((n) => n.role === "master" && n.slots > 0 && !n.failed)!;
+    const replica = nodes.find((n) => n.masterId === master.id)!;
+    let pid: number | undefined;
+    try {
+      await redis.set("paused:probe", "1"); // the slot map is loaded
+      const key = Array.from({ length: 1000 }, (_, i) => `paused:{${i}}`).find(
+        (k) => redis.slots[keySlot(k)]?.[0] === `127.0.0.1:${master.port}`,
+      )!;
+      await redis.set(key, "kept");
+      const node = new Redis({ port: master.port, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      try {
+        expect(await node.call("WAIT", "1", "5000")).toBe(1); // its replica has it
+        pid = Number(/process_id:(\d+)/.exec(await node.info("server"))![1]);
+      } finally {
+        node.disconnect();
+      }
+      await config(replica.port, "cluster-replica-no-failover", "yes");
+      process.kill(pid, "SIGSTOP");
+      const within30s = <T>(promise: Promise<T>) =>
+        Promise.race([
+          promise,
+          new Promise<string>((resolve) => setTimeout(() => resolve("still waiting after 30 s"), 30_000).unref()),
+        ]);
+      // Nobody answers for the slot: the command fails (the caller answers `unavailable`). Before the socketTimeout
+      // it waited for good, on a connection that stayed open.
+      expect(await within30s(redis.get(key).catch((err: Error) => err.message))).toMatch(
+        /^Redis Cluster unavailable for \d+ ms of this command\./,
+      );
+      // The replica takes over (ioredis alone also got there, its slot refresh dropping the failed master).
+      await config(replica.port, "cluster-replica-no-failover", "no");
+      await expect
+        .poll(() => within30s(redis.get(key).catch((err: Error) => err.message)), { timeout: 60_000 })
+        .toBe("kept");
+    } finally {
+      await config(replica.port, "cluster-replica-no-failover", "no").catch(() => undefined);
+      if (pid !== undefined) process.kill(pid, "SIGCONT");
+      redis.disconnect();
+      await cluster.settle();
+    }
+  }, 180_000);
 });
