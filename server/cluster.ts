@@ -1,5 +1,3 @@
-import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { seedDemo } from "../prisma/seed.ts";
@@ -10,6 +8,7 @@ import { startServices } from "./embedded/services.ts";
 import { TallyProcess } from "./embedded/tally-process.ts";
 import { logger, logStartFailure } from "./log.ts";
 import { describeRedisTarget } from "./redis/client.ts";
+import { buildUiIfMissing } from "./ui-build.ts";
 
 const USAGE = "usage: npm run start:cluster -- [--instances N] [--no-balancer] [--redis-cluster]";
 
@@ -57,11 +56,7 @@ async function main(): Promise<void> {
   await db.$disconnect();
 
   // Build once here so the two instances do not both try to.
-  if (env.NODE_ENV !== "development" && !existsSync(join(root, ".next", "BUILD_ID"))) {
-    logger.info("no production build yet: building the UI once (about 25 s on two cores, only on the first run)");
-    const build = spawnSync("npx", ["--no-install", "next", "build"], { cwd: root, stdio: "inherit" });
-    if (build.status !== 0) throw new Error("`next build` failed");
-  }
+  if (env.NODE_ENV !== "development") await buildUiIfMissing(root);
 
   let stopping = false;
   const stop = async (code: number) => {

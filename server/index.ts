@@ -1,5 +1,4 @@
-import { spawnSync } from "node:child_process";
-import { existsSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,13 +11,16 @@ import { appSecurityConfig, loadEnv, unreadTtlMs } from "./env.ts";
 import { createDb } from "./db/prisma.ts";
 import { startServices } from "./embedded/services.ts";
 import { ConfigError } from "./errors.ts";
-import { logger, logStartFailure } from "./log.ts";
+import { consoleThroughLogger, logger, logsJson, logStartFailure } from "./log.ts";
 import { withTimeout } from "./limits/deadline.ts";
 import { createAdapterClients, createRedis, isClusterTarget, redisUrlProblem } from "./redis/client.ts";
 import { SETTINGS_KEY } from "./redis/keys.ts";
+import { buildUiIfMissing } from "./ui-build.ts";
 
 /** How long each step of a shutdown may wait (closing the app; Redis' and the database's connections). */
 const STOP_STEP_MS = 10_000;
+/** How soon the same signal again is the first one passed on (by npm, by tsx), not a second request. */
+const SIGNAL_ECHO_MS = 1000;
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -26,11 +28,7 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 const cleanups: (() => Promise<void>)[] = [];
 
 async function prepareNext(dev: boolean, port: number) {
-  if (!dev && !existsSync(join(root, ".next", "BUILD_ID"))) {
-    logger.info("no production build yet: building the UI once (about 25 s on two cores, only on the first run)");
-    const build = spawnSync("npx", ["--no-install", "next", "build"], { cwd: root, stdio: "inherit" });
-    if (build.status !== 0) throw new Error("`next build` failed");
-  }
+  if (!dev) await buildUiIfMissing(root);
   logger.info(dev ? "starting the UI in development mode (pages compile on first visit)" : "starting the UI");
   const nextApp = next({ dev, dir: root, hostname: "localhost", port });
   await nextApp.prepare();
@@ -39,6 +37,8 @@ async function prepareNext(dev: boolean, port: number) {
 
 async function main(): Promise<void> {
   const env = loadEnv();
+  // Next.js prints with console; with JSON logs its lines are JSON too.
+  if (logsJson()) consoleThroughLogger("next");
   // The demo sends nothing anywhere: Next's anonymous telemetry stays off unless the operator sets it.
   process.env.NEXT_TELEMETRY_DISABLED ??= "1";
   const dev = env.NODE_ENV === "development";
@@ -105,16 +105,18 @@ async function main(): Promise<void> {
   const demo = env.SEED_DEMO === "1" ? ` and sign in as alice, bob, carol or dave (password ${DEMO_PASSWORD})` : "";
   logger.info({ port, dev }, `Tally is running: open http://localhost:${port}${demo}`);
 
-  let stopping: string | null = null;
+  let stopping: { signal: string; at: number } | null = null;
   const stop = async (signal: string) => {
-    // The same signal again means "now". Another one does not: a terminal's Ctrl-C reaches `start:cluster`'s
-    // instances (SIGINT, to the whole process group) and then the launcher stops them (SIGTERM), one request.
-    if (stopping === signal) {
+    // The same signal again, SIGNAL_ECHO_MS or more later, means "now". Sooner it is the same request heard twice: a
+    // signal to the whole process group (a terminal's Ctrl-C, a supervisor's) also reaches npm and tsx, which pass it
+    // on, and `npm start` heard SIGTERM twice 33 ms apart and stopped without draining. Another signal is the same
+    // request too: a Ctrl-C reaches `start:cluster`'s instances (SIGINT), and then the launcher stops them (SIGTERM).
+    if (stopping !== null) {
+      if (stopping.signal !== signal || Date.now() - stopping.at < SIGNAL_ECHO_MS) return;
       logger.warn({ signal }, "stopping now, without waiting for the rest");
       process.exit(1);
     }
-    if (stopping !== null) return;
-    stopping = signal;
+    stopping = { signal, at: Date.now() };
     logger.info({ signal }, "shutting down");
     // Nothing here may wait for Redis or the database for good: ioredis queues QUIT (and the adapter's UNSUBSCRIBE)
     // until it reconnects, so with Redis away the process stayed up after SIGTERM (an operator's walkthrough).
@@ -130,6 +132,7 @@ async function main(): Promise<void> {
       withTimeout(db.$disconnect(), STOP_STEP_MS),
     ]);
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+    logger.info("stopped");
     process.exit(0);
   };
   process.on("SIGINT", () => void stop("SIGINT"));

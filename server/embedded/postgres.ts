@@ -56,6 +56,8 @@ export interface EmbeddedPostgresOptions {
   grantAccess?: boolean;
   /** More server settings, each passed as `-c name=value` (the bench's statement profile preloads pg_stat_statements). */
   settings?: Record<string, string>;
+  /** In a process group of its own, as RedisServerOptions' (a terminal's Ctrl-C does not reach it). */
+  ownProcessGroup?: boolean;
 }
 
 export interface EmbeddedPostgres {
@@ -98,7 +100,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   for (let attempt = 1; server === undefined; attempt++) {
     const port = opts.port ?? (await freePort());
     try {
-      server = await startServer(binaries, dataDir, port, runAs, flags);
+      server = await startServer(binaries, dataDir, port, runAs, flags, opts.ownProcessGroup ?? false);
     } catch (err) {
       // A port picked by freePort() can be taken before PostgreSQL binds it; a caller's port is theirs to fix.
       if (!(err instanceof PortInUseError) || opts.port !== undefined || attempt >= 3) throw err;
@@ -351,6 +353,7 @@ async function startServer(
   port: number,
   runAs: RunAs | undefined,
   flags: string[],
+  ownProcessGroup: boolean,
 ): Promise<Started> {
   const started = Date.now();
   const args = [
@@ -369,6 +372,7 @@ async function startServer(
     cwd: dataDir,
     env: { ...process.env, LC_ALL: "C" },
     stdio: ["ignore", "pipe", "pipe"],
+    detached: ownProcessGroup,
     ...runAs,
   });
   const log = collectOutput(child, "postgres");

@@ -25,6 +25,12 @@ export interface RedisServerOptions {
   args?: string[];
   /** How many of its last lines of output `output()` keeps (default 40). */
   keepLines?: number;
+  /**
+   * In a process group of its own: a signal to the starter's group (a terminal's Ctrl-C) does not reach it, and the
+   * starter stops it after what uses it (`npm start`'s embedded services). Tests leave it in theirs, so that stopping
+   * a test run stops its servers.
+   */
+  ownProcessGroup?: boolean;
 }
 
 export interface RedisServer {
@@ -85,7 +91,7 @@ async function spawnUntilReady(port: number, opts: RedisServerOptions, retryBusy
   const deadline = Date.now() + PORT_RETRY_MS;
   for (;;) {
     try {
-      return await spawnOnce(port, opts.dir, opts.args ?? [], opts.keepLines);
+      return await spawnOnce(port, opts);
     } catch (err) {
       if (!(err instanceof PortInUseError) || !retryBusyPort || Date.now() > deadline) throw err;
       await sleep(100);
@@ -93,8 +99,19 @@ async function spawnUntilReady(port: number, opts: RedisServerOptions, retryBusy
   }
 }
 
-async function spawnOnce(port: number, dir: string | undefined, extra: string[], keepLines?: number): Promise<Running> {
-  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...extra];
+async function spawnOnce(port: number, opts: RedisServerOptions): Promise<Running> {
+  const { dir, keepLines } = opts;
+  const args = [
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--save",
+    "",
+    "--appendonly",
+    "no",
+    ...(opts.args ?? []),
+  ];
   if (dir !== undefined) {
     // A pidfile lets the next start stop a redis-server whose Tally process was killed without stopping it.
     const pidFile = path.join(dir, "redis.pid");
@@ -102,7 +119,10 @@ async function spawnOnce(port: number, dir: string | undefined, extra: string[],
     if (orphan !== null) logger.warn({ orphanPid: orphan }, "stopped a redis-server left by a Tally process that died");
     args.push("--dir", dir, "--pidfile", pidFile);
   }
-  const child = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn("redis-server", args, {
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: opts.ownProcessGroup ?? false,
+  });
   const log = collectOutput(child, "redis", keepLines);
   const spawnFailed = new Promise<never>((_, reject) =>
     child.once("error", (err) =>

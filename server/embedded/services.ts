@@ -63,7 +63,12 @@ export async function startServices(
       const dir = join(opts.dataDir, "postgres");
       log.info({ dir }, "DATABASE_URL is unset: starting the embedded PostgreSQL (the first start initialises it)");
       const { startEmbeddedPostgres } = await import("./postgres.ts");
-      const pg = await startEmbeddedPostgres({ dataDir: dir, grantAccess: opts.grantAccess ?? false });
+      // Ctrl-C reaches Tally alone, which stops PostgreSQL and Redis once it has drained (they had stopped first).
+      const pg = await startEmbeddedPostgres({
+        dataDir: dir,
+        grantAccess: opts.grantAccess ?? false,
+        ownProcessGroup: true,
+      });
       stops.push(pg.stop);
       databaseUrl = pg.url;
     }
@@ -83,7 +88,7 @@ export async function startServices(
     if (!redis) {
       log.info("REDIS_URL and REDIS_CLUSTER_NODES are unset: starting a private redis-server");
       const { startRedisServer } = await import("./redis.ts");
-      const server = await startRedisServer({ dir: join(opts.dataDir, "redis") });
+      const server = await startRedisServer({ dir: join(opts.dataDir, "redis"), ownProcessGroup: true });
       stops.push(server.stop);
       redis = { url: server.url };
     }

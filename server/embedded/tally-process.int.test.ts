@@ -78,6 +78,40 @@ it("answers alive but not healthy while its Redis is away, and stops on SIGTERM 
   }
 }, 60_000);
 
+it("takes a signal heard twice at once for one request and stops gracefully, and the same one later for 'now'", async () => {
+  const redis = await startRedisServer({ dir: dataRoot });
+  const echoed = await TallyProcess.start({ ...(await options("signal-echo")), redis: redis.url });
+  const impatient = await TallyProcess.start({ ...(await options("signal-again")), redis: redis.url });
+  // A shutdown that takes a while: with its Redis paused, closing the connections waits up to 10 s.
+  redis.kill("SIGSTOP");
+  try {
+    // As npm and tsx pass on a SIGTERM the whole process group got: the server hears it again once it is stopping
+    // (33 ms later under `npm start`; two sent before it handles the first are one signal).
+    const echoedExit = echoed.exited();
+    process.kill(echoed.pid!, "SIGTERM");
+    await expect.poll(() => echoed.log, { interval: 5 }).toMatch(/"msg":"shutting down"/);
+    process.kill(echoed.pid!, "SIGTERM");
+    await echoedExit;
+    // Before: "stopping now, without waiting for the rest", nothing drained.
+    expect(echoed.log).not.toMatch(/stopping now/);
+    expect(echoed.log).toMatch(/"msg":"stopped"/);
+
+    // A person who asks again after a moment.
+    const impatientExit = impatient.exited();
+    process.kill(impatient.pid!, "SIGTERM");
+    await expect.poll(() => impatient.log).toMatch(/"msg":"shutting down"/);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    process.kill(impatient.pid!, "SIGTERM");
+    await impatientExit;
+    expect(impatient.log).toMatch(/stopping now, without waiting for the rest/);
+  } finally {
+    redis.kill("SIGCONT");
+    await echoed.stop();
+    await impatient.stop();
+    await redis.stop();
+  }
+}, 90_000);
+
 it("answers while its Redis is paused (connections open, nothing answered), and serves again once it answers", async () => {
   const redis = await startRedisServer({ dir: dataRoot });
   const instance = await TallyProcess.start({ ...(await options("redis-paused")), redis: redis.url });
