@@ -101,6 +101,8 @@ async function main(): Promise<void> {
         port: env.PORT,
         instances: ports.map((port, i) => ({ name: `i${i}`, port })),
         dir: join(services.dataDir, "haproxy"),
+        // Ctrl-C reaches the instances and this launcher: browsers keep the balancer while the instances drain.
+        ownProcessGroup: true,
       });
       cleanups.push(lb.stop);
       logger.info(

@@ -64,13 +64,18 @@ export async function startBalancer(opts: {
   port: number;
   instances: { name: string; port: number }[];
   dir: string;
+  /** In a process group of its own: a terminal's Ctrl-C does not reach it, and the starter stops it last. */
+  ownProcessGroup?: boolean;
 }): Promise<Balancer> {
   const host = opts.host ?? "127.0.0.1";
   await mkdir(opts.dir, { recursive: true });
   const file = path.join(opts.dir, "haproxy.cfg");
   await writeFile(file, haproxyConfig({ host, port: opts.port, instances: opts.instances }));
   // -db: stay in the foreground, so that stopping the child stops haproxy; -W would fork a master.
-  const child = spawn("haproxy", ["-db", "-f", file], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn("haproxy", ["-db", "-f", file], {
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: opts.ownProcessGroup ?? false,
+  });
   const output = collectOutput(child, "haproxy");
   const spawnFailed = new Promise<never>((_, reject) =>
     child.once("error", (err) =>

@@ -42,6 +42,8 @@ export interface RedisClusterOptions {
    * promotes one with CLUSTER FAILOVER TAKEOVER (default 30 s; a failover takes about twice nodeTimeoutMs).
    */
   failoverTimeoutMs?: number;
+  /** Every node in a process group of its own, as RedisServerOptions' (a terminal's Ctrl-C does not reach them). */
+  ownProcessGroup?: boolean;
 }
 
 /** Slots assigned to the master on `port`: every other live node gave them to it, its own view to no one. */
@@ -147,6 +149,7 @@ export async function startRedisCluster(opts: RedisClusterOptions): Promise<Loca
       const server = await startRedisServer({
         dir,
         keepLines: 500,
+        ownProcessGroup: opts.ownProcessGroup ?? false,
         args: [
           "--cluster-enabled",
           "yes",

@@ -81,7 +81,7 @@ export async function startServices(
       rmSync(dir, { recursive: true, force: true });
       log.info({ dir }, "starting a local Redis Cluster: 3 masters and 3 replicas on free ports");
       const { startRedisCluster } = await import("./redis-cluster.ts");
-      const cluster = await startRedisCluster({ dir });
+      const cluster = await startRedisCluster({ dir, ownProcessGroup: true });
       stops.push(cluster.stop);
       redis = { clusterNodes: cluster.nodes };
     }
