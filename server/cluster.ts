@@ -47,17 +47,8 @@ async function main(): Promise<void> {
   process.env.NEXT_TELEMETRY_DISABLED ??= "1";
   const cleanups: (() => Promise<void>)[] = [];
   const instances: TallyProcess[] = [];
-
-  const services = await startServices(env, { root, log: logger, redisCluster });
-  cleanups.push(services.stop);
-  const { databaseUrl, redis } = services;
-  const db = createDb(databaseUrl);
-  if (env.SEED_DEMO === "1" && (await seedDemo(db))) logger.info("seeded the demo users alice, bob, carol and dave");
-  await db.$disconnect();
-
-  // Build once here so the two instances do not both try to.
-  if (env.NODE_ENV !== "development") await buildUiIfMissing(root);
-
+  // From the start: a stop asked for while starting stops what has started (the embedded services have a process
+  // group of their own and would outlive the signal's default action).
   let stopping = false;
   const stop = async (code: number) => {
     if (stopping) return;
@@ -68,6 +59,19 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", () => void stop(0));
   process.on("SIGTERM", () => void stop(0));
+
+  const dev = env.NODE_ENV === "development";
+  // Not under `tsx watch`: the services can have a process group of their own.
+  const services = await startServices(env, { root, log: logger, redisCluster, ownProcessGroup: true });
+  cleanups.push(services.stop);
+  const { databaseUrl, redis } = services;
+  const db = createDb(databaseUrl);
+  if (env.SEED_DEMO === "1" && (await seedDemo(db))) logger.info("seeded the demo users alice, bob, carol and dave");
+  await db.$disconnect();
+
+  // Build once here so the two instances do not both try to.
+  if (!dev) await buildUiIfMissing(root);
+
 
   const first = balancer ? env.PORT + 1 : env.PORT;
   const ports = Array.from({ length: count }, (_, i) => first + i);

@@ -43,7 +43,23 @@ async function main(): Promise<void> {
   process.env.NEXT_TELEMETRY_DISABLED ??= "1";
   const dev = env.NODE_ENV === "development";
 
-  const services = await startServices(env, { root, log: logger });
+  // A stop asked for while starting stops what has started: the embedded services have a process group of their own
+  // and would outlive the signal's default action (this process killed, no "exit" handlers run).
+  let stoppingEarly = false;
+  const stopWhileStarting = (signal: NodeJS.Signals) => {
+    if (stoppingEarly) return;
+    stoppingEarly = true;
+    logger.info({ signal }, "stopping before the start finished");
+    void (async () => {
+      for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
+      process.exit(0);
+    })();
+  };
+  process.on("SIGINT", stopWhileStarting);
+  process.on("SIGTERM", stopWhileStarting);
+
+  // `npm run dev` runs under `tsx watch`, which kills the server outright after 5 s or at a second Ctrl-C.
+  const services = await startServices(env, { root, log: logger, ownProcessGroup: !dev });
   cleanups.push(services.stop);
   const { dataDir, databaseUrl, redis: redisTarget } = services;
   const db = createDb(databaseUrl);
@@ -105,18 +121,18 @@ async function main(): Promise<void> {
   const demo = env.SEED_DEMO === "1" ? ` and sign in as alice, bob, carol or dave (password ${DEMO_PASSWORD})` : "";
   logger.info({ port, dev }, `Tally is running: open http://localhost:${port}${demo}`);
 
-  let stopping: { signal: string; at: number } | null = null;
+  let stopping: { signal: string; at: number } | null = null; // at: performance.now(), immune to clock steps
   const stop = async (signal: string) => {
     // The same signal again, SIGNAL_ECHO_MS or more later, means "now". Sooner it is the same request heard twice: a
     // signal to the whole process group (a terminal's Ctrl-C, a supervisor's) also reaches npm and tsx, which pass it
     // on, and `npm start` heard SIGTERM twice 33 ms apart and stopped without draining. Another signal is the same
     // request too: a Ctrl-C reaches `start:cluster`'s instances (SIGINT), and then the launcher stops them (SIGTERM).
     if (stopping !== null) {
-      if (stopping.signal !== signal || Date.now() - stopping.at < SIGNAL_ECHO_MS) return;
+      if (stopping.signal !== signal || performance.now() - stopping.at < SIGNAL_ECHO_MS) return;
       logger.warn({ signal }, "stopping now, without waiting for the rest");
       process.exit(1);
     }
-    stopping = { signal, at: Date.now() };
+    stopping = { signal, at: performance.now() };
     logger.info({ signal }, "shutting down");
     // Nothing here may wait for Redis or the database for good: ioredis queues QUIT (and the adapter's UNSUBSCRIBE)
     // until it reconnects, so with Redis away the process stayed up after SIGTERM (an operator's walkthrough).
@@ -131,16 +147,19 @@ async function main(): Promise<void> {
       quit(adapterClients.sub),
       withTimeout(db.$disconnect(), STOP_STEP_MS),
     ]);
-    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
     logger.info("stopped");
     process.exit(0);
   };
+  if (stoppingEarly) return;
+  process.off("SIGINT", stopWhileStarting);
+  process.off("SIGTERM", stopWhileStarting);
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
 }
 
 main().catch(async (err: unknown) => {
   logStartFailure(err, "failed to start");
-  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
   process.exit(1);
 });

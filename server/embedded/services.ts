@@ -40,6 +40,12 @@ export async function startServices(
      * `<dataDir>/redis-cluster`) instead of one redis-server (`npm run start:cluster -- --redis-cluster`).
      */
     redisCluster?: boolean;
+    /**
+     * Embedded services in a process group of their own, so that a terminal's Ctrl-C reaches only Tally, which stops
+     * them once it has drained. Not under `tsx watch` (`npm run dev`): it kills the server outright after 5 s or at a
+     * second Ctrl-C, which would leave them running.
+     */
+    ownProcessGroup?: boolean;
   },
 ): Promise<Services> {
   const { log } = options;
@@ -63,11 +69,10 @@ export async function startServices(
       const dir = join(opts.dataDir, "postgres");
       log.info({ dir }, "DATABASE_URL is unset: starting the embedded PostgreSQL (the first start initialises it)");
       const { startEmbeddedPostgres } = await import("./postgres.ts");
-      // Ctrl-C reaches Tally alone, which stops PostgreSQL and Redis once it has drained (they had stopped first).
       const pg = await startEmbeddedPostgres({
         dataDir: dir,
         grantAccess: opts.grantAccess ?? false,
-        ownProcessGroup: true,
+        ownProcessGroup: options.ownProcessGroup ?? false,
       });
       stops.push(pg.stop);
       databaseUrl = pg.url;
@@ -81,14 +86,17 @@ export async function startServices(
       rmSync(dir, { recursive: true, force: true });
       log.info({ dir }, "starting a local Redis Cluster: 3 masters and 3 replicas on free ports");
       const { startRedisCluster } = await import("./redis-cluster.ts");
-      const cluster = await startRedisCluster({ dir, ownProcessGroup: true });
+      const cluster = await startRedisCluster({ dir, ownProcessGroup: options.ownProcessGroup ?? false });
       stops.push(cluster.stop);
       redis = { clusterNodes: cluster.nodes };
     }
     if (!redis) {
       log.info("REDIS_URL and REDIS_CLUSTER_NODES are unset: starting a private redis-server");
       const { startRedisServer } = await import("./redis.ts");
-      const server = await startRedisServer({ dir: join(opts.dataDir, "redis"), ownProcessGroup: true });
+      const server = await startRedisServer({
+        dir: join(opts.dataDir, "redis"),
+        ownProcessGroup: options.ownProcessGroup ?? false,
+      });
       stops.push(server.stop);
       redis = { url: server.url };
     }

@@ -132,7 +132,7 @@ it("answers while its Redis is paused (connections open, nothing answered), and 
     expect(paused).toMatchObject({ status: 200, body: { ok: true, user: { name: "paused_alice" } } });
     expect((await fetch(`${instance.url}/api/health`)).status).toBe(503);
     redis.kill("SIGCONT");
-    await expect.poll(async () => (await fetch(`${instance.url}/api/health`)).status).toBe(200);
+    await expect.poll(async () => (await fetch(`${instance.url}/api/health`)).status, { timeout: 10_000 }).toBe(200);
     // Counted and pushed again, on the reconnected connections.
     await expectMessageCounted(instance.url, "resumed", sockets);
   } finally {

@@ -358,6 +358,18 @@ describe("a Redis that stops answering and keeps its connections open (its proce
     }
   }, 30_000);
 
+  it("lets an instance's start check go on (it reconnects later, as for a Redis that is down)", async () => {
+    const server = await startRedisServer();
+    try {
+      server.kill("SIGSTOP");
+      // Before: the check's handshake waited for good, and the instance never started.
+      expect(await notAfter(redisUrlProblem(server.url), 20_000)).toBeNull();
+    } finally {
+      server.kill("SIGCONT");
+      await server.stop();
+    }
+  }, 30_000);
+
   it("makes the adapter's subscriber see it stop, and subscribe again once it answers", async () => {
     const server = await startRedisServer();
     // Tally's own socketTimeout (5 s); its pings more often than the 5 s an instance waits between two.
@@ -377,7 +389,7 @@ describe("a Redis that stops answering and keeps its connections open (its proce
       ).toBe("closed");
       const ready = new Promise((resolve) => sub.once("ready", resolve));
       server.kill("SIGCONT");
-      await ready;
+      await notAfter(ready, 20_000);
       await expect
         .poll(async () => {
           await pub.publish("tally-test", "back");

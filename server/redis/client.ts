@@ -376,6 +376,8 @@ export async function redisUrlProblem(url: string): Promise<string | null> {
     retryStrategy: () => null,
     enableOfflineQueue: false,
     connectTimeout: 5000,
+    // A Redis that takes the connection and never answers (paused) held the start for good.
+    socketTimeout: SOCKET_TIMEOUT_MS,
   });
   client.on("error", () => undefined); // the answers below say what matters
   try {
