@@ -72,7 +72,6 @@ async function main(): Promise<void> {
   // Build once here so the two instances do not both try to.
   if (!dev) await buildUiIfMissing(root);
 
-
   const first = balancer ? env.PORT + 1 : env.PORT;
   const ports = Array.from({ length: count }, (_, i) => first + i);
   logger.info(
