@@ -85,8 +85,8 @@ it("takes a signal heard twice at once for one request and stops gracefully, and
   // A shutdown that takes a while: with its Redis paused, closing the connections waits up to 10 s.
   redis.kill("SIGSTOP");
   try {
-    // As npm and tsx pass on a SIGTERM the whole process group got: the server hears it again once it is stopping
-    // (33 ms later under `npm start`; two sent before it handles the first are one signal).
+    // As npm (and tsx, before) passes on a SIGTERM the whole process group got: the server hears it again once it is
+    // stopping (33 ms later under tsx; two sent before it handles the first are one signal).
     const echoedExit = echoed.exited();
     process.kill(echoed.pid!, "SIGTERM");
     await expect.poll(() => echoed.log, { interval: 5 }).toMatch(/"msg":"shutting down"/);
