@@ -1,6 +1,5 @@
 import { writeFileSync } from "node:fs";
 import { createServer } from "node:http";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import next from "next";
 import { DEMO_PASSWORD, demoUsers } from "../prisma/seed-data.ts";
@@ -9,7 +8,7 @@ import { createApp } from "./app.ts";
 import type { AppModule } from "./modules.ts";
 import { appSecurityConfig, loadEnv, unreadTtlMs } from "./env.ts";
 import { createDb } from "./db/prisma.ts";
-import { startServices } from "./embedded/services.ts";
+import { servicesFile, startServices } from "./embedded/services.ts";
 import { ConfigError } from "./errors.ts";
 import { consoleThroughLogger, logger, logsJson, logStartFailure } from "./log.ts";
 import { withTimeout } from "./limits/deadline.ts";
@@ -68,9 +67,7 @@ async function main(): Promise<void> {
   // SERVE_UI=0 runs the API and Socket.IO only (tests and soak runs start many instances).
   const nextApp = env.SERVE_UI === "1" ? await prepareNext(dev, env.PORT) : null;
   const handle = nextApp?.getRequestHandler();
-  writeFileSync(join(dataDir, "services.json"), JSON.stringify({ databaseUrl, redis: redisTarget }, null, 2), {
-    mode: 0o600,
-  });
+  writeFileSync(servicesFile(dataDir), JSON.stringify({ databaseUrl, redis: redisTarget }, null, 2), { mode: 0o600 });
 
   // LAB=0: the lab's code is not even loaded.
   const modules: AppModule[] = env.LAB === "1" ? [(await import("./lab/module.ts")).labModule] : [];

@@ -4,6 +4,14 @@ import { migrate } from "../db/migrate.ts";
 import type { Logger } from "../log.ts";
 import { redisTargetOf, type RedisTarget } from "../redis/client.ts";
 
+/**
+ * Where an instance records the database and Redis it uses (mode 600: the database URL holds its password), for
+ * `npm run reconcile` and the bench to find. Removed by the stop of the embedded services it names.
+ */
+export function servicesFile(dataDir: string): string {
+  return join(dataDir, "services.json");
+}
+
 export interface Services {
   /** The data directory, absolute and created. */
   dataDir: string;
@@ -61,7 +69,11 @@ export async function startServices(
   };
   const stops: (() => Promise<void>)[] = [];
   const stop = async () => {
+    const embedded = stops.length > 0;
     for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
+    // It names services that are gone now: `npm run reconcile` would try them and fail on a refused connection,
+    // where without it it says to start Tally or set the URLs.
+    if (embedded) rmSync(servicesFile(dataDir), { force: true });
   };
   try {
     let databaseUrl = opts.databaseUrl;

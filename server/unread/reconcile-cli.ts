@@ -1,9 +1,10 @@
 import { existsSync, readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { Emitter } from "@socket.io/redis-emitter";
 import { Server } from "socket.io";
 import { loadEnv, projectRoot, unreadTtlMs } from "../env.ts";
 import { createDb } from "../db/prisma.ts";
+import { servicesFile as servicesFileIn } from "../embedded/services.ts";
 import { adapterKey, redisAdapter } from "../realtime/adapter.ts";
 import {
   createAdapterClients,
@@ -24,7 +25,7 @@ import { createUnreadService } from "./unread.service.ts";
  * 2 when it does not know where to connect.
  */
 const env = loadEnv();
-const servicesFile = join(resolve(projectRoot, env.DATA_DIR), "services.json");
+const servicesFile = servicesFileIn(resolve(projectRoot, env.DATA_DIR));
 const given = { databaseUrl: env.DATABASE_URL, redis: redisTargetOf(env) };
 if ((given.databaseUrl === undefined) !== (given.redis === undefined)) {
   console.error(
