@@ -184,7 +184,9 @@ const SINGLE_RECONNECT_MAX_MS = 1000;
  * reconnects (its `socketTimeout`). A Redis that stops answering but keeps its connections open (its process
  * paused, or the network dropping packets without a reset) otherwise held every command, and every request that made
  * one, for good: a closed connection is what boundOutageWait and the cluster's retries bound. Tally's longest
- * command, a big user's rebuild, answers in about 150 ms (docs/benchmarks.md).
+ * command, a big user's rebuild, answers in about 150 ms (docs/benchmarks.md). A command it cut can run twice: ioredis
+ * resends it once the connection is back, and a paused Redis runs the first copy too when it resumes; Tally's
+ * scripts are idempotent (docs/scaling.md, "A Redis that stops answering").
  */
 const SOCKET_TIMEOUT_MS = 5000;
 /** How often the adapter's subscriber on a single Redis pings it, so that its socketTimeout can see it stop. */
