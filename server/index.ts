@@ -121,9 +121,10 @@ async function main(): Promise<void> {
   let stopping: { signal: string; at: number } | null = null; // at: performance.now(), immune to clock steps
   const stop = async (signal: string) => {
     // The same signal again, SIGNAL_ECHO_MS or more later, means "now". Sooner it is the same request heard twice: a
-    // signal to the whole process group (a terminal's Ctrl-C, a supervisor's) also reaches npm and tsx, which pass it
-    // on, and `npm start` heard SIGTERM twice 33 ms apart and stopped without draining. Another signal is the same
-    // request too: a Ctrl-C reaches `start:cluster`'s instances (SIGINT), and then the launcher stops them (SIGTERM).
+    // signal to the whole process group (a terminal's Ctrl-C, a supervisor's) also reaches npm (and tsx under `npm run
+    // dev`), which pass it on; under tsx the server heard a group's SIGTERM twice 33 ms apart and stopped without
+    // draining. Another signal is the same request too: a Ctrl-C reaches `start:cluster`'s instances (SIGINT), and
+    // then the launcher stops them (SIGTERM).
     if (stopping !== null) {
       if (stopping.signal !== signal || performance.now() - stopping.at < SIGNAL_ECHO_MS) return;
       logger.warn({ signal }, "stopping now, without waiting for the rest");
