@@ -456,6 +456,13 @@ describe("accounts, sessions and the front door", () => {
       JSON.stringify({ memberNames: [bob.user.name] }),
     );
     expect(create.status).toBe(403);
+    const dave = await h.signUp("sec_csrf_d");
+    const add = await formPost(
+      `/api/conversations/${id}/members`,
+      "http://evil.example",
+      JSON.stringify({ memberNames: [dave.user.name] }),
+    );
+    expect(add.status).toBe(403);
     // Even with a JSON body, another origin may not change state.
     const jsonFromElsewhere = await h.http(`/api/conversations/${id}/leave`, {
       method: "POST",
@@ -476,6 +483,7 @@ describe("accounts, sessions and the front door", () => {
 
     expect(await h.db.membership.count({ where: { conversationId: id } })).toBe(3);
     expect(await h.db.membership.count({ where: { userId: alice.user.id } })).toBe(1);
+    expect(await h.db.membership.count({ where: { userId: dave.user.id } })).toBe(0);
     // And the same request from its own origin, as JSON, works.
     const ok = await h.http(`/api/conversations/${id}/leave`, { method: "POST", headers: { cookie, origin: own } });
     expect(ok.status).toBe(200);
@@ -581,6 +589,7 @@ describe("accounts, sessions and the front door", () => {
     const alice = await h.signUp("sec_none_a");
     const bob = await h.signUp("sec_none_b");
     const carol = await h.signUp("sec_none_c");
+    const dave = await h.signUp("sec_none_d");
     const group = await createConversation(h, alice.token, [bob.user.name, carol.user.name], "none");
     const direct = await createConversation(h, alice.token, [bob.user.name]);
     const refused = { status: 400, body: { ok: false, error: { code: "invalid" } } };
@@ -596,6 +605,7 @@ describe("accounts, sessions and the front door", () => {
       ["POST", `/api/conversations/${group}/leave?x=1`, {}],
       ["POST", `/api/conversations/${group}/leave`, json('{"x":1}')],
       ["POST", `/api/conversations/${group}/leave`, json("[]")],
+      ["POST", `/api/conversations/${group}/members?x=1`, json(`{"memberNames":["${dave.user.name}"]}`)],
       ["DELETE", `/api/conversations/${direct}`, json('"x"')],
       ["DELETE", `/api/conversations/${direct}?x=1`, {}],
       ["DELETE", "/api/session", json('{"everywhere":true}')],
@@ -609,6 +619,7 @@ describe("accounts, sessions and the front door", () => {
       return (list.body as { conversations: { id: number }[] }).conversations.map((c) => c.id);
     };
     expect(await listOf(bob.token)).toContain(group);
+    expect(await listOf(dave.token)).toEqual([]);
     // The direct conversation has no message yet, so only its creator's list shows it.
     expect(await listOf(alice.token)).toEqual(expect.arrayContaining([group, direct]));
     // Nothing, `null` and `{}` count as none.

@@ -228,6 +228,16 @@ export interface MemberLeft {
   at: string;
 }
 
+/** A member added to a group after it began: shown in its history as "carol added dave", at `at`. */
+export interface MemberAdded {
+  userId: number;
+  name: string;
+  /** Who added them (null only if that account were deleted: accounts are not, today). */
+  by: { id: number; name: string } | null;
+  /** ISO 8601 */
+  at: string;
+}
+
 export interface MessagesResponse {
   messages: MessageDTO[];
   /**
@@ -235,11 +245,14 @@ export interface MessagesResponse {
    * server older than this field (during a rolling restart); a direct conversation's is empty.
    */
   left?: MemberLeft[];
+  /** A group's members added after it began, oldest first, every one, as `left`; absent from an older server. */
+  added?: MemberAdded[];
 }
 
 export type * from "./common.ts";
 /** Validated inputs: each type is inferred from the schema the server checks it with (inputs.ts). */
 export type {
+  AddMembersInput,
   CreateConversationInput,
   Credentials,
   HistoryQuery,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { hasVisibleText, MESSAGE_MAX_LENGTH } from "./limits.ts";
+import { hasVisibleText, MAX_GROUP_SIZE, MESSAGE_MAX_LENGTH } from "./limits.ts";
 
 /**
  * Every input Tally accepts from a client, as the zod schema the server validates it with; the contract's input
@@ -150,7 +150,7 @@ export const createConversationInput = z.strictObject({
   memberNames: z
     .array(memberName)
     .min(1, "Name a person to start a conversation with.")
-    .max(50, "A conversation can have at most 50 other people."),
+    .max(MAX_GROUP_SIZE - 1, `A conversation can have at most ${MAX_GROUP_SIZE - 1} other people.`),
   title: storableText("The title")
     .trim()
     .max(64, "A title can be at most 64 characters.")
@@ -161,6 +161,15 @@ export const createConversationInput = z.strictObject({
     .optional(),
 });
 export type CreateConversationInput = z.input<typeof createConversationInput>;
+
+/** `POST /api/conversations/:id/members`: people to add to a group. */
+export const addMembersInput = z.strictObject({
+  memberNames: z
+    .array(memberName)
+    .min(1, "Name a person to add.")
+    .max(MAX_GROUP_SIZE - 1, `A group can have at most ${MAX_GROUP_SIZE} members.`),
+});
+export type AddMembersInput = z.input<typeof addMembersInput>;
 
 /**
  * A whole number in a URL (a query parameter, a path segment): plain decimal digits only, so `5e0`, `0x10`, ` 3`

@@ -6,6 +6,9 @@
 /** The longest message, in characters (Unicode code points: an emoji is one) after trimming: what zod's `.max()` counts. */
 export const MESSAGE_MAX_LENGTH = 4000;
 
+/** The most members a group can have, its creator included: at its start, and as people are added later. */
+export const MAX_GROUP_SIZE = 51;
+
 /** A message's length as MESSAGE_MAX_LENGTH counts it: code points of the trimmed text (not JS's UTF-16 `length`). */
 export function messageLength(text: string): number {
   let n = 0;

@@ -1,5 +1,5 @@
 import type { UserDTO } from "../contracts/index.ts";
-import { conversationIdParam, createConversationInput } from "../contracts/inputs.ts";
+import { addMembersInput, conversationIdParam, createConversationInput } from "../contracts/inputs.ts";
 import { parse } from "../errors.ts";
 import type { Limits } from "../limits/limits.ts";
 import type { Notifier } from "../realtime/notifier.ts";
@@ -39,6 +39,20 @@ export function conversationActions(deps: ConversationDeps) {
       }
       const { conversationId, shownTo } = await deps.conversations.create(user, input);
       if (shownTo.length > 0) await tell("conversationCreated", conversationId, shownTo);
+      return { conversation: await deps.snapshots.describe(conversationId, user.id) };
+    },
+
+    /**
+     * Adds people to a group: it joins their lists (nothing in it unread for them), and the members before see the
+     * new member list. Each person added counts against the adder's `groupAdd`, as in a new group.
+     */
+    async addMembers(user: UserDTO, idParam: unknown, body: unknown) {
+      const conversationId = parse(conversationIdParam, idParam);
+      const input = parse(addMembersInput, body);
+      await deps.limits.consume("groupAdd", { userId: user.id }, input.memberNames.length);
+      const { added, before } = await deps.conversations.add(user, conversationId, input);
+      await tell("conversationCreated", conversationId, added);
+      await tell("conversationUpdated", conversationId, before);
       return { conversation: await deps.snapshots.describe(conversationId, user.id) };
     },
 

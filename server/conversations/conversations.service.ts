@@ -1,4 +1,5 @@
-import type { CreateConversationInput, UserDTO } from "../contracts/index.ts";
+import type { AddMembersInput, CreateConversationInput, UserDTO } from "../contracts/index.ts";
+import { MAX_GROUP_SIZE } from "../contracts/limits.ts";
 import type { Db } from "../db/prisma.ts";
 import { isUniqueViolation } from "../db/unique.ts";
 import { AppError, noSuchUsers } from "../errors.ts";
@@ -9,7 +10,7 @@ type Tx = Parameters<Parameters<Db["$transaction"]>[0]>[0];
 
 export type ConversationService = ReturnType<typeof createConversationService>;
 
-/** Membership changes in the database: creating, leaving and deleting conversations. */
+/** Membership changes in the database: creating, adding to, leaving and deleting conversations. */
 export function createConversationService({ db }: { db: Db }) {
   /**
    * One other member and no title: the pair's direct conversation (created once, returned afterwards). More, or a
@@ -25,17 +26,10 @@ export function createConversationService({ db }: { db: Db }) {
     /** Only the lab opens conversations with its bots; to everyone else a bot account does not exist. */
     options: { withBots?: boolean } = {},
   ): Promise<{ conversationId: number; memberIds: number[]; shownTo: number[] }> {
-    // A name is one account whatever its letter case (as at sign-in): `BOB` is bob, and the creator's own name in
-    // any case is the creator. Each name once, as first given.
-    const byKey = new Map<string, string>();
-    for (const n of input.memberNames) if (!byKey.has(n.toLowerCase())) byKey.set(n.toLowerCase(), n);
-    byKey.delete(creator.name.toLowerCase());
+    const byKey = namesOf(input.memberNames, creator);
     if (byKey.size === 0)
       throw new AppError("invalid", "Name someone other than yourself to start a conversation with.");
-    // LOWER("name"), as the unique index User_name_lower_key has it.
-    const users = await db.$queryRaw<{ id: number; name: string }[]>`
-      SELECT "id", "name" FROM "User"
-      WHERE LOWER("name") = ANY(${[...byKey.keys()]}::text[]) AND (${options.withBots === true} OR NOT "isBot")`;
+    const users = await usersNamed(byKey, options.withBots === true);
     const memberIds = [creator.id, ...users.map((u) => u.id)];
 
     // A title asks for a group, even of two (the form says so): a direct conversation has none.
@@ -88,6 +82,100 @@ export function createConversationService({ db }: { db: Db }) {
         return startedToo(tx, raced.id, creator.id, memberIds);
       });
     }
+  }
+
+  /**
+   * A name is one account whatever its letter case (as at sign-in): `BOB` is bob, and the user's own name in any
+   * case is the user, left out. Each name once, as first given, keyed by its lower case.
+   */
+  function namesOf(memberNames: readonly string[], user: UserDTO): Map<string, string> {
+    const byKey = new Map<string, string>();
+    for (const n of memberNames) if (!byKey.has(n.toLowerCase())) byKey.set(n.toLowerCase(), n);
+    byKey.delete(user.name.toLowerCase());
+    return byKey;
+  }
+
+  /** The accounts of the names (`namesOf`), bots only when asked. LOWER("name"), as User_name_lower_key has it. */
+  function usersNamed(byKey: Map<string, string>, withBots: boolean): Promise<{ id: number; name: string }[]> {
+    return db.$queryRaw<{ id: number; name: string }[]>`
+      SELECT "id", "name" FROM "User"
+      WHERE LOWER("name") = ANY(${[...byKey.keys()]}::text[]) AND (${withBots} OR NOT "isBot")`;
+  }
+
+  /**
+   * Adds people to a group, by any of its members. Each joins at the group's lastSeq, read under the conversation's
+   * row lock, which every send takes before it reads the members: a send stored before the add does not count for
+   * them, one stored after it does. Their read cursor starts there, and so does their floor (`joinedSeq`), which
+   * every counter event for them carries from then on (docs/consistency.md, "Joining a group").
+   * Refused as a new group would be: names nobody has, and anyone the adder blocked or who blocked them
+   * (`refuseMissing`); and someone who left the group (they chose to; and a membership is never created again,
+   * which the counters' "gone" marks rely on), or more members than a group can have.
+   * Returns the members added (names of members already in are skipped) and all the members before the add.
+   */
+  async function add(
+    user: UserDTO,
+    conversationId: number,
+    input: AddMembersInput,
+  ): Promise<{ added: number[]; before: number[] }> {
+    const byKey = namesOf(input.memberNames, user);
+    if (byKey.size === 0) throw new AppError("invalid", "Name someone other than yourself to add.");
+    const users = await usersNamed(byKey, false);
+    return db.$transaction(async (tx) => {
+      // As at a group's creation: a block between the adder and someone named is seen here or flags nothing (it
+      // concerns direct conversations only), so the order of the two does not matter beyond this check.
+      await lockPairs(
+        tx,
+        user.id,
+        users.map((u) => u.id),
+        "shared",
+      );
+      // The row lock before the members are read: sends wait for this commit, then read the new members.
+      const [conv] = await tx.$queryRaw<{ kind: string; lastSeq: number }[]>`
+        SELECT c."kind"::TEXT AS "kind", c."lastSeq" FROM "Conversation" c
+        WHERE c."id" = ${conversationId}
+          AND EXISTS (SELECT 1 FROM "Membership" mb WHERE mb."conversationId" = c."id" AND mb."userId" = ${user.id})
+        FOR UPDATE OF c`;
+      if (!conv) throw new AppError("forbidden", "You are not a member of this conversation.");
+      if (conv.kind !== "group") {
+        throw new AppError("invalid", "People can be added to a group only; start a group with them instead.");
+      }
+      await refuseMissing(tx, user, byKey, users);
+      const ids = users.map((u) => u.id);
+      const named = { conversationId, userId: { in: ids } };
+      const members = await tx.membership.findMany({ where: { conversationId }, select: { userId: true } });
+      // A GroupLeave stays with the group; a Departure (the counters' record, a day long) also knows leaves from
+      // before GroupLeave existed.
+      const gone = await tx.groupLeave.findMany({ where: named, select: { userId: true } });
+      const departed = await tx.departure.findMany({ where: named, select: { userId: true } });
+      const left = new Set([...gone, ...departed].map((r) => r.userId));
+      if (left.size > 0) {
+        const names = users.filter((u) => left.has(u.id)).map((u) => `'${u.name}'`);
+        throw new AppError(
+          "invalid",
+          `${names.join(", ")} left this group; someone who leaves a group cannot be added to it again.`,
+        );
+      }
+      const before = members.map((m) => m.userId);
+      const inAlready = new Set(before);
+      const added = ids.filter((id) => !inAlready.has(id));
+      if (added.length === 0) throw new AppError("invalid", "Everyone you named is in this group already.");
+      if (before.length + added.length > MAX_GROUP_SIZE) {
+        throw new AppError(
+          "invalid",
+          `A group can have at most ${MAX_GROUP_SIZE} members; this one has ${before.length}.`,
+        );
+      }
+      await tx.membership.createMany({
+        data: added.map((userId) => ({
+          userId,
+          conversationId,
+          lastReadSeq: conv.lastSeq,
+          joinedSeq: conv.lastSeq,
+          addedById: user.id,
+        })),
+      });
+      return { added, before };
+    });
   }
 
   /**
@@ -197,5 +285,5 @@ export function createConversationService({ db }: { db: Db }) {
     });
   }
 
-  return { create, leave, remove };
+  return { create, add, leave, remove };
 }

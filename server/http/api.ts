@@ -278,6 +278,14 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
     },
     {
       method: "POST",
+      path: /^\/api\/conversations\/([^/]+)\/members$/,
+      auth: true,
+      takes: "body",
+      run: async ({ req, params, session }) =>
+        deps.conversations.addMembers(session!.user, params[0], await readJson(req)),
+    },
+    {
+      method: "POST",
       path: /^\/api\/conversations\/([^/]+)\/leave$/,
       auth: true,
       takes: "nothing",

@@ -10,19 +10,22 @@ import type { UnreadEvent, UnreadService } from "../unread/unread.service.ts";
 /**
  * One message as counter events, one per member: the sender's says it is theirs (`own`: it never counts for them,
  * and moves their cursor only over nothing unread), and each member the message mentions (its stored Mention rows)
- * gets `mention`.
+ * gets `mention`. A member added to the group after it began carries the seq they joined at as their read cursor
+ * (`floors`): nothing up to it counts for them, whichever of their events reaches Redis first (docs/consistency.md,
+ * "Joining a group").
  */
 export function messageEvents(
   message: { conversationId: number; seq: number; senderId: number; createdAtMs?: number },
   memberIds: number[],
   mentionedIds: readonly number[] = [],
+  floors?: ReadonlyMap<number, number>,
 ): UnreadEvent[] {
   const mentioned = new Set(mentionedIds);
   return memberIds.map((userId) => ({
     userId,
     conversationId: message.conversationId,
     seenSeq: message.seq,
-    readSeq: 0,
+    readSeq: floors?.get(userId) ?? 0,
     ...(message.createdAtMs !== undefined ? { createdAtMs: message.createdAtMs } : {}),
     ...(userId === message.senderId ? { own: true } : mentioned.has(userId) ? { mention: true } : {}),
   }));
@@ -68,12 +71,13 @@ export function createMessageFanout(deps: {
     message: MessageDTO | null,
     memberIds: number[],
     mentionedIds: readonly number[],
+    floors: ReadonlyMap<number, number>,
   ): Promise<void> {
     let start = process.hrtime.bigint();
     let applied: Awaited<ReturnType<UnreadService["applyMany"]>>;
     let published = false;
     try {
-      const events = messageEvents(event, memberIds, mentionedIds);
+      const events = messageEvents(event, memberIds, mentionedIds, floors);
       // On one redis-server the counters and the delivery to the other instances are one Redis call.
       const target = message ? notifier.deliveryTarget(memberIds, message) : null;
       if (target) {
@@ -105,9 +109,12 @@ export function createMessageFanout(deps: {
     mentionedIds: readonly number[],
     /** The send's outbox entry, completed in the background; null (a retried send): completed by content. */
     outboxId: number | null,
+    /** The joined-at seqs of members added later (Sent.floors). */
+    floors: ReadonlyMap<number, number>,
   ): Promise<void> {
     try {
-      await applyAndPush({ ...message, createdAtMs: Date.parse(message.createdAt) }, message, memberIds, mentionedIds);
+      const event = { ...message, createdAtMs: Date.parse(message.createdAt) };
+      await applyAndPush(event, message, memberIds, mentionedIds, floors);
       if (outboxId !== null) outbox.completeSoon([outboxId]);
       else
         await outbox.complete([
@@ -122,10 +129,13 @@ export function createMessageFanout(deps: {
   async function replay(entry: OutboxEntry): Promise<void> {
     const conversation = await db.conversation.findUnique({
       where: { id: entry.conversationId },
-      select: { memberships: { select: { userId: true } } },
+      select: { memberships: { select: { userId: true, joinedSeq: true } } },
     });
     if (!conversation) return; // deleted since: its removal entries take the counters out
     const memberIds = conversation.memberships.map((m) => m.userId);
+    // The members as they are now: one added since this message was stored joined at or above its seq, so their
+    // floor keeps it from counting for them.
+    const floors = new Map(conversation.memberships.filter((m) => m.joinedSeq > 0).map((m) => [m.userId, m.joinedSeq]));
     const [message, mentions] = await Promise.all([
       db.message.findUnique({
         where: { conversationId_seq: { conversationId: entry.conversationId, seq: entry.seq } },
@@ -147,6 +157,7 @@ export function createMessageFanout(deps: {
       message ? toMessageDTO(message) : null,
       memberIds,
       mentions.map((m) => m.userId),
+      floors,
     );
   }
 

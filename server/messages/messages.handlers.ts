@@ -27,7 +27,7 @@ export function registerMessageHandlers(socket: TallySocket, deps: MessageDeps):
     const input = parse(sendInput, payload);
     await deps.limits.consume("send", { userId: user.id });
     const start = process.hrtime.bigint();
-    const { message, memberIds, mentionedIds, outboxId } = await deps.messages.send(user, input);
+    const { message, memberIds, mentionedIds, outboxId, floors } = await deps.messages.send(user, input);
     deps.observe?.("commit", since(start));
     if (deps.fault === "crash-after-commit") {
       // Test-only: die between the database commit and Redis, as a crashed process would.
@@ -35,7 +35,7 @@ export function registerMessageHandlers(socket: TallySocket, deps: MessageDeps):
       process.kill(process.pid, "SIGKILL");
     }
     // Also on a retried send: the first attempt may have stopped between the commit and the counters.
-    await deps.fanout.deliver(message, memberIds, mentionedIds, outboxId);
+    await deps.fanout.deliver(message, memberIds, mentionedIds, outboxId, floors);
     return { message };
   });
 }
@@ -51,5 +51,6 @@ export async function historyPage(
   const page = parse(historyQuery, query);
   await deps.limits.consume("history", { userId: user.id }, page.limit);
   const messages = await deps.messages.history(user, conversationId, page);
-  return { messages, left: await deps.messages.left(conversationId) };
+  const [left, added] = await Promise.all([deps.messages.left(conversationId), deps.messages.added(conversationId)]);
+  return { messages, left, added };
 }

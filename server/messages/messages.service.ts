@@ -1,5 +1,5 @@
 import { hiddenFrom, messageInclude, toMessageDTO } from "../contracts/dto.ts";
-import type { HistoryQuery, MemberLeft, MessageDTO, SendInput, UserDTO } from "../contracts/index.ts";
+import type { HistoryQuery, MemberAdded, MemberLeft, MessageDTO, SendInput, UserDTO } from "../contracts/index.ts";
 import { mentionedUserIds, parseMentions } from "../contracts/mentions.ts";
 import { groupCommit } from "../db/group-commit.ts";
 import { isUniqueViolation } from "../db/unique.ts";
@@ -15,7 +15,18 @@ export interface Sent {
   memberIds: number[];
   mentionedIds: number[];
   outboxId: number | null;
+  /**
+   * The members added after the group began, each with the seq they joined at (Membership.joinedSeq): nothing up to
+   * it counts as unread for them, so their counter events carry it as their read cursor. Empty for most.
+   */
+  floors: ReadonlyMap<number, number>;
 }
+
+/** Members added to a group after it began → the seq each joined at, from rows of [userId, joinedSeq]. */
+export function floorsOf(pairs: readonly (readonly number[])[] | null | undefined): ReadonlyMap<number, number> {
+  return pairs && pairs.length > 0 ? new Map(pairs.map(([userId, seq]) => [userId!, seq!])) : NO_FLOORS;
+}
+const NO_FLOORS: ReadonlyMap<number, number> = new Map();
 
 /**
  * PostgreSQL errors one send of a group can cause (a concurrent retry's unique key, text PostgreSQL refuses, a
@@ -86,9 +97,18 @@ export function createMessageService({
     return existing;
   }
 
-  async function memberIds(conversationId: number): Promise<number[]> {
-    const rows = await db.membership.findMany({ where: { conversationId }, select: { userId: true } });
-    return rows.map((m) => m.userId);
+  async function membersOf(
+    conversationId: number,
+  ): Promise<{ memberIds: number[]; floors: ReadonlyMap<number, number> }> {
+    const rows = await db.membership.findMany({
+      where: { conversationId },
+      select: { userId: true, joinedSeq: true },
+      orderBy: { userId: "asc" },
+    });
+    return {
+      memberIds: rows.map((m) => m.userId),
+      floors: floorsOf(rows.filter((m) => m.joinedSeq > 0).map((m) => [m.userId, m.joinedSeq])),
+    };
   }
 
   async function mentionsOf(conversationId: number, seq: number): Promise<number[]> {
@@ -104,13 +124,15 @@ export function createMessageService({
     kind: "direct" | "group";
     /** The conversation's members, ascending. */
     members: number[];
+    /** [userId, joinedSeq] of the members added after the group began; null when none. */
+    floors: number[][] | null;
     outboxId: number;
   }
 
   /** `tally_store_messages`' answer for one message, in the order given. */
   const STORE_MESSAGES = `
     SELECT r_status AS "status", r_id AS "id", r_seq AS "seq", r_created_at AT TIME ZONE 'UTC' AS "createdAt",
-      r_kind AS "kind", r_outbox_id AS "outboxId", r_members AS "members"
+      r_kind AS "kind", r_outbox_id AS "outboxId", r_members AS "members", r_floors AS "floors"
     FROM tally_store_messages($1::int[], $2::int[], $3::text[], $4::text[], $5::int[])
     ORDER BY r_idx`;
 
@@ -126,13 +148,13 @@ export function createMessageService({
 
   /**
    * Stores messages with one call of `tally_store_messages` (first 20261125200000_store_messages, as it is now
-   * prisma/migrations/20261207000000_blocks): for each, in the order given, membership checked, the next seq (the
+   * prisma/migrations/20261211000000_group_adds): for each, in the order given, membership checked, the next seq (the
    * conversation's row lock orders concurrent sends), the message, the sender's read cursor moved to it and an outbox
-   * entry for the counters, answered with the members' ids and the conversation's kind (which the mention rule
-   * needs); or `duplicate` / `forbidden` / `blocked` / `blocking` with nothing written. Outside a transaction it runs
-   * as a named prepared statement on the pool under Prisma (planned once per connection, none of Prisma's per-query
-   * work: the send path's hottest statement), and also deletes the outbox entries completed since the last group
-   * (outbox.take): given back if the statement fails.
+   * entry for the counters, answered with the members' ids, the floors of those added later and the conversation's
+   * kind (which the mention rule needs); or `duplicate` / `forbidden` / `blocked` / `blocking` with nothing written.
+   * Outside a transaction it runs as a named prepared statement on the pool under Prisma (planned once per
+   * connection, none of Prisma's per-query work: the send path's hottest statement), and also deletes the outbox
+   * entries completed since the last group (outbox.take): given back if the statement fails.
    */
   async function storeMessages(
     items: { sender: UserDTO; input: SendInput }[],
@@ -289,7 +311,7 @@ export function createMessageService({
         createdAt: new Date(row.createdAt).toISOString(),
         clientMsgId,
       };
-      return { message, memberIds: row.members, mentionedIds, outboxId: row.outboxId };
+      return { message, memberIds: row.members, mentionedIds, outboxId: row.outboxId, floors: floorsOf(row.floors) };
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
       const resent = await resend(sender, input);
@@ -313,12 +335,12 @@ export function createMessageService({
     if (!original) return null;
     await assertMember(sender.id, input.conversationId);
     const message = sameSend(original, input);
-    const [members, mentioned] = await Promise.all([
-      memberIds(input.conversationId),
+    const [{ memberIds, floors }, mentioned] = await Promise.all([
+      membersOf(input.conversationId),
       mentionsOf(input.conversationId, message.seq),
     ]);
     // The first attempt's entry id is not known here: deliver completes it by content.
-    return { message, memberIds: members, mentionedIds: mentioned, outboxId: null };
+    return { message, memberIds, mentionedIds: mentioned, outboxId: null, floors };
   }
 
   /** A page of history, ascending by seq: the newest `limit` before `before`, or the oldest after `after`. */
@@ -352,6 +374,21 @@ export function createMessageService({
     return rows.map((r) => ({ userId: r.userId, name: r.user.name, at: r.at.toISOString() }));
   }
 
+  /** The group's members added after it began, oldest first; call after `history`, as `left`. */
+  async function added(conversationId: number): Promise<MemberAdded[]> {
+    const rows = await db.membership.findMany({
+      where: { conversationId, addedById: { not: null } },
+      orderBy: [{ joinedAt: "asc" }, { userId: "asc" }],
+      select: {
+        userId: true,
+        joinedAt: true,
+        user: { select: { name: true } },
+        addedBy: { select: { id: true, name: true } },
+      },
+    });
+    return rows.map((r) => ({ userId: r.userId, name: r.user.name, by: r.addedBy, at: r.joinedAt.toISOString() }));
+  }
+
   /** `waiting()`: sends waiting for a group now (the /metrics gauge; past the bound a send is refused). */
-  return { send, history, left, waiting: storeGrouped.waiting };
+  return { send, history, left, added, waiting: storeGrouped.waiting };
 }

@@ -1,0 +1,185 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { UnreadUpdate } from "../contracts/index.ts";
+import { nextEvent, startHarness, type Harness } from "../testing/harness.ts";
+import { testApi } from "../testing/api.ts";
+import { reconcile } from "../unread/reconcile.ts";
+import { createUnreadService } from "../unread/unread.service.ts";
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness(2);
+});
+afterAll(() => h.close());
+
+const { user, create, send, list } = testApi(() => h);
+
+const addMembers = (token: string, conversationId: number, body: unknown) =>
+  h.http(`/api/conversations/${conversationId}/members`, { method: "POST", token, body: JSON.stringify(body) });
+
+const membersOf = async (conversationId: number) =>
+  (await h.db.membership.findMany({ where: { conversationId }, select: { userId: true } })).map((m) => m.userId).sort();
+
+describe("adding people to a group", () => {
+  it("joins their list with nothing unread, tells the members before, and counts only what comes after", async () => {
+    const [ann, ben, cat] = [await user("ann"), await user("ben"), await user("cat")];
+    const group = await create(ann.token, [ben.user.name], "Planning");
+    const annSocket = await h.connect(ann.token, 0);
+    for (let i = 0; i < 3; i++) await send(annSocket, group.id, `before ${i}`);
+    // cat has counters in Redis already (a direct conversation with one unread), as anyone who uses Tally does.
+    const direct = await create(ben.token, [cat.user.name]);
+    await send(await h.connect(ben.token, 0), direct.id, "hello cat");
+    expect((await list(cat.token)).totalUnread).toBe(1);
+
+    const catTab = await h.connect(cat.token, 1);
+    const benTab = await h.connect(ben.token, 1);
+    const created = nextEvent(catTab, "conversation:created");
+    const updated = nextEvent(benTab, "conversation:updated");
+    // The adder's own name, and a name twice in other letter cases, are left out.
+    const res = await addMembers(ann.token, group.id, {
+      memberNames: [cat.user.name.toUpperCase(), cat.user.name, ann.user.name],
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.conversation.members.map((m: { name: string }) => m.name).sort()).toEqual(
+      [ann.user.name, ben.user.name, cat.user.name].sort(),
+    );
+    expect((await created).conversation).toMatchObject({ id: group.id, title: "Planning", unreadCount: 0, lastSeq: 3 });
+    expect((await updated).conversation.members.map((m) => m.name)).toContain(cat.user.name);
+    expect(await list(cat.token)).toMatchObject({ totalUnread: 1 });
+
+    // cat may read what was said before; none of it counts.
+    const history = await h.http(`/api/conversations/${group.id}/messages`, { token: cat.token });
+    expect(history.body.messages.map((m: { content: string }) => m.content)).toEqual([
+      "before 0",
+      "before 1",
+      "before 2",
+    ]);
+    expect(history.body.added).toEqual([
+      {
+        userId: cat.user.id,
+        name: cat.user.name,
+        by: { id: ann.user.id, name: ann.user.name },
+        at: expect.any(String),
+      },
+    ]);
+
+    const pushed = nextEvent(catTab, "unread:changed", (u) => u.conversationId === group.id);
+    const sent = await send(annSocket, group.id, "welcome, cat");
+    expect(sent.ok).toBe(true);
+    expect(await pushed).toMatchObject({ conversationId: group.id, unreadCount: 1, totalUnread: 2 });
+    expect(await list(cat.token)).toMatchObject({ totalUnread: 2 });
+    expect((await list(ben.token)).conversations.find((c) => c.id === group.id)).toMatchObject({ unreadCount: 4 });
+
+    // And cat may write there.
+    const catSent = await send(catTab, group.id, "thanks");
+    expect(catSent.ok).toBe(true);
+  });
+
+  it("a message stored before the add and replayed by the relay after it does not count for the one added", async () => {
+    const [ann, ben, cat] = [await user("ann"), await user("ben"), await user("cat")];
+    const group = await create(ann.token, [ben.user.name], "Replayed");
+    const annSocket = await h.connect(ann.token, 0);
+    for (let i = 0; i < 2; i++) await send(annSocket, group.id);
+    await list(cat.token); // cat's counters exist
+    expect((await addMembers(ann.token, group.id, { memberNames: [cat.user.name] })).status).toBe(200);
+
+    // The instance that stored message 2 died before Redis had it: the relay replays it with the members as they
+    // are now, cat among them.
+    await h.db.outboxEvent.create({ data: { kind: "message", conversationId: group.id, userId: ann.user.id, seq: 2 } });
+    expect(await h.instances[1]!.app.relay.runOnce(0)).toMatchObject({ replayed: 1, failed: 0 });
+    expect(await list(cat.token)).toMatchObject({ totalUnread: 0 });
+    expect((await list(ben.token)).totalUnread).toBe(2);
+  });
+
+  it("sends racing the add: the one added counts exactly the messages stored after they joined, never more", async () => {
+    const [ann, ben, cat] = [await user("ann"), await user("ben"), await user("cat")];
+    const group = await create(ann.token, [ben.user.name], "Race");
+    const annSocket = await h.connect(ann.token, 0);
+    const benSocket = await h.connect(ben.token, 1);
+    for (let i = 0; i < 5; i++) await send(annSocket, group.id);
+    await list(cat.token);
+    const catTab = await h.connect(cat.token, 1);
+    const counts: number[] = [];
+    catTab.on("unread:changed", (u: UnreadUpdate) => {
+      if (u.conversationId === group.id) counts.push(u.unreadCount);
+    });
+
+    const sends = Array.from({ length: 24 }, (_, i) => send(i % 2 ? annSocket : benSocket, group.id, `race ${i}`));
+    const adding = addMembers(ben.token, group.id, { memberNames: [cat.user.name] });
+    const results = await Promise.all(sends);
+    expect(results.every((r) => r.ok)).toBe(true);
+    expect((await adding).status).toBe(200);
+
+    const membership = await h.db.membership.findUniqueOrThrow({
+      where: { userId_conversationId: { userId: cat.user.id, conversationId: group.id } },
+    });
+    expect(membership.lastReadSeq).toBe(membership.joinedSeq);
+    const after = await h.db.message.count({ where: { conversationId: group.id, seq: { gt: membership.joinedSeq } } });
+    await expect.poll(() => h.db.outboxEvent.count(), { timeout: 30_000 }).toBe(0);
+    await expect.poll(async () => (await list(cat.token)).totalUnread).toBe(after);
+    // No push ever counted a message from before cat joined.
+    expect(Math.max(0, ...counts)).toBeLessThanOrEqual(after);
+    expect(await reconcile({ db: h.db, unread: createUnreadService({ redis: h.redis, db: h.db }) })).toMatchObject({
+      drifted: 0,
+    });
+  });
+
+  it("refuses with a typed error and changes nothing: non-members, direct conversations, unknown names, blocks, leavers, full groups", async () => {
+    const [ann, ben, cat, dan, eve] = await Promise.all(["ann", "ben", "cat", "dan", "eve"].map((n) => user(n)));
+    const group = await create(ann!.token, [ben!.user.name, dan!.user.name], "Closed");
+    const direct = await create(ann!.token, [ben!.user.name]);
+    const before = await membersOf(group.id);
+    const refused = async (token: string, conversationId: number, body: unknown, code: string, message?: RegExp) => {
+      const res = await addMembers(token, conversationId, body);
+      expect(res.body.error?.code, JSON.stringify(res.body)).toBe(code);
+      if (message) expect(res.body.error.message).toMatch(message);
+    };
+
+    await refused(cat!.token, group.id, { memberNames: [eve!.user.name] }, "forbidden");
+    await refused(ann!.token, 999_999_999, { memberNames: [eve!.user.name] }, "forbidden");
+    await refused(ann!.token, direct.id, { memberNames: [eve!.user.name] }, "invalid", /group only/);
+    await refused(ann!.token, group.id, { memberNames: ["nobody_here_at_all"] }, "not_found");
+    await refused(ann!.token, group.id, { memberNames: [] }, "invalid");
+    await refused(ann!.token, group.id, { memberNames: [ann!.user.name] }, "invalid", /other than yourself/);
+    await refused(ann!.token, group.id, { memberNames: [ben!.user.name] }, "invalid", /in this group already/);
+    await refused(ann!.token, group.id, { memberNames: [eve!.user.name], extra: 1 }, "invalid");
+    await refused(ann!.token, group.id, { memberNames: ["bad name!"] }, "invalid");
+
+    // eve blocked ann: to ann, eve is a name nobody has. ann blocked cat: named as such.
+    expect(
+      (
+        await h.http("/api/blocks", {
+          method: "POST",
+          token: eve!.token,
+          body: JSON.stringify({ name: ann!.user.name }),
+        })
+      ).status,
+    ).toBe(200);
+    await refused(ann!.token, group.id, { memberNames: [eve!.user.name] }, "not_found");
+    expect(
+      (
+        await h.http("/api/blocks", {
+          method: "POST",
+          token: ann!.token,
+          body: JSON.stringify({ name: cat!.user.name }),
+        })
+      ).status,
+    ).toBe(200);
+    await refused(ann!.token, group.id, { memberNames: [cat!.user.name] }, "forbidden", /You blocked/);
+
+    // dan leaves; he cannot be added back (by anyone).
+    expect((await h.http(`/api/conversations/${group.id}/leave`, { method: "POST", token: dan!.token })).status).toBe(
+      200,
+    );
+    await refused(ben!.token, group.id, { memberNames: [dan!.user.name] }, "invalid", /left this group/);
+    expect(await membersOf(group.id)).toEqual(before.filter((id) => id !== dan!.user.id));
+
+    // A group of 51 is full.
+    const many = await Promise.all(Array.from({ length: 49 }, (_, i) => user(`m${i}`)));
+    const big = await create(ann!.token, [ben!.user.name, ...many.slice(0, 48).map((m) => m.user.name)], "Big");
+    expect((await membersOf(big.id)).length).toBe(50);
+    await refused(ann!.token, big.id, { memberNames: [many[48]!.user.name, dan!.user.name] }, "invalid", /at most 51/);
+    expect((await membersOf(big.id)).length).toBe(50);
+    expect((await addMembers(ann!.token, big.id, { memberNames: [many[48]!.user.name] })).status).toBe(200);
+    expect((await membersOf(big.id)).length).toBe(51);
+  });
+});
