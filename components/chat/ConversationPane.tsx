@@ -1,6 +1,6 @@
 "use client";
 
-import { useEffect, useRef, useState } from "react";
+import { useEffect, useRef, useState, type FormEvent } from "react";
 import type { ConversationDTO } from "@/server/contracts";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { selectActiveConversationId, selectConversation, selectConversationError } from "@/components/store/selectors";
@@ -8,18 +8,25 @@ import { announce } from "./Announcer";
 import { BlockedNote, BlockToggle, useIsBlocked, useOtherPerson } from "./Blocking";
 import { Composer } from "./Composer";
 import { focusLost } from "./focus";
+import { useServerCall } from "./form";
 import { MessageList } from "./MessageList";
+import { namesIn, PeopleField } from "./PeopleField";
 
 /**
- * Leave (groups) and delete: "Delete" only where the server would take it (`canDelete`: either member of a direct
- * conversation, a group's creator); its refusal is still shown should that change meanwhile.
+ * Add people and leave (groups), and delete: "Delete" only where the server would take it (`canDelete`: either
+ * member of a direct conversation, a group's creator); its refusal is still shown should that change meanwhile.
  */
 function ConversationActions({
   conversation,
   onBlockError,
+  adding,
+  onAdd,
 }: {
   conversation: ConversationDTO;
   onBlockError(message: string | null): void;
+  /** Whether the form to add people is open (the button then says so), and what opens or closes it. */
+  adding: boolean;
+  onAdd(): void;
 }) {
   const leave = useChatStore((s) => s.leaveConversation);
   const remove = useChatStore((s) => s.deleteConversation);
@@ -38,6 +45,20 @@ function ConversationActions({
   return (
     <div className="pane-actions">
       {person && <BlockToggle person={person} onError={onBlockError} />}
+      {group && (
+        <button
+          type="button"
+          className="button small ghost"
+          data-testid="add-people"
+          aria-expanded={adding}
+          aria-controls="add-people-form"
+          onClick={onAdd}
+        >
+          <span>
+            Add<span className="wide-only"> people</span>
+          </span>
+        </button>
+      )}
       {group && (
         <button
           type="button"
@@ -88,6 +109,7 @@ function OpenConversation({ id }: { id: number }) {
   const close = useChatStore((s) => s.closeConversation);
   const actionError = useChatStore(selectConversationError(id));
   const [blockError, setBlockError] = useState<string | null>(null);
+  const [adding, setAdding] = useState(false);
   if (!conversation) return <EmptyPane text="This conversation is not available." />;
 
   return (
@@ -102,8 +124,17 @@ function OpenConversation({ id }: { id: number }) {
           </h2>
           <PaneMembers conversation={conversation} />
         </div>
-        <ConversationActions key={id} conversation={conversation} onBlockError={setBlockError} />
+        <ConversationActions
+          key={id}
+          conversation={conversation}
+          onBlockError={setBlockError}
+          adding={adding}
+          onAdd={() => setAdding((open) => !open)}
+        />
       </header>
+      {adding && conversation.kind === "group" && (
+        <AddPeopleForm conversation={conversation} onClose={() => setAdding(false)} />
+      )}
       {(actionError ?? blockError) && (
         <p className="form-error pane-error" role="alert" data-testid="conversation-action-error">
           {actionError ?? blockError}
@@ -112,6 +143,79 @@ function OpenConversation({ id }: { id: number }) {
       <MessageList key={id} conversationId={id} />
       <ComposerOrBlocked key={`composer-${id}`} conversation={conversation} />
     </section>
+  );
+}
+
+/**
+ * Names people to add to the group, offering those the user talks to who are not in it yet. Closes once they are
+ * in (the members line shows them) or on Cancel and Escape; the focus goes back to "Add people".
+ */
+function AddPeopleForm({ conversation, onClose }: { conversation: ConversationDTO; onClose(): void }) {
+  const addMembers = useChatStore((s) => s.addMembers);
+  const [names, setNames] = useState("");
+  const { busy, error, setError, call } = useServerCall();
+
+  function close() {
+    onClose();
+    // After React has removed the form: the button it came from keeps the keyboard's place.
+    requestAnimationFrame(() => document.querySelector<HTMLElement>('[data-testid="add-people"]')?.focus());
+  }
+
+  async function submit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    if (busy) return;
+    const memberNames = namesIn(names);
+    if (memberNames.length === 0) {
+      setError("Name a person to add.");
+      return;
+    }
+    if (await call(() => addMembers(conversation.id, memberNames))) {
+      announce(`Added ${memberNames.join(", ")} to “${conversation.title}”.`);
+      close();
+    }
+  }
+
+  return (
+    <form
+      id="add-people-form"
+      className="add-people"
+      onSubmit={submit}
+      noValidate
+      data-testid="add-people-form"
+      aria-label={`Add people to “${conversation.title}”`}
+      onKeyDown={(event) => {
+        if (event.key === "Escape" && !event.defaultPrevented) {
+          event.preventDefault();
+          close();
+        }
+      }}
+    >
+      <PeopleField
+        id="add-member-input"
+        label={
+          <>
+            Add people <span className="optional">(they will see its history; none of it unread)</span>
+          </>
+        }
+        value={names}
+        onValue={setNames}
+        exclude={conversation.members.map((m) => m.name)}
+        placeholder="e.g. ada_l, grace"
+      />
+      {error && (
+        <p className="form-error" role="alert" data-testid="add-people-error">
+          {error}
+        </p>
+      )}
+      <div className="form-actions">
+        <button type="button" className="button ghost" onClick={close}>
+          Cancel
+        </button>
+        <button type="submit" className="button primary" data-testid="add-people-submit" aria-disabled={busy}>
+          {busy ? "Adding…" : "Add"}
+        </button>
+      </div>
+    </form>
   );
 }
 

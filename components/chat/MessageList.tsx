@@ -1,7 +1,7 @@
 "use client";
 
 import { Fragment, memo, useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode } from "react";
-import type { ConversationKind, MemberLeft, MessageDTO, UserDTO } from "@/server/contracts";
+import type { ConversationKind, MemberAdded, MemberLeft, MessageDTO, UserDTO } from "@/server/contracts";
 import { mentionedUserIds } from "@/server/contracts/mentions";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { formatFullDate, formatMessageTime } from "@/components/lib/format";
@@ -17,7 +17,7 @@ import { isBeingRead, latestSeq } from "@/components/store/runtime";
 import type { OnScreen } from "@/components/store";
 import { firstUnseenSeq } from "./first-unseen";
 import { announce } from "./Announcer";
-import { placeLeft } from "./left-lines";
+import { memberLines, placeLines, type MemberLine } from "./member-lines";
 import { continuesRun } from "./message-runs";
 import { MessageText } from "./MessageText";
 import { PendingItem } from "./PendingItem";
@@ -36,6 +36,7 @@ const DIVIDER_MARGIN = 8;
 
 const NO_MEMBERS: UserDTO[] = [];
 const NO_LEFT: MemberLeft[] = [];
+const NO_ADDED: MemberAdded[] = [];
 
 interface MessageProps {
   message: MessageDTO;
@@ -188,22 +189,27 @@ function useArrivals(items: MessageDTO[], ready: boolean, userId: number | undef
 }
 
 /**
- * Says "bob left the group." when a member leaves the open group while it is shown: not the lines that came with its
- * history (they are read with the messages), and once a person (leaving, coming back and leaving again makes no new
- * line either).
+ * Says "bob left the group." when a member leaves the open group while it is shown (or "dave joined the group."
+ * when someone is added): not the lines that came with its history (they are read with the messages), and once a
+ * person.
  */
-function useDepartures(conversationId: number, left: readonly MemberLeft[], ready: boolean): void {
+function useMemberNews(
+  conversationId: number,
+  people: readonly { userId: number; name: string }[],
+  ready: boolean,
+  news: string,
+): void {
   const known = useRef<{ conversationId: number; ids: Set<number> } | null>(null);
   useEffect(() => {
     if (!ready) return;
     const before = known.current?.conversationId === conversationId ? known.current.ids : null;
-    // Never forgotten while the conversation is open: a history page fetched before someone left can arrive after
-    // the line, drop them, and the next page bring them back, which is not news.
-    known.current = { conversationId, ids: new Set([...(before ?? []), ...left.map((l) => l.userId)]) };
+    // Never forgotten while the conversation is open: a history page fetched before someone left (or came) can
+    // arrive after the line, drop them, and the next page bring them back, which is not news.
+    known.current = { conversationId, ids: new Set([...(before ?? []), ...people.map((l) => l.userId)]) };
     if (!before) return;
-    const gone = left.filter((l) => !before.has(l.userId));
-    if (gone.length > 0) announce(`${gone.map((l) => l.name).join(", ")} left the group.`);
-  }, [conversationId, left, ready]);
+    const fresh = people.filter((l) => !before.has(l.userId));
+    if (fresh.length > 0) announce(`${fresh.map((l) => l.name).join(", ")} ${news}`);
+  }, [conversationId, people, ready, news]);
 }
 
 function UnreadDivider() {
@@ -286,7 +292,8 @@ export function MessageList({ conversationId }: { conversationId: number }) {
 
   const { items, hasMore, loading, loaded, error, offline } = list;
   const left = useChatStore((s) => s.left[conversationId] ?? NO_LEFT);
-  const placed = useMemo(() => placeLeft(items, left, !hasMore), [items, left, hasMore]);
+  const added = useChatStore((s) => s.added[conversationId] ?? NO_ADDED);
+  const placed = useMemo(() => placeLines(items, memberLines(left, added), !hasMore), [items, left, added, hasMore]);
   const firstSeq = items[0]?.seq;
   const dividerBefore = divider == null ? undefined : items.find((m) => m.seq >= divider)?.seq;
   const dividerLoaded = divider === null || (firstSeq !== undefined && firstSeq <= (divider ?? 0)) || !hasMore;
@@ -514,7 +521,10 @@ export function MessageList({ conversationId }: { conversationId: number }) {
 
   const note = replyNote(replyBelow, pending, items);
   const arrival = useArrivals(items, positioned && loaded, userId);
-  useDepartures(conversationId, left, positioned && loaded);
+  useMemberNews(conversationId, left, positioned && loaded, "left the group.");
+  // Not those this tab's person added: the form said so already.
+  const addedByOthers = useMemo(() => added.filter((a) => a.by?.id !== userId), [added, userId]);
+  useMemberNews(conversationId, addedByOthers, positioned && loaded, "joined the group.");
 
   return (
     <div className="message-area">
@@ -577,7 +587,7 @@ export function MessageList({ conversationId }: { conversationId: number }) {
           {items.map((m, i) => (
             <Fragment key={m.id}>
               {placed.before.get(m.seq)?.map((l) => (
-                <LeftLine key={`left-${l.userId}`} member={l} />
+                <MemberLineItem key={`${l.kind}-${l.userId}`} line={l} userId={userId} />
               ))}
               <MessageItem
                 message={m}
@@ -591,7 +601,7 @@ export function MessageList({ conversationId }: { conversationId: number }) {
             </Fragment>
           ))}
           {placed.after.map((l) => (
-            <LeftLine key={`left-${l.userId}`} member={l} />
+            <MemberLineItem key={`${l.kind}-${l.userId}`} line={l} userId={userId} />
           ))}
           {pending.map((p) => (
             <PendingItem key={p.clientMsgId} conversationId={conversationId} item={p} />
@@ -626,11 +636,30 @@ export function MessageList({ conversationId }: { conversationId: number }) {
   );
 }
 
-/** A member who left the group, among the messages at the time they left. */
-function LeftLine({ member }: { member: MemberLeft }) {
+/**
+ * A member who left the group, or was added to it, among the messages at that time: "bob left", "carol added dave"
+ * ("You added dave", "carol added you"), or "dave joined" when this tab saw them come and nobody said who added them.
+ */
+function MemberLineItem({ line, userId }: { line: MemberLine; userId: number | undefined }) {
+  const time = <time dateTime={line.at}>{formatMessageTime(line.at)}</time>;
+  if (line.kind === "left") {
+    return (
+      <li className="member-line" data-testid="member-left" data-user-id={line.userId}>
+        <span dir="auto">{line.name}</span> left {time}
+      </li>
+    );
+  }
+  const who = line.userId === userId ? "you" : <span dir="auto">{line.name}</span>;
   return (
-    <li className="left-line" data-testid="member-left" data-user-id={member.userId}>
-      <span dir="auto">{member.name}</span> left <time dateTime={member.at}>{formatMessageTime(member.at)}</time>
+    <li className="member-line" data-testid="member-added" data-user-id={line.userId}>
+      {line.by === null ? (
+        <>{who === "you" ? "You" : who} joined</>
+      ) : (
+        <>
+          {line.by.id === userId ? "You" : <span dir="auto">{line.by.name}</span>} added {who}
+        </>
+      )}{" "}
+      {time}
     </li>
   );
 }

@@ -1,4 +1,5 @@
 import type {
+  AddMembersInput,
   ApiError,
   BlockList,
   ConversationDTO,
@@ -100,6 +101,8 @@ export function createApi(send: Fetch = (path, init) => fetch(path, init)) {
     getDemoAccounts: () => request<DemoAccounts>("GET", "/api/demo"),
     createConversation: (input: CreateConversationInput) =>
       request<{ conversation: ConversationDTO }>("POST", "/api/conversations", input),
+    addMembers: (conversationId: number, input: AddMembersInput) =>
+      request<{ conversation: ConversationDTO }>("POST", `/api/conversations/${conversationId}/members`, input),
     leaveConversation: (conversationId: number) => request("POST", `/api/conversations/${conversationId}/leave`),
     deleteConversation: (conversationId: number) => request("DELETE", `/api/conversations/${conversationId}`),
     fetchMessages: (conversationId: number, query: MessagesQuery) => {

@@ -579,6 +579,49 @@ describe("conversation:updated", () => {
     expect(t.store.getState().left[1]).toEqual(fromServer);
   });
 
+  it("notes who came into a group: 'joined' from a push, 'You added' from this tab's own add; the server's list replaces both", async () => {
+    const [carol, dave] = [
+      { id: 3, name: "carol" },
+      { id: 4, name: "dave" },
+    ];
+    const t = await synced([conversation(1, { kind: "group", members: [ME, BOB], unreadCount: 2 })], 3);
+    t.store.getState().updateConversation(conversation(1, { kind: "group", members: [ME, BOB, carol] }));
+    t.store.getState().updateConversation(conversation(1, { kind: "group", members: [ME, BOB, carol] }));
+    expect(t.store.getState().added[1]).toEqual([{ userId: 3, name: "carol", by: null, at: expect.any(String) }]);
+
+    const adding = t.store.getState().addMembers(1, ["DAVE"]);
+    expect(t.transport.adds[0]?.input).toEqual({ conversationId: 1, input: { memberNames: ["DAVE"] } });
+    // The add's own push comes before its answer: "dave joined" for a moment, then "You added dave".
+    t.store.getState().updateConversation(conversation(1, { kind: "group", members: [ME, BOB, carol, dave] }));
+    expect(t.store.getState().added[1]?.[1]).toMatchObject({ userId: 4, by: null });
+    t.transport.adds[0]?.resolve({
+      ok: true,
+      conversation: conversation(1, { kind: "group", members: [ME, BOB, carol, dave], unreadCount: 0 }),
+    });
+    expect(await adding).toBeNull();
+    const s = t.store.getState();
+    expect(s.added[1]?.[1]).toEqual({
+      userId: 4,
+      name: "dave",
+      by: { id: ME.id, name: ME.name },
+      at: expect.any(String),
+    });
+    expect(s.conversations[1]?.members.map((m) => m.id)).toEqual([ME.id, BOB.id, 3, 4]);
+    expect(s.unreadCounts[1]).toBe(2); // an add changes nobody's count here
+
+    const refused = t.store.getState().addMembers(1, ["nobody"]);
+    t.transport.adds[1]?.resolve({ ok: false, error: { code: "not_found", message: "No user called 'nobody'." } });
+    expect(await refused).toBe("No user called 'nobody'.");
+    expect(t.store.getState().added[1]).toHaveLength(2);
+
+    const fromServer = [
+      { userId: 3, name: "carol", by: { id: BOB.id, name: BOB.name }, at: "2026-12-07T10:00:00.000Z" },
+    ];
+    t.transport.auto.fetchMessages = () => ({ ok: true, messages: [], left: [], added: fromServer });
+    await t.store.getState().loadLatest(1);
+    expect(t.store.getState().added[1]).toEqual(fromServer);
+  });
+
   it("does not bring back a conversation this tab does not show", async () => {
     const t = await synced([conversation(2)], 3);
     t.store.getState().updateConversation(conversation(1, { title: "gone" }));

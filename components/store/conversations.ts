@@ -4,9 +4,11 @@ import type {
   ConversationRemoval,
   ConversationPage,
   ListCursor,
+  MemberAdded,
   MessageDTO,
   Result,
   UnreadUpdate,
+  UserDTO,
 } from "@/server/contracts";
 import { createReadCursor, type ReadCursor } from "./read-cursor";
 import { badgeShare, isBeingRead, latestSeq, type StoreRuntime } from "./runtime";
@@ -111,6 +113,29 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
       } finally {
         rt.dropping.delete(conversationId);
       }
+    }
+
+    /**
+     * Lines for members this tab saw come, now: each person once, and "by" known (this tab's own add) replaces the
+     * line of a push that came first and could not say who added them.
+     */
+    function noteAdded(conversationId: number, come: UserDTO[], by: MemberAdded["by"]): void {
+      if (come.length === 0) return;
+      const at = new Date().toISOString();
+      set((s) => {
+        const before = s.added[conversationId] ?? [];
+        const unnamed = (a: MemberAdded) => by !== null && a.by === null && come.some((m) => m.id === a.userId);
+        const kept = before.filter((a) => !unnamed(a));
+        const fresh = come.filter((m) => !kept.some((a) => a.userId === m.id));
+        if (fresh.length === 0) return {};
+        const lines = fresh.map((m) => ({
+          userId: m.id,
+          name: m.name,
+          by,
+          at: before.find((a) => a.userId === m.id)?.at ?? at,
+        }));
+        return { added: { ...s.added, [conversationId]: [...kept, ...lines] } };
+      });
     }
 
     /** The mark this tab shows for the conversation, which a read names so that it cannot clear a newer one. */
@@ -364,6 +389,7 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
             conversationErrors: without(s.conversationErrors, conversationId),
             messages: without(s.messages, conversationId),
             left: without(s.left, conversationId),
+            added: without(s.added, conversationId),
             pending: without(s.pending, conversationId),
             unreadCounts: without(s.unreadCounts, conversationId),
             unreadDetails: without(s.unreadDetails, conversationId),
@@ -399,7 +425,28 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
             return { left: { ...s.left, [conversation.id]: [...before, ...added] } };
           });
         }
+        // And more: those new were added now, by someone the push does not name.
+        const had = new Set(known.members.map((m) => m.id));
+        const come = conversation.kind === "group" ? conversation.members.filter((m) => !had.has(m.id)) : [];
+        noteAdded(conversation.id, come, null);
         get().receiveConversation(conversation);
+      },
+
+      async addMembers(conversationId, memberNames) {
+        const generation = rt.generation;
+        const known = get().conversations[conversationId];
+        const res = await rt.deps.transport.addMembers(conversationId, { memberNames });
+        if (generation !== rt.generation) return null;
+        if (!res.ok) return res.error.message;
+        const me = get().user;
+        // Members since before the call: the push of this add may have come first and merged them already.
+        // And those this call named: another member's add meanwhile is not this person's.
+        const had = new Set(known?.members.map((m) => m.id) ?? []);
+        const named = new Set(memberNames.map((n) => n.toLowerCase()));
+        const come = res.conversation.members.filter((m) => !had.has(m.id) && named.has(m.name.toLowerCase()));
+        noteAdded(conversationId, come, me ? { id: me.id, name: me.name } : null);
+        get().receiveConversation(res.conversation);
+        return null;
       },
 
       receiveConversation(conversation) {

@@ -1,4 +1,5 @@
 import type {
+  AddMembersInput,
   ConversationDTO,
   MessageDTO,
   Result,
@@ -43,6 +44,7 @@ export interface FakeTransport extends ChatTransport {
   lists: Calls<"listConversations">;
   fetches: Queue<{ conversationId: number; query: MessagesQuery }, Answer<"fetchMessages">>;
   creates: Calls<"createConversation">;
+  adds: Queue<{ conversationId: number; input: AddMembersInput }, Answer<"addMembers">>;
   leaves: Calls<"leaveConversation">;
   deletes: Calls<"deleteConversation">;
   auto: {
@@ -67,6 +69,7 @@ export function createFakeTransport(): FakeTransport {
     reads: [],
     mutes: [],
     marks: [],
+    adds: [],
     syncs: [],
     lists: [],
     fetches: [],
@@ -85,6 +88,7 @@ export function createFakeTransport(): FakeTransport {
       return call(fake.fetches, { conversationId, query }, auto && ((i) => auto(i.conversationId, i.query)));
     },
     createConversation: (input) => call(fake.creates, input),
+    addMembers: (conversationId, input) => call(fake.adds, { conversationId, input }),
     leaveConversation: (conversationId) => call(fake.leaves, conversationId),
     deleteConversation: (conversationId) => call(fake.deletes, conversationId),
   };

@@ -127,13 +127,18 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
       patchList(conversationId, () => ({ loading: false, error, offline: !get().connected }));
     }
 
-    /** A page of history; the members who left come with every page and replace what the tab knew of them. */
+    /**
+     * A page of history; the members who left, and those added later, come with every page and replace what the tab
+     * knew of them.
+     */
     async function fetchPage(conversationId: number, query: MessagesQuery): Promise<Result<MessagesResponse>> {
       const generation = rt.generation;
       const res = await rt.deps.transport.fetchMessages(conversationId, query).catch(unavailable);
       const left = res.ok ? res.left : undefined;
-      if (left && generation === rt.generation && !rt.removed.has(conversationId)) {
-        set((s) => ({ left: { ...s.left, [conversationId]: left } }));
+      const added = res.ok ? res.added : undefined;
+      if (generation === rt.generation && !rt.removed.has(conversationId)) {
+        if (left) set((s) => ({ left: { ...s.left, [conversationId]: left } }));
+        if (added) set((s) => ({ added: { ...s.added, [conversationId]: added } }));
       }
       return res;
     }
@@ -297,6 +302,7 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
     return {
       messages: {},
       left: {},
+      added: {},
       pending: {},
 
       async loadLatest(conversationId) {

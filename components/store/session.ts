@@ -42,6 +42,7 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
         ...initialBlocksState,
         messages: {},
         left: {},
+        added: {},
         pending: {},
         conversationErrors: {},
         user: null,

@@ -20,7 +20,7 @@ const NOT_CONNECTED = { ok: false, error: { code: "unavailable", message: "Not c
 /** What the transport does over HTTP (the page's api client). */
 export type HttpTransport = Pick<
   ChatTransport,
-  "fetchMessages" | "createConversation" | "leaveConversation" | "deleteConversation"
+  "fetchMessages" | "createConversation" | "addMembers" | "leaveConversation" | "deleteConversation"
 >;
 
 export interface SocketLink {
@@ -69,6 +69,7 @@ export function createSocketLink(http: HttpTransport): SocketLink {
     },
     fetchMessages: http.fetchMessages,
     createConversation: http.createConversation,
+    addMembers: http.addMembers,
     leaveConversation: http.leaveConversation,
     deleteConversation: http.deleteConversation,
   };

@@ -1,5 +1,7 @@
 import type {
+  AddMembersInput,
   ApiError,
+  MemberAdded,
   MemberLeft,
   BlockList,
   ConversationDTO,
@@ -48,6 +50,8 @@ export interface ChatTransport {
   listConversations(input: ListInput): Promise<Result<ConversationPage>>;
   fetchMessages(conversationId: number, query: MessagesQuery): Promise<Result<MessagesResponse>>;
   createConversation(input: CreateConversationInput): Promise<Result<{ conversation: ConversationDTO }>>;
+  /** Adds people to a group (any member may); HTTP, so it always resolves. */
+  addMembers(conversationId: number, input: AddMembersInput): Promise<Result<{ conversation: ConversationDTO }>>;
   /** Groups only; HTTP, so it always resolves. */
   leaveConversation(conversationId: number): Promise<Result>;
   /** A direct conversation (either member) or a group (its creator only); HTTP, so it always resolves. */
@@ -177,6 +181,8 @@ export interface ConversationsSlice {
   /** Resolves with the server's error message, or null once the new conversation is open. */
   createConversation(input: CreateConversationInput): Promise<string | null>;
   receiveConversation(conversation: ConversationDTO): void;
+  /** Resolves with the server's error message, or null once the group shows the people added. */
+  addMembers(conversationId: number, memberNames: string[]): Promise<string | null>;
   /** New members or title of a conversation this tab shows; unknown (or removed) ones are ignored. */
   updateConversation(conversation: ConversationDTO): void;
   /** Resolves with the server's error message (also kept in conversationErrors), or null once it is gone. */
@@ -247,6 +253,11 @@ export interface MessagesSlice {
    * go since (a `conversation:updated` with fewer members), timed when it saw them.
    */
   left: Record<number, MemberLeft[]>;
+  /**
+   * Per group, its members added after it began, oldest first: from the last history page fetched, and those this
+   * tab saw come since (a `conversation:updated` with more members: who added them is not said, `by` null).
+   */
+  added: Record<number, MemberAdded[]>;
   /** Per conversation, in the order they were sent. */
   pending: Record<number, PendingMessage[]>;
   loadLatest(conversationId: number): Promise<void>;

@@ -303,6 +303,7 @@ export class BrowserTab {
         ),
       fetchMessages: (conversationId, query) => track(inner.fetchMessages(conversationId, query)),
       createConversation: (input) => track(inner.createConversation(input)),
+      addMembers: (conversationId, input) => track(inner.addMembers(conversationId, input)),
       leaveConversation: (conversationId) => {
         journal.leaveIssued(userId, conversationId);
         return track(

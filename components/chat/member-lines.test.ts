@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { MemberLeft, MessageDTO } from "@/server/contracts";
-import { placeLeft } from "./left-lines";
+import { placeLines } from "./member-lines";
 
 const at = (minute: number) => `2026-12-07T10:${String(minute).padStart(2, "0")}:00.000Z`;
 const message = (seq: number, minute: number) => ({ seq, createdAt: at(minute) }) as MessageDTO;
@@ -10,7 +10,7 @@ describe("where 'name left' lines go", () => {
   const items = [message(4, 10), message(5, 20), message(6, 30)];
 
   it("goes before the first message written after the leave, in the order they left, or after the newest", () => {
-    const placed = placeLeft(items, [left(2, 25), left(1, 15), left(3, 22), left(9, 31)], true);
+    const placed = placeLines(items, [left(2, 25), left(1, 15), left(3, 22), left(9, 31)], true);
     expect([...placed.before]).toEqual([
       [5, [left(1, 15)]],
       [6, [left(3, 22), left(2, 25)]],
@@ -19,11 +19,11 @@ describe("where 'name left' lines go", () => {
   });
 
   it("shows a leave older than the loaded messages only once nothing older is left to load", () => {
-    expect([...placeLeft(items, [left(1, 5)], false).before]).toEqual([]);
-    expect([...placeLeft(items, [left(1, 5)], true).before]).toEqual([[4, [left(1, 5)]]]);
+    expect([...placeLines(items, [left(1, 5)], false).before]).toEqual([]);
+    expect([...placeLines(items, [left(1, 5)], true).before]).toEqual([[4, [left(1, 5)]]]);
   });
 
   it("puts every leave after the messages of a group that has none loaded", () => {
-    expect(placeLeft([], [left(1, 5)], true).after).toEqual([left(1, 5)]);
+    expect(placeLines([], [left(1, 5)], true).after).toEqual([left(1, 5)]);
   });
 });
