@@ -69,9 +69,15 @@ describe("adding people to a group", () => {
     expect(await list(cat.token)).toMatchObject({ totalUnread: 2 });
     expect((await list(ben.token)).conversations.find((c) => c.id === group.id)).toMatchObject({ unreadCount: 4 });
 
-    // And cat may write there.
+    // And cat may write there; a message that mentions someone is stored apart (with its Mention rows), and
+    // counts for the one added alike.
     const catSent = await send(catTab, group.id, "thanks");
     expect(catSent.ok).toBe(true);
+    const mentioned = nextEvent(catTab, "unread:changed", (u) => u.conversationId === group.id);
+    const mention = await send(annSocket, group.id, `@${cat.user.name} are you in?`);
+    expect(mention.ok, JSON.stringify(mention)).toBe(true);
+    // "welcome, cat" is still unread (her own message above it read nothing), and this one.
+    expect(await mentioned).toMatchObject({ conversationId: group.id, unreadCount: 2, mentionCount: 1 });
   });
 
   it("a message stored before the add and replayed by the relay after it does not count for the one added", async () => {

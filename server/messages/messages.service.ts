@@ -22,9 +22,13 @@ export interface Sent {
   floors: ReadonlyMap<number, number>;
 }
 
-/** Members added to a group after it began → the seq each joined at, from rows of [userId, joinedSeq]. */
-export function floorsOf(pairs: readonly (readonly number[])[] | null | undefined): ReadonlyMap<number, number> {
-  return pairs && pairs.length > 0 ? new Map(pairs.map(([userId, seq]) => [userId!, seq!])) : NO_FLOORS;
+/** Members added to a group after it began → the seq each joined at, from the two arrays the store answers. */
+export function floorsOf(
+  userIds: readonly number[] | null | undefined,
+  seqs: readonly number[] | null | undefined,
+): ReadonlyMap<number, number> {
+  if (!userIds || !seqs || userIds.length === 0) return NO_FLOORS;
+  return new Map(userIds.map((userId, i) => [userId, seqs[i]!]));
 }
 const NO_FLOORS: ReadonlyMap<number, number> = new Map();
 
@@ -107,7 +111,7 @@ export function createMessageService({
     });
     return {
       memberIds: rows.map((m) => m.userId),
-      floors: floorsOf(rows.filter((m) => m.joinedSeq > 0).map((m) => [m.userId, m.joinedSeq])),
+      floors: new Map(rows.filter((m) => m.joinedSeq > 0).map((m) => [m.userId, m.joinedSeq])),
     };
   }
 
@@ -124,15 +128,17 @@ export function createMessageService({
     kind: "direct" | "group";
     /** The conversation's members, ascending. */
     members: number[];
-    /** [userId, joinedSeq] of the members added after the group began; null when none. */
-    floors: number[][] | null;
+    /** The members added after the group began, and the seq each joined at (same order); null when none. */
+    joined: number[] | null;
+    joinedSeqs: number[] | null;
     outboxId: number;
   }
 
   /** `tally_store_messages`' answer for one message, in the order given. */
   const STORE_MESSAGES = `
     SELECT r_status AS "status", r_id AS "id", r_seq AS "seq", r_created_at AT TIME ZONE 'UTC' AS "createdAt",
-      r_kind AS "kind", r_outbox_id AS "outboxId", r_members AS "members", r_floors AS "floors"
+      r_kind AS "kind", r_outbox_id AS "outboxId", r_members AS "members",
+      r_joined AS "joined", r_joined_seqs AS "joinedSeqs"
     FROM tally_store_messages($1::int[], $2::int[], $3::text[], $4::text[], $5::int[])
     ORDER BY r_idx`;
 
@@ -311,7 +317,13 @@ export function createMessageService({
         createdAt: new Date(row.createdAt).toISOString(),
         clientMsgId,
       };
-      return { message, memberIds: row.members, mentionedIds, outboxId: row.outboxId, floors: floorsOf(row.floors) };
+      return {
+        message,
+        memberIds: row.members,
+        mentionedIds,
+        outboxId: row.outboxId,
+        floors: floorsOf(row.joined, row.joinedSeqs),
+      };
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
       const resent = await resend(sender, input);

@@ -10,9 +10,10 @@ ALTER TABLE "Membership" ADD COLUMN "joinedSeq" INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE "Membership" ADD COLUMN "addedById" INTEGER;
 ALTER TABLE "Membership" ADD CONSTRAINT "Membership_addedById_fkey" FOREIGN KEY ("addedById") REFERENCES "User"("id") ON DELETE SET NULL ON UPDATE CASCADE;
 
--- The send (20261209000000_hidden_is_not_theirs) answering the floors too: r_floors holds [userId, joinedSeq] pairs
--- of the members added later. A new column changes the function's type, so it is dropped and created again, in this
--- migration's transaction.
+-- The send (20261209000000_hidden_is_not_theirs) answering the floors too: r_joined holds the members added later,
+-- r_joined_seqs the seq each joined at, in the same order (two flat arrays: Prisma's raw queries, which the sends
+-- with mentions use, do not read a two-dimensional one). New columns change the function's type, so it is dropped
+-- and created again, in this migration's transaction.
 DROP FUNCTION tally_store_messages(INTEGER[], INTEGER[], TEXT[], TEXT[], INTEGER[]);
 
 CREATE FUNCTION tally_store_messages(
@@ -30,7 +31,8 @@ CREATE FUNCTION tally_store_messages(
     r_kind TEXT,
     r_outbox_id INTEGER,
     r_members INTEGER[],
-    r_floors INTEGER[]
+    r_joined INTEGER[],
+    r_joined_seqs INTEGER[]
 ) LANGUAGE plpgsql AS $$
 DECLARE
     i INTEGER;
@@ -41,7 +43,7 @@ BEGIN
     FOR i IN 1 .. COALESCE(array_length(p_conversation, 1), 0) LOOP
         r_idx := i;
         r_status := NULL; r_id := NULL; r_seq := NULL; r_created_at := NULL;
-        r_kind := NULL; r_outbox_id := NULL; r_members := NULL; r_floors := NULL;
+        r_kind := NULL; r_outbox_id := NULL; r_members := NULL; r_joined := NULL; r_joined_seqs := NULL;
         IF EXISTS (SELECT 1 FROM "Message" m WHERE m."senderId" = p_sender[i] AND m."clientMsgId" = p_client_msg_id[i]) THEN
             r_status := 'duplicate';
             RETURN NEXT;
@@ -87,11 +89,12 @@ BEGIN
         INSERT INTO "OutboxEvent" ("kind", "conversationId", "userId", "seq")
         VALUES ('message', p_conversation[i], p_sender[i], r_seq)
         RETURNING "id" INTO r_outbox_id;
-        -- Members added after the group began, each with the seq they joined at: [[userId, joinedSeq], ...], NULL when
-        -- none (most conversations). The same snapshot as the members, taken after the conversation's row lock.
+        -- Members added after the group began, and the seq each joined at; NULL when none (most conversations). The
+        -- same snapshot as the members, taken after the conversation's row lock.
         SELECT array_agg(mb."userId" ORDER BY mb."userId"),
-               array_agg(ARRAY[mb."userId", mb."joinedSeq"] ORDER BY mb."userId") FILTER (WHERE mb."joinedSeq" > 0)
-        INTO r_members, r_floors
+               array_agg(mb."userId" ORDER BY mb."userId") FILTER (WHERE mb."joinedSeq" > 0),
+               array_agg(mb."joinedSeq" ORDER BY mb."userId") FILTER (WHERE mb."joinedSeq" > 0)
+        INTO r_members, r_joined, r_joined_seqs
         FROM "Membership" mb WHERE mb."conversationId" = p_conversation[i];
         r_status := 'stored';
         RETURN NEXT;

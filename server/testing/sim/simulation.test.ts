@@ -44,25 +44,42 @@ describe("the simulation's plan", () => {
     }
   });
 
-  it("leaves and deletes, and only where the member may", () => {
+  it("adds, leaves and deletes, and only where the member may", () => {
     for (let seed = 1; seed <= 20; seed++) {
       const plan = scenario({ ...options, seed });
-      const convs = plan.conversations.map((c) => ({ ...c, members: new Set(c.members), gone: false }));
+      const convs = plan.conversations.map((c) => ({
+        ...c,
+        members: new Set(c.members),
+        left: new Set<number>(),
+        gone: false,
+      }));
       const kinds = new Set(plan.ops.map((op) => op.kind));
       expect(kinds).toContain("leave");
       expect(kinds).toContain("delete");
+      expect(kinds).toContain("add");
       for (const op of plan.ops) {
         if (op.kind === "create") {
           expect(op.conv).toBe(convs.length);
-          convs.push({ ...op.conversation, members: new Set(op.conversation.members), gone: false });
+          convs.push({
+            ...op.conversation,
+            members: new Set(op.conversation.members),
+            left: new Set<number>(),
+            gone: false,
+          });
           continue;
         }
         if (!("conv" in op) || op.conv === null) continue;
         const c = convs[op.conv]!;
         expect(!c.gone && c.members.has(op.user), `${op.kind} by ${op.user} in c${op.conv}`).toBe(true);
+        if (op.kind === "add") {
+          expect(c.kind).toBe("group");
+          expect(c.members.has(op.other) || c.left.has(op.other), `add ${op.other} to c${op.conv}`).toBe(false);
+          c.members.add(op.other);
+        }
         if (op.kind === "leave") {
           expect(c.kind).toBe("group");
           c.members.delete(op.user);
+          c.left.add(op.user);
         }
         if (op.kind === "delete") {
           expect(c.kind === "direct" || c.creator === op.user).toBe(true);
@@ -81,6 +98,7 @@ describe("the simulation's plan", () => {
       for (const op of plan.ops) {
         if (op.kind === "create")
           convs.push({ ...op.conversation, members: new Set(op.conversation.members), gone: false });
+        if (op.kind === "add") convs[op.conv]!.members.add(op.other);
         if (op.kind === "leave") convs[op.conv]!.members.delete(op.user);
         if (op.kind === "delete") convs[op.conv]!.gone = true;
         if (op.kind === "mute") {

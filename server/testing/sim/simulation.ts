@@ -255,6 +255,8 @@ export interface RoundReport {
   /** Marks as unread the server acknowledged. */
   marks: number;
   leaves: number;
+  /** People added to groups, acknowledged. */
+  adds: number;
   deletes: number;
   creates: number;
   reconnects: number;
@@ -308,6 +310,8 @@ type Op =
   /** `mention`: an `@name` of another member (any case) or `@all`, added to the content. */
   | { kind: "send"; user: number; tab: number; conv: number; mention?: string }
   | { kind: "mute"; user: number; tab: number; conv: number; muted: boolean }
+  /** `user` adds `other` to group `conv`: someone who is not in it and never left it. */
+  | { kind: "add"; user: number; tab: number; conv: number; other: number }
   | { kind: "blur"; user: number; tab: number }
   | { kind: "reconnect" | "reload"; user: number; tab: number; instance: number }
   | { kind: "create"; user: number; tab: number; conv: number; conversation: PlannedConversation }
@@ -341,7 +345,7 @@ export function scenario(o: PlanOptions): Scenario {
     return out;
   };
   const everyone = users.map((_, i) => i);
-  const convs: (PlannedConversation & { gone: boolean })[] = [];
+  const convs: (PlannedConversation & { gone: boolean; left?: Set<number> })[] = [];
   const directBetween = (a: number, b: number) =>
     convs.some((c) => !c.gone && c.kind === "direct" && c.members.includes(a) && c.members.includes(b));
   const group = (creator: number, others: number[]): PlannedConversation => ({
@@ -424,10 +428,22 @@ export function scenario(o: PlanOptions): Scenario {
           : group(user, shuffled(others).slice(0, r.int(2, Math.min(4, others.length))));
       ops.push({ kind: "create", user, tab, conv: convs.length, conversation: planned });
       convs.push({ ...planned, members: [...planned.members], gone: false });
-    } else if (x < 0.95 && groups.length > 0) {
+    } else if (x < 0.925 && groups.length > 0) {
+      // Someone not in the group who never left it: a person who left cannot be added back.
+      const conv = r.pick(groups);
+      const c = convs[conv]!;
+      const outside = everyone.filter((u) => !c.members.includes(u) && !c.left?.has(u));
+      if (outside.length === 0) ops.push({ kind: "blur", user, tab });
+      else {
+        const other = r.pick(outside);
+        ops.push({ kind: "add", user, tab, conv, other });
+        c.members = [...c.members, other];
+      }
+    } else if (x < 0.96 && groups.length > 0) {
       const conv = r.pick(groups);
       ops.push({ kind: "leave", user, tab, conv });
       convs[conv]!.members = convs[conv]!.members.filter((m) => m !== user);
+      (convs[conv]!.left ??= new Set()).add(user);
     } else if (deletable.length > 0) {
       const conv = r.pick(deletable);
       ops.push({ kind: "delete", user, tab, conv });
@@ -478,6 +494,8 @@ function describe(op: Op, names: string[]): string {
       return `${who}/t${op.tab} ${op.muted ? "mute" : "unmute"} c${op.conv}`;
     case "mark":
       return `${who}/t${op.tab} mark-unread c${op.conv}`;
+    case "add":
+      return `${who}/t${op.tab} add ${names[op.other]} to c${op.conv}`;
     default:
       return `${who}/t${op.tab} ${op.kind} c${op.conv}`;
   }
@@ -557,6 +575,7 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
     mutes: 0,
     marks: 0,
     leaves: 0,
+    adds: 0,
     deletes: 0,
     creates: 0,
     reconnects: 0,
@@ -864,6 +883,18 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
         else tab.switchTo(instanceUrl(op.instance));
         return (await until(() => tab.connected, 10_000)) ? "connected" : "not connected after 10 s";
       }
+      case "add": {
+        const id = await conversationOf(op.conv);
+        await showOrSkip(tab, users[op.user]!.id, id);
+        const { value } = tab.act((s) => {
+          s.setFocused(true);
+          s.openConversation(id);
+          return s.addMembers(id, [users[op.other]!.name]);
+        });
+        const error = await value;
+        if (error === null) report.adds++;
+        return error ?? "acknowledged";
+      }
       case "leave":
       case "delete": {
         const id = await conversationOf(op.conv);
@@ -1128,6 +1159,7 @@ async function checkDatabase(db: Db, journal: Journal, report: RoundReport): Pro
       userId: true,
       conversationId: true,
       lastReadSeq: true,
+      joinedSeq: true,
       muted: true,
       muteVersion: true,
       markVersion: true,
@@ -1152,7 +1184,8 @@ async function checkDatabase(db: Db, journal: Journal, report: RoundReport): Pro
     ),
   );
   for (const [pair, cursor] of memberships) {
-    let bound = journal.readAsked.get(pair) ?? 0;
+    // Someone added to a group starts with the cursor where they joined.
+    let bound = Math.max(journal.readAsked.get(pair) ?? 0, registers.get(pair)?.joinedSeq ?? 0);
     while (own.has(`${pair}:${bound + 1}`)) bound++;
     if (cursor > bound)
       report.problems.push(
@@ -1193,9 +1226,10 @@ async function checkDatabase(db: Db, journal: Journal, report: RoundReport): Pro
       );
     }
   }
-  // Who a stored message mentions, by the shared rule: members only leave in the simulation, so a current member
-  // was one when the message was sent, and must be mentioned exactly when its content names them (or says @all in a
-  // group). Those who left since may or may not have been mentioned.
+  // Who a stored message mentions, by the shared rule: a current member who joined before the message (founders,
+  // and those added at a lower seq) was one when it was sent, and must be mentioned exactly when its content names
+  // them (or says @all in a group). Those who left since may or may not have been mentioned; those added since were
+  // not members then, but the rule reads the members as they are now, so they are left out of it.
   const [users, mentions, mentioning] = await Promise.all([
     db.user.findMany({ select: { id: true, name: true } }),
     db.mention.findMany({ select: { userId: true, conversationId: true, seq: true } }),
@@ -1212,14 +1246,14 @@ async function checkDatabase(db: Db, journal: Journal, report: RoundReport): Pro
   ]);
   const names = new Map(users.map((u) => [u.id, u.name]));
   const mentioned = new Set(mentions.map((m) => `${m.conversationId}:${m.seq}:${m.userId}`));
-  const members = new Map<number, { id: number; name: string }[]>();
+  const members = new Map<number, { id: number; name: string; joinedSeq: number }[]>();
   for (const m of rows)
     members.set(m.conversationId, [
       ...(members.get(m.conversationId) ?? []),
-      { id: m.userId, name: names.get(m.userId) ?? "" },
+      { id: m.userId, name: names.get(m.userId) ?? "", joinedSeq: m.joinedSeq },
     ]);
   for (const msg of mentioning) {
-    const current = members.get(msg.conversationId) ?? [];
+    const current = (members.get(msg.conversationId) ?? []).filter((m) => m.joinedSeq < msg.seq);
     const kind = msg.conversation.kind === "group" ? "group" : "direct";
     const want = new Set(mentionedUserIds(msg.content, current, msg.senderId, kind));
     for (const m of current)
