@@ -26,4 +26,14 @@ describe("where 'name left' lines go", () => {
   it("puts every leave after the messages of a group that has none loaded", () => {
     expect(placeLines([], [left(1, 5)], true).after).toEqual([left(1, 5)]);
   });
+
+  it("puts someone added right above the first message after the seq they joined at, whatever the clocks say", () => {
+    // Message 5 began (its time) before the add and was stored after it (its seq): it is the newcomer's first.
+    const added = { userId: 7, name: "u7", by: null, seq: 4, at: at(25) };
+    expect([...placeLines(items, [added], true).before]).toEqual([[5, [added]]]);
+    expect(placeLines(items, [{ ...added, seq: 6 }], true).after).toEqual([{ ...added, seq: 6 }]);
+    // Joined at 2, while the oldest loaded is 4: only once nothing older is left to load.
+    expect([...placeLines(items, [{ ...added, seq: 2 }], false).before]).toEqual([]);
+    expect([...placeLines(items, [{ ...added, seq: 3 }], false).before]).toEqual([[4, [{ ...added, seq: 3 }]]]);
+  });
 });

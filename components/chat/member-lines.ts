@@ -20,11 +20,12 @@ export function memberLines(left: readonly MemberLeft[], added: readonly MemberA
 }
 
 /**
- * Places lines among `items` (ascending by seq) by time: each before the first message written after it happened.
- * One older than the oldest loaded message is shown only once nothing older is left to load (`complete`), or it
- * would sit above messages it did not see go by.
+ * Places lines among `items` (ascending by seq): one with a `seq` (someone added: the group's lastSeq then) right
+ * before the first message above it, exactly; one without (someone left) by time, before the first message written
+ * after it happened. One older than the oldest loaded message is shown only once nothing older is left to load
+ * (`complete`), or it would sit above messages it did not see go by.
  */
-export function placeLines<T extends { at: string }>(
+export function placeLines<T extends { at: string; seq?: number }>(
   items: readonly MessageDTO[],
   lines: readonly T[],
   complete: boolean,
@@ -33,8 +34,10 @@ export function placeLines<T extends { at: string }>(
   const after: T[] = [];
   const first = items[0];
   for (const line of [...lines].sort((a, b) => a.at.localeCompare(b.at))) {
-    if (first && line.at < first.createdAt && !complete) continue;
-    const next = items.find((m) => m.createdAt > line.at);
+    const { seq } = line;
+    const older = seq === undefined ? first && line.at < first.createdAt : first && seq < first.seq - 1;
+    if (older && !complete) continue;
+    const next = items.find((m) => (seq === undefined ? m.createdAt > line.at : m.seq > seq));
     if (!next) after.push(line);
     else before.set(next.seq, [...(before.get(next.seq) ?? []), line]);
   }

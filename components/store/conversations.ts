@@ -116,25 +116,24 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
     }
 
     /**
-     * Lines for members this tab saw come, now: each person once, and "by" known (this tab's own add) replaces the
-     * line of a push that came first and could not say who added them.
+     * Per group, the names this tab's adds in flight named (lower case): their push, which says nothing of who added
+     * them and may come before the answer, makes no line; the answer does ("You added dave").
      */
-    function noteAdded(conversationId: number, come: UserDTO[], by: MemberAdded["by"]): void {
+    const adding = new Map<number, string[]>();
+
+    /**
+     * Lines for members this tab saw come, now, placed at `seq` (the group's lastSeq as this tab heard it then; the
+     * server's list has the exact one): each person once.
+     */
+    function noteAdded(conversationId: number, come: UserDTO[], by: MemberAdded["by"], seq: number): void {
       if (come.length === 0) return;
       const at = new Date().toISOString();
       set((s) => {
         const before = s.added[conversationId] ?? [];
-        const unnamed = (a: MemberAdded) => by !== null && a.by === null && come.some((m) => m.id === a.userId);
-        const kept = before.filter((a) => !unnamed(a));
-        const fresh = come.filter((m) => !kept.some((a) => a.userId === m.id));
+        const fresh = come.filter((m) => !before.some((a) => a.userId === m.id));
         if (fresh.length === 0) return {};
-        const lines = fresh.map((m) => ({
-          userId: m.id,
-          name: m.name,
-          by,
-          at: before.find((a) => a.userId === m.id)?.at ?? at,
-        }));
-        return { added: { ...s.added, [conversationId]: [...kept, ...lines] } };
+        const lines = fresh.map((m) => ({ userId: m.id, name: m.name, by, seq, at }));
+        return { added: { ...s.added, [conversationId]: [...before, ...lines] } };
       });
     }
 
@@ -428,23 +427,33 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         // And more: those new were added now, by someone the push does not name.
         const had = new Set(known.members.map((m) => m.id));
         const come = conversation.kind === "group" ? conversation.members.filter((m) => !had.has(m.id)) : [];
-        noteAdded(conversation.id, come, null);
+        const named = new Set((adding.get(conversation.id) ?? []).map((n) => n.toLowerCase()));
+        const unnamed = come.filter((m) => !named.has(m.name.toLowerCase()));
+        noteAdded(conversation.id, unnamed, null, known.lastSeq);
         get().receiveConversation(conversation);
       },
 
       async addMembers(conversationId, memberNames) {
         const generation = rt.generation;
         const known = get().conversations[conversationId];
-        const res = await rt.deps.transport.addMembers(conversationId, { memberNames });
+        adding.set(conversationId, [...(adding.get(conversationId) ?? []), ...memberNames]);
+        let res: Awaited<ReturnType<typeof rt.deps.transport.addMembers>>;
+        try {
+          res = await rt.deps.transport.addMembers(conversationId, { memberNames });
+        } finally {
+          const rest = adding.get(conversationId) ?? [];
+          for (const n of memberNames) rest.splice(rest.indexOf(n), 1);
+          if (rest.length === 0) adding.delete(conversationId);
+        }
         if (generation !== rt.generation) return null;
         if (!res.ok) return res.error.message;
         const me = get().user;
-        // Members since before the call: the push of this add may have come first and merged them already.
-        // And those this call named: another member's add meanwhile is not this person's.
+        // Those this call named who were not members before it (its push may have merged them already).
         const had = new Set(known?.members.map((m) => m.id) ?? []);
         const named = new Set(memberNames.map((n) => n.toLowerCase()));
         const come = res.conversation.members.filter((m) => !had.has(m.id) && named.has(m.name.toLowerCase()));
-        noteAdded(conversationId, come, me ? { id: me.id, name: me.name } : null);
+        const seq = known?.lastSeq ?? res.conversation.lastSeq;
+        noteAdded(conversationId, come, me ? { id: me.id, name: me.name } : null, seq);
         get().receiveConversation(res.conversation);
         return null;
       },

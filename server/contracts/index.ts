@@ -234,6 +234,8 @@ export interface MemberAdded {
   name: string;
   /** Who added them (null only if that account were deleted: accounts are not, today). */
   by: { id: number; name: string } | null;
+  /** The group's lastSeq when they came: the line goes right above the first message after it. */
+  seq: number;
   /** ISO 8601 */
   at: string;
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { UnreadUpdate } from "../contracts/index.ts";
+import { poolOf } from "../db/prisma.ts";
 import { nextEvent, startHarness, type Harness } from "../testing/harness.ts";
 import { testApi } from "../testing/api.ts";
 import { reconcile } from "../unread/reconcile.ts";
@@ -58,6 +59,7 @@ describe("adding people to a group", () => {
         userId: cat.user.id,
         name: cat.user.name,
         by: { id: ann.user.id, name: ann.user.name },
+        seq: 3,
         at: expect.any(String),
       },
     ]);
@@ -187,5 +189,95 @@ describe("adding people to a group", () => {
     expect((await membersOf(big.id)).length).toBe(50);
     expect((await addMembers(ann!.token, big.id, { memberNames: [many[48]!.user.name] })).status).toBe(200);
     expect((await membersOf(big.id)).length).toBe(51);
+  });
+
+  it("a group deleted while someone is being added: whichever goes first, the newcomer is told and counts nothing", async () => {
+    const pool = poolOf(h.db);
+    const waiting = async () =>
+      Number(
+        (
+          await pool.query<{ n: string }>(
+            `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
+          )
+        ).rows[0]!.n,
+      );
+    for (const first of ["add", "delete"] as const) {
+      const [ann, ben, cat] = [await user("ann"), await user("ben"), await user("cat")];
+      const group = await create(ann.token, [ben.user.name], "Doomed");
+      const annSocket = await h.connect(ann.token, 0);
+      await send(annSocket, group.id);
+      await list(cat.token);
+      const catTab = await h.connect(cat.token, 1);
+      const removed = first === "add" ? nextEvent(catTab, "conversation:removed", () => true, 30_000) : null;
+      const add = () => addMembers(ann.token, group.id, { memberNames: [cat.user.name] });
+      const del = () => h.http(`/api/conversations/${group.id}`, { method: "DELETE", token: ann.token });
+      // The conversation's row held, so that the two queue behind it in the order given.
+      const holder = await pool.connect();
+      let adding: ReturnType<typeof add> | undefined;
+      let deleting: ReturnType<typeof del> | undefined;
+      try {
+        await holder.query("BEGIN");
+        await holder.query(`SELECT 1 FROM "Conversation" WHERE "id" = $1 FOR UPDATE`, [group.id]);
+        if (first === "add") adding = add();
+        else deleting = del();
+        await expect.poll(waiting, { message: `${first} waits for the row` }).toBe(1);
+        if (first === "add") deleting = del();
+        else adding = add();
+        await expect.poll(waiting, { message: "both wait for the row" }).toBe(2);
+        await holder.query("COMMIT");
+      } finally {
+        holder.release();
+      }
+      expect((await deleting!).status, first).toBe(200);
+      const added = await adding!;
+      await expect.poll(() => h.db.outboxEvent.count(), { timeout: 30_000 }).toBe(0);
+      expect(await h.db.conversation.count({ where: { id: group.id } })).toBe(0);
+      expect(await list(cat.token), first).toMatchObject({ totalUnread: 0, conversations: [] });
+      if (first === "add") {
+        // Added, then deleted with the others: told, and given a departure like every member.
+        await removed;
+        expect(await h.db.departure.count({ where: { userId: cat.user.id, conversationId: group.id } })).toBe(1);
+      } else expect(added.status).toBe(403); // the group was gone
+    }
+  });
+
+  it("names already in the group are skipped before the checks: a member who blocked the adder refuses nothing", async () => {
+    const [ann, ben, cat] = [await user("ann"), await user("ben"), await user("cat")];
+    const group = await create(ann.token, [ben.user.name], "Blocked within");
+    const block = { method: "POST", token: ben.token, body: JSON.stringify({ name: ann.user.name }) };
+    expect((await h.http("/api/blocks", block)).status).toBe(200);
+    const res = await addMembers(ann.token, group.id, { memberNames: [cat.user.name, ben.user.name] });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(await membersOf(group.id)).toEqual([ann.user.id, ben.user.id, cat.user.id].sort());
+    const onlyBen = await addMembers(ann.token, group.id, { memberNames: [ben.user.name] });
+    expect(onlyBen.body.error).toMatchObject({
+      code: "invalid",
+      message: "Everyone you named is in this group already.",
+    });
+  });
+
+  it("a direct conversation hidden from the caller is answered as one that does not exist", async () => {
+    const [mal, ann, cat] = [await user("mal"), await user("ann"), await user("cat")];
+    const hidden = await create(mal.token, [ann.user.name]); // nobody wrote yet: not ann's
+    const res = await addMembers(ann.token, hidden.id, { memberNames: [cat.user.name] });
+    expect(res.body.error?.code).toBe("forbidden");
+    const nowhere = await addMembers(ann.token, 999_999_998, { memberNames: [cat.user.name] });
+    expect(res.body.error.message).toBe(nowhere.body.error.message);
+    const leave = await h.http(`/api/conversations/${hidden.id}/leave`, { method: "POST", token: ann.token });
+    expect(leave.body.error?.code).toBe("forbidden");
+  });
+
+  it("keeps 'added' in the group's history after that member leaves", async () => {
+    const [ann, ben, cat] = [await user("ann"), await user("ben"), await user("cat")];
+    const group = await create(ann.token, [ben.user.name], "Passing through");
+    expect((await addMembers(ben.token, group.id, { memberNames: [cat.user.name] })).status).toBe(200);
+    const leave = await h.http(`/api/conversations/${group.id}/leave`, { method: "POST", token: cat.token });
+    expect(leave.status).toBe(200);
+    const history = await h.http(`/api/conversations/${group.id}/messages`, { token: ann.token });
+    const by = { id: ben.user.id, name: ben.user.name };
+    expect(history.body.added).toEqual([
+      { userId: cat.user.id, name: cat.user.name, by, seq: 0, at: expect.any(String) },
+    ]);
+    expect(history.body.left).toEqual([{ userId: cat.user.id, name: cat.user.name, at: expect.any(String) }]);
   });
 });

@@ -133,32 +133,38 @@ export function createConversationService({ db }: { db: Db }) {
       const [conv] = await tx.$queryRaw<{ kind: string; lastSeq: number }[]>`
         SELECT c."kind"::TEXT AS "kind", c."lastSeq" FROM "Conversation" c
         WHERE c."id" = ${conversationId}
-          AND EXISTS (SELECT 1 FROM "Membership" mb WHERE mb."conversationId" = c."id" AND mb."userId" = ${user.id})
+          AND EXISTS (SELECT 1 FROM "Membership" mb
+                      WHERE mb."conversationId" = c."id" AND mb."userId" = ${user.id}
+                        AND NOT (mb."hidden" AND c."lastSeq" = 0))
         FOR UPDATE OF c`;
       if (!conv) throw new AppError("forbidden", "You are not a member of this conversation.");
       if (conv.kind !== "group") {
         throw new AppError("invalid", "People can be added to a group only; start a group with them instead.");
       }
-      await refuseMissing(tx, user, byKey, users);
-      const ids = users.map((u) => u.id);
-      const named = { conversationId, userId: { in: ids } };
       const members = await tx.membership.findMany({ where: { conversationId }, select: { userId: true } });
+      const before = members.map((m) => m.userId);
+      const inAlready = new Set(before);
+      // Those in the group already are left out before the checks: a member who blocked the adder (or whom the
+      // adder blocked) is in the list for all to see, and naming them must neither refuse the others nor tell.
+      const newcomers = users.filter((u) => !inAlready.has(u.id));
+      for (const u of users) if (inAlready.has(u.id)) byKey.delete(u.name.toLowerCase());
+      if (byKey.size === 0) throw new AppError("invalid", "Everyone you named is in this group already.");
+      await refuseMissing(tx, user, byKey, newcomers);
+      const ids = newcomers.map((u) => u.id);
+      const named = { conversationId, userId: { in: ids } };
       // A GroupLeave stays with the group; a Departure (the counters' record, a day long) also knows leaves from
       // before GroupLeave existed.
       const gone = await tx.groupLeave.findMany({ where: named, select: { userId: true } });
       const departed = await tx.departure.findMany({ where: named, select: { userId: true } });
       const left = new Set([...gone, ...departed].map((r) => r.userId));
       if (left.size > 0) {
-        const names = users.filter((u) => left.has(u.id)).map((u) => `'${u.name}'`);
+        const names = newcomers.filter((u) => left.has(u.id)).map((u) => `'${u.name}'`);
         throw new AppError(
           "invalid",
           `${names.join(", ")} left this group; someone who leaves a group cannot be added to it again.`,
         );
       }
-      const before = members.map((m) => m.userId);
-      const inAlready = new Set(before);
-      const added = ids.filter((id) => !inAlready.has(id));
-      if (added.length === 0) throw new AppError("invalid", "Everyone you named is in this group already.");
+      const added = ids;
       if (before.length + added.length > MAX_GROUP_SIZE) {
         throw new AppError(
           "invalid",
@@ -166,13 +172,10 @@ export function createConversationService({ db }: { db: Db }) {
         );
       }
       await tx.membership.createMany({
-        data: added.map((userId) => ({
-          userId,
-          conversationId,
-          lastReadSeq: conv.lastSeq,
-          joinedSeq: conv.lastSeq,
-          addedById: user.id,
-        })),
+        data: added.map((userId) => ({ userId, conversationId, lastReadSeq: conv.lastSeq, joinedSeq: conv.lastSeq })),
+      });
+      await tx.groupJoin.createMany({
+        data: added.map((userId) => ({ userId, conversationId, addedById: user.id, seq: conv.lastSeq })),
       });
       return { added, before };
     });
@@ -230,9 +233,11 @@ export function createConversationService({ db }: { db: Db }) {
     return db.$transaction(async (tx) => {
       const membership = await tx.membership.findUnique({
         where: { userId_conversationId: { userId: user.id, conversationId } },
-        select: { conversation: { select: { kind: true } } },
+        select: { hidden: true, conversation: { select: { kind: true, lastSeq: true } } },
       });
-      if (!membership) throw new AppError("forbidden", "You are not a member of this conversation.");
+      // A direct conversation hidden from the user is none of theirs: answered as one that does not exist.
+      if (!membership || (membership.hidden && membership.conversation.lastSeq === 0))
+        throw new AppError("forbidden", "You are not a member of this conversation.");
       if (membership.conversation.kind === "direct") {
         throw new AppError("invalid", "A direct conversation cannot be left; delete it instead.");
       }
@@ -252,6 +257,9 @@ export function createConversationService({ db }: { db: Db }) {
    */
   async function remove(user: UserDTO, conversationId: number): Promise<{ memberIds: number[]; hiddenFrom: number[] }> {
     return db.$transaction(async (tx) => {
+      // The row's lock before the members are read: an add that committed meanwhile is among them (its newcomer
+      // gets a departure and is told), and one that comes after finds the group gone.
+      await tx.$queryRaw`SELECT 1 FROM "Conversation" WHERE "id" = ${conversationId} FOR UPDATE`;
       const conv = await tx.conversation.findFirst({
         // Not one hidden from the user (`hiddenFrom`): it is no conversation of theirs to delete.
         where: {

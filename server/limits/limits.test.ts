@@ -22,11 +22,13 @@ describe("refusalWords", () => {
 });
 
 describe("waitWords", () => {
-  it("rounds up to minutes, and to hours from an hour and a half", () => {
+  it("rounds up to minutes, and from an hour and a half to hours and the next ten minutes", () => {
     expect(waitWords(1)).toBe("1 minute");
     expect(waitWords(60_001)).toBe("2 minutes");
     expect(waitWords(89 * 60_000)).toBe("89 minutes");
-    expect(waitWords(89 * 60_000 + 1)).toBe("2 hours");
+    expect(waitWords(89 * 60_000 + 1)).toBe("1 hour 30 minutes");
+    expect(waitWords(121 * 60_000)).toBe("2 hours 10 minutes");
+    expect(waitWords(170 * 60_000 + 1)).toBe("3 hours");
     expect(waitWords(5 * 3_600_000)).toBe("5 hours");
   });
 });

@@ -126,11 +126,18 @@ export function refusalWords(name: LimitName, retryAfterMs: number): string {
   return later.test(words) ? words.replace(later, when) : `${words} T${when.slice(1)}`;
 }
 
-/** A wait of a minute or more in words, rounded up: "1 minute", "37 minutes", "2 hours" (from 90 minutes). */
+/**
+ * A wait of a minute or more in words, rounded up: "1 minute", "37 minutes"; from 90 minutes, hours and minutes up
+ * to the next ten ("2 hours 10 minutes" for 2 h 1 min, "3 hours"), so the words are never short of the wait nor
+ * more than ten minutes over it.
+ */
 export function waitWords(ms: number): string {
   const minutes = Math.ceil(ms / 60_000);
   if (minutes < 90) return minutes === 1 ? "1 minute" : `${minutes} minutes`;
-  return `${Math.ceil(minutes / 60)} hours`;
+  const tens = Math.ceil(minutes / 10) * 10;
+  const [hours, rest] = [Math.floor(tens / 60), tens % 60];
+  const h = hours === 1 ? "1 hour" : `${hours} hours`;
+  return rest === 0 ? h : `${h} ${rest} minutes`;
 }
 
 /** A `rate_limited` refusal of `name` that can be tried again in `retryAfterMs`. */

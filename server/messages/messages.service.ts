@@ -386,19 +386,20 @@ export function createMessageService({
     return rows.map((r) => ({ userId: r.userId, name: r.user.name, at: r.at.toISOString() }));
   }
 
-  /** The group's members added after it began, oldest first; call after `history`, as `left`. */
+  /** The people added to the group after it began (those who left since too), oldest first; as `left`. */
   async function added(conversationId: number): Promise<MemberAdded[]> {
-    const rows = await db.membership.findMany({
-      where: { conversationId, addedById: { not: null } },
-      orderBy: [{ joinedAt: "asc" }, { userId: "asc" }],
+    const rows = await db.groupJoin.findMany({
+      where: { conversationId },
+      orderBy: [{ seq: "asc" }, { at: "asc" }, { userId: "asc" }],
       select: {
         userId: true,
-        joinedAt: true,
+        seq: true,
+        at: true,
         user: { select: { name: true } },
         addedBy: { select: { id: true, name: true } },
       },
     });
-    return rows.map((r) => ({ userId: r.userId, name: r.user.name, by: r.addedBy, at: r.joinedAt.toISOString() }));
+    return rows.map((r) => ({ userId: r.userId, name: r.user.name, by: r.addedBy, seq: r.seq, at: r.at.toISOString() }));
   }
 
   /** `waiting()`: sends waiting for a group now (the /metrics gauge; past the bound a send is refused). */

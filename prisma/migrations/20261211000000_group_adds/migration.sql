@@ -3,12 +3,27 @@
 -- does "joinedSeq", the floor every counter event for them carries from then on (docs/consistency.md, "Joining a group"). Without it, a
 -- message stored before they joined, replayed by the relay after (the replay reads the members afresh), or a message
 -- stored after it whose fan-out reached Redis before anything else of theirs did, would count every message of the
--- group up to it as unread for them. "addedById" says who added them, for the group's history ("carol added dave");
--- NULL for the members the group began with.
+-- group up to it as unread for them.
+-- A GroupJoin row tells the group's history who added them, when and at which seq ("carol added dave"), written in
+-- the add's transaction; like GroupLeave it stays as long as the group does, also once they have left it.
 
 ALTER TABLE "Membership" ADD COLUMN "joinedSeq" INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE "Membership" ADD COLUMN "addedById" INTEGER;
-ALTER TABLE "Membership" ADD CONSTRAINT "Membership_addedById_fkey" FOREIGN KEY ("addedById") REFERENCES "User"("id") ON DELETE SET NULL ON UPDATE CASCADE;
+
+CREATE TABLE "GroupJoin" (
+    "conversationId" INTEGER NOT NULL,
+    "userId" INTEGER NOT NULL,
+    "addedById" INTEGER,
+    "seq" INTEGER NOT NULL,
+    "at" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+
+    CONSTRAINT "GroupJoin_pkey" PRIMARY KEY ("conversationId","userId")
+);
+
+ALTER TABLE "GroupJoin" ADD CONSTRAINT "GroupJoin_conversationId_fkey" FOREIGN KEY ("conversationId") REFERENCES "Conversation"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+ALTER TABLE "GroupJoin" ADD CONSTRAINT "GroupJoin_userId_fkey" FOREIGN KEY ("userId") REFERENCES "User"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+ALTER TABLE "GroupJoin" ADD CONSTRAINT "GroupJoin_addedById_fkey" FOREIGN KEY ("addedById") REFERENCES "User"("id") ON DELETE SET NULL ON UPDATE CASCADE;
 
 -- The send (20261209000000_hidden_is_not_theirs) answering the floors too: r_joined holds the members added later,
 -- r_joined_seqs the seq each joined at, in the same order (two flat arrays: Prisma's raw queries, which the sends
