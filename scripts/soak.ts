@@ -78,6 +78,7 @@ const totals = {
   mutes: 0,
   marks: 0,
   leaves: 0,
+  adds: 0,
   deletes: 0,
   acknowledged: 0,
   lost: 0,
@@ -150,6 +151,7 @@ try {
     totals.mutes += r.mutes;
     totals.marks += r.marks;
     totals.leaves += r.leaves;
+    totals.adds += r.adds;
     totals.deletes += r.deletes;
     totals.acknowledged += r.acknowledgedMessages;
     totals.lost += r.lostMessages;
@@ -186,7 +188,7 @@ console.log(`  rounds:                   ${totals.rounds}`);
 console.log(
   `  operations done:          ${totals.ops} (${totals.sends} sends of which ${totals.mentionSends} mentioning, ` +
     `${totals.reads} reads, ${totals.mutes} mutes/unmutes and ${totals.marks} marks acknowledged, ` +
-    `${totals.leaves} leaves, ${totals.deletes} deletes)`,
+    `${totals.adds} people added to groups, ${totals.leaves} leaves, ${totals.deletes} deletes)`,
 );
 console.log(`  faults injected:          ${faultCount} ${JSON.stringify(faults)}`);
 console.log(`  faults not injected:      ${faultErrors.length}${faultErrors.map((e) => `\n    ${e}`).join("")}`);
