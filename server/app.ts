@@ -144,7 +144,12 @@ export function createApp({
     chargeMentions: (sender, mentioned) => limits.consume("mention", { userId: sender.id }, mentioned),
   });
   const blocks = createBlockService({ db });
-  const conversations = createConversationService({ db });
+  const conversations = createConversationService({
+    db,
+    forgetGone: async (userIds, conversationId) => {
+      await Promise.all(userIds.map((userId) => unread.forgetGone(userId, conversationId)));
+    },
+  });
   const removal = createRemoval({ unread, notifier, outbox, log });
   const relay = createRelay({
     db,

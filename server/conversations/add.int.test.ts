@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { UnreadUpdate } from "../contracts/index.ts";
 import { poolOf } from "../db/prisma.ts";
+import { userKeys } from "../redis/keys.ts";
 import { nextEvent, startHarness, type Harness } from "../testing/harness.ts";
 import { testApi } from "../testing/api.ts";
 import { reconcile } from "../unread/reconcile.ts";
@@ -279,5 +280,29 @@ describe("adding people to a group", () => {
       { userId: cat.user.id, name: cat.user.name, by, seq: 0, at: expect.any(String) },
     ]);
     expect(history.body.left).toEqual([{ userId: cat.user.id, name: cat.user.name, at: expect.any(String) }]);
+  });
+
+  it("someone who left before leaves were kept, a day or more ago, can be added back and counts the group again", async () => {
+    const [ann, ben, cat] = [await user("ann"), await user("ben"), await user("cat")];
+    const group = await create(ann.token, [ben.user.name, cat.user.name], "Old leaver");
+    const annSocket = await h.connect(ann.token, 0);
+    await send(annSocket, group.id);
+    expect((await h.http(`/api/conversations/${group.id}/leave`, { method: "POST", token: cat.token })).status).toBe(
+      200,
+    );
+    expect(await h.redis.hexists(userKeys(cat.user.id).gone, String(group.id))).toBe(1);
+    // A leave from before the GroupLeave table, whose departure reconciliation deleted after a day: the database
+    // no longer knows it; Redis still holds the "gone" mark (fewer than 256 marks are never pruned).
+    await h.db.groupLeave.deleteMany({ where: { userId: cat.user.id, conversationId: group.id } });
+    await h.db.departure.deleteMany({ where: { userId: cat.user.id, conversationId: group.id } });
+
+    expect((await addMembers(ann.token, group.id, { memberNames: [cat.user.name] })).status).toBe(200);
+    expect(await h.redis.hexists(userKeys(cat.user.id).gone, String(group.id))).toBe(0);
+    await send(annSocket, group.id);
+    await send(annSocket, group.id);
+    expect((await list(cat.token)).conversations.find((c) => c.id === group.id)).toMatchObject({ unreadCount: 2 });
+    expect(await reconcile({ db: h.db, unread: createUnreadService({ redis: h.redis, db: h.db }) })).toMatchObject({
+      drifted: 0,
+    });
   });
 });

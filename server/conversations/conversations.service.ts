@@ -11,7 +11,17 @@ type Tx = Parameters<Parameters<Db["$transaction"]>[0]>[0];
 export type ConversationService = ReturnType<typeof createConversationService>;
 
 /** Membership changes in the database: creating, adding to, leaving and deleting conversations. */
-export function createConversationService({ db }: { db: Db }) {
+export function createConversationService({
+  db,
+  forgetGone,
+}: {
+  db: Db;
+  /**
+   * Clears the counters' "gone" marks of the people being added (UnreadService.forgetGone), before the add commits
+   * and while it holds the conversation's row, so no message event can reach them first.
+   */
+  forgetGone?: (userIds: number[], conversationId: number) => Promise<void>;
+}) {
   /**
    * One other member and no title: the pair's direct conversation (created once, returned afterwards). More, or a
    * title: a new group.
@@ -171,6 +181,10 @@ export function createConversationService({ db }: { db: Db }) {
           `A group can have at most ${MAX_GROUP_SIZE} members; this one has ${before.length}.`,
         );
       }
+      // Someone who left the group before GroupLeave existed, a day or more ago (their Departure is gone), is not known
+      // as a leaver, but Redis may still hold their "gone" mark, which would make the counters ignore the group for
+      // them for good: forgotten first. Redis away fails the add (`unavailable`): nothing is written.
+      await forgetGone?.(added, conversationId);
       await tx.membership.createMany({
         data: added.map((userId) => ({ userId, conversationId, lastReadSeq: conv.lastSeq, joinedSeq: conv.lastSeq })),
       });
@@ -231,6 +245,9 @@ export function createConversationService({ db }: { db: Db }) {
    */
   async function leave(user: UserDTO, conversationId: number): Promise<number[]> {
     return db.$transaction(async (tx) => {
+      // The row's key-share lock first, which its Departure and GroupLeave rows would take anyway: a deletion (which
+      // locks the row, then the memberships) then waits for this leave, or this leave for it, never each for the other.
+      await tx.$queryRaw`SELECT 1 FROM "Conversation" WHERE "id" = ${conversationId} FOR KEY SHARE`;
       const membership = await tx.membership.findUnique({
         where: { userId_conversationId: { userId: user.id, conversationId } },
         select: { hidden: true, conversation: { select: { kind: true, lastSeq: true } } },
@@ -258,8 +275,13 @@ export function createConversationService({ db }: { db: Db }) {
   async function remove(user: UserDTO, conversationId: number): Promise<{ memberIds: number[]; hiddenFrom: number[] }> {
     return db.$transaction(async (tx) => {
       // The row's lock before the members are read: an add that committed meanwhile is among them (its newcomer
-      // gets a departure and is told), and one that comes after finds the group gone.
-      await tx.$queryRaw`SELECT 1 FROM "Conversation" WHERE "id" = ${conversationId} FOR UPDATE`;
+      // gets a departure and is told), and one that comes after finds the group gone. Members only: nobody else holds
+      // up a conversation's sends.
+      await tx.$queryRaw`
+        SELECT 1 FROM "Conversation" c
+        WHERE c."id" = ${conversationId}
+          AND EXISTS (SELECT 1 FROM "Membership" mb WHERE mb."conversationId" = c."id" AND mb."userId" = ${user.id})
+        FOR UPDATE OF c`;
       const conv = await tx.conversation.findFirst({
         // Not one hidden from the user (`hiddenFrom`): it is no conversation of theirs to delete.
         where: {

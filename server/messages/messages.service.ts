@@ -399,7 +399,13 @@ export function createMessageService({
         addedBy: { select: { id: true, name: true } },
       },
     });
-    return rows.map((r) => ({ userId: r.userId, name: r.user.name, by: r.addedBy, seq: r.seq, at: r.at.toISOString() }));
+    return rows.map((r) => ({
+      userId: r.userId,
+      name: r.user.name,
+      by: r.addedBy,
+      seq: r.seq,
+      at: r.at.toISOString(),
+    }));
   }
 
   /** `waiting()`: sends waiting for a group now (the /metrics gauge; past the bound a send is refused). */

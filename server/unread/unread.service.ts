@@ -584,6 +584,15 @@ export function createUnreadService({
     return { unreadCount, mentionCount, muted, markedUnread, markVersion };
   }
 
+  /**
+   * Forgets the "gone" mark of a conversation the user is being added to (docs/consistency.md, "Joining a group"):
+   * only ever for someone with no departure from it in the database, so any mark is over a day old (departures are
+   * kept a day) and no late event it guards against can come any more.
+   */
+  async function forgetGone(userId: number, conversationId: number): Promise<void> {
+    await redis.hdel(userKeys(userId, prefix).gone, String(conversationId));
+  }
+
   /** Everything Redis holds for the user, after expiring what the TTL says (reconciliation). */
   async function inspect(userId: number): Promise<InspectReply> {
     const keys = unreadScriptKeys(userId, prefix);
@@ -601,6 +610,7 @@ export function createUnreadService({
     view,
     rebuild,
     remove,
+    forgetGone,
     truth,
     inspect,
     ttlMs,
