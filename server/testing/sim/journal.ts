@@ -60,6 +60,12 @@ export class Journal {
   readonly markAsked = new Set<string>();
   private readonly leaveAsked = new Set<string>();
   private readonly deleteAsked = new Set<number>();
+  /**
+   * (user, conversation) pairs someone asked to add the user to, with no acknowledgement (yet): the plan counts
+   * them in, but until the add is acknowledged the group is not theirs, and their tab may drop it (and what they
+   * queued there) as a person's would.
+   */
+  private readonly addUnsure = new Set<string>();
   /** A data-loss fault ran (FLUSHALL or a Redis restart): a user's Redis state may then be missing. */
   dataLoss = false;
   /** Things a tab saw that must never happen (total ≠ sum, a count dropping without a read, …). */
@@ -130,6 +136,14 @@ export class Journal {
     this.marks.push({ userId, conversationId, markVersion: unread.markVersion });
   }
 
+  addIssued(userId: number, conversationId: number): void {
+    this.addUnsure.add(key(userId, conversationId));
+  }
+
+  addAcknowledged(userId: number, conversationId: number): void {
+    this.addUnsure.delete(key(userId, conversationId));
+  }
+
   leaveIssued(userId: number, conversationId: number): void {
     this.leaveAsked.add(key(userId, conversationId));
   }
@@ -159,9 +173,13 @@ export class Journal {
     return this.readAsked.has(k) || this.sendAsked.has(k) || (to === 0 && this.mayRemove(userId, conversationId));
   }
 
-  /** A conversation can only leave a user's tabs after they left it or someone deleted it. */
+  /**
+   * A conversation can only leave a user's tabs after they left it or someone deleted it, or while an add of them
+   * to it has not been acknowledged (it failed, or its answer was lost: it may not have happened).
+   */
   mayRemove(userId: number, conversationId: number): boolean {
-    return this.leaveAsked.has(key(userId, conversationId)) || this.deleteAsked.has(conversationId);
+    const k = key(userId, conversationId);
+    return this.leaveAsked.has(k) || this.deleteAsked.has(conversationId) || this.addUnsure.has(k);
   }
 
   violation(line: string): void {

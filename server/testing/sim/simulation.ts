@@ -886,13 +886,18 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
       case "add": {
         const id = await conversationOf(op.conv);
         await showOrSkip(tab, users[op.user]!.id, id);
+        const other = users[op.other]!;
+        journal.addIssued(other.id, id);
         const { value } = tab.act((s) => {
           s.setFocused(true);
           s.openConversation(id);
-          return s.addMembers(id, [users[op.other]!.name]);
+          return s.addMembers(id, [other.name]);
         });
         const error = await value;
-        if (error === null) report.adds++;
+        if (error === null) {
+          report.adds++;
+          journal.addAcknowledged(other.id, id);
+        }
         return error ?? "acknowledged";
       }
       case "leave":
