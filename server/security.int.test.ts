@@ -463,6 +463,11 @@ describe("accounts, sessions and the front door", () => {
       JSON.stringify({ memberNames: [dave.user.name] }),
     );
     expect(add.status).toBe(403);
+    const kick = await h.http(`/api/conversations/${id}/members/${carol.user.id}`, {
+      method: "DELETE",
+      headers: { cookie, origin: "http://evil.example" },
+    });
+    expect(kick).toMatchObject({ status: 403, body: { error: { code: "forbidden" } } });
     // Even with a JSON body, another origin may not change state.
     const jsonFromElsewhere = await h.http(`/api/conversations/${id}/leave`, {
       method: "POST",
@@ -606,6 +611,8 @@ describe("accounts, sessions and the front door", () => {
       ["POST", `/api/conversations/${group}/leave`, json('{"x":1}')],
       ["POST", `/api/conversations/${group}/leave`, json("[]")],
       ["POST", `/api/conversations/${group}/members?x=1`, json(`{"memberNames":["${dave.user.name}"]}`)],
+      ["DELETE", `/api/conversations/${group}/members/${carol.user.id}?x=1`, {}],
+      ["DELETE", `/api/conversations/${group}/members/${carol.user.id}`, json('{"x":1}')],
       ["DELETE", `/api/conversations/${direct}`, json('"x"')],
       ["DELETE", `/api/conversations/${direct}?x=1`, {}],
       ["DELETE", "/api/session", json('{"everywhere":true}')],
@@ -619,6 +626,7 @@ describe("accounts, sessions and the front door", () => {
       return (list.body as { conversations: { id: number }[] }).conversations.map((c) => c.id);
     };
     expect(await listOf(bob.token)).toContain(group);
+    expect(await listOf(carol.token)).toContain(group);
     expect(await listOf(dave.token)).toEqual([]);
     // The direct conversation has no message yet, so only its creator's list shows it.
     expect(await listOf(alice.token)).toEqual(expect.arrayContaining([group, direct]));
@@ -733,6 +741,7 @@ describe("limits per user and per address, across sockets and instances", () => 
         create: 3,
         groupAdd: 4,
         remove: 1,
+        removeMember: 1,
         block: 1000,
         lookup: 3,
         signUp: 20,
@@ -967,6 +976,24 @@ describe("limits per user and per address, across sockets and instances", () => 
     expect(await page(50)).toMatchObject({ status: 429, body: { error: { code: "rate_limited" } } });
     expect((await page(40)).status).toBe(200);
     expect((await page(1)).status).toBe(429);
+  });
+
+  it("limits the people one user removes from their groups", async () => {
+    const u = await h.signUp("lim_kick");
+    const [a, b] = [await h.signUp("lim_kick_a"), await h.signUp("lim_kick_b")];
+    const res = await h.http("/api/conversations", {
+      method: "POST",
+      token: u.token,
+      body: JSON.stringify({ memberNames: [a.user.name, b.user.name] }),
+    });
+    const id = res.body.conversation.id as number;
+    const kick = (userId: number) =>
+      h.http(`/api/conversations/${id}/members/${userId}`, { method: "DELETE", token: u.token });
+    expect((await kick(a.user.id)).status).toBe(200);
+    const refused = await kick(b.user.id);
+    expect(refused).toMatchObject({ status: 429, body: { error: { code: "rate_limited" } } });
+    expect(Number(refused.body.error.retryAfterMs)).toBeGreaterThan(0);
+    expect(await h.db.membership.count({ where: { conversationId: id } })).toBe(2);
   });
 
   it("charges a sync by its size: a user put into 200 groups by others gets fewer syncs", async () => {

@@ -143,12 +143,13 @@ export interface ConversationPage {
 }
 
 /**
- * Why a conversation left the user's list: `left` (the user, in some tab), or `deleted` `by` a member (the user
- * too). Without `how`, not known: the outbox relay's replay after a fault does not keep it.
+ * Why a conversation left the user's list: `left` (the user, in some tab), `deleted` `by` a member (the user too), or
+ * `removed` from the group `by` its creator. Without `how`, not known: the outbox relay's replay after a fault does
+ * not keep it.
  */
 export interface ConversationRemoval {
   conversationId: number;
-  how?: { reason: "left" } | { reason: "deleted"; by: number };
+  how?: { reason: "left" } | { reason: "deleted"; by: number } | { reason: "removed"; by: number };
 }
 
 export interface ServerToClientEvents {
@@ -224,6 +225,8 @@ export interface StartResponse {
 export interface MemberLeft {
   userId: number;
   name: string;
+  /** Who removed them (the group's creator): "carol removed dave"; absent when they left by themselves. */
+  removedBy?: { id: number; name: string };
   /** ISO 8601 */
   at: string;
 }

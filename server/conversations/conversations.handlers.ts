@@ -1,5 +1,5 @@
 import type { UserDTO } from "../contracts/index.ts";
-import { addMembersInput, conversationIdParam, createConversationInput } from "../contracts/inputs.ts";
+import { addMembersInput, conversationIdParam, createConversationInput, userIdParam } from "../contracts/inputs.ts";
 import { parse } from "../errors.ts";
 import type { Limits } from "../limits/limits.ts";
 import type { Notifier } from "../realtime/notifier.ts";
@@ -62,6 +62,20 @@ export function conversationActions(deps: ConversationDeps) {
       const remaining = await deps.conversations.leave(user, conversationId);
       await deps.removal.deliver(conversationId, [user.id], { reason: "left" });
       // The others' member lists (and an untitled group's title) change; their counts do not.
+      await tell("conversationUpdated", conversationId, remaining);
+      return {};
+    },
+
+    /**
+     * The group's creator removes a member: the group leaves their counters and tabs, as at a leave, and the others
+     * see the new member list.
+     */
+    async removeMember(user: UserDTO, idParam: unknown, memberParam: unknown) {
+      const conversationId = parse(conversationIdParam, idParam);
+      const memberId = parse(userIdParam, memberParam);
+      await deps.limits.consume("removeMember", { userId: user.id });
+      const remaining = await deps.conversations.removeMember(user, conversationId, memberId);
+      await deps.removal.deliver(conversationId, [memberId], { reason: "removed", by: user.id });
       await tell("conversationUpdated", conversationId, remaining);
       return {};
     },

@@ -164,14 +164,23 @@ export function createConversationService({
       const named = { conversationId, userId: { in: ids } };
       // A GroupLeave stays with the group; a Departure (the counters' record, a day long) also knows leaves from
       // before GroupLeave existed.
-      const gone = await tx.groupLeave.findMany({ where: named, select: { userId: true } });
+      const gone = await tx.groupLeave.findMany({ where: named, select: { userId: true, removedById: true } });
       const departed = await tx.departure.findMany({ where: named, select: { userId: true } });
       const left = new Set([...gone, ...departed].map((r) => r.userId));
       if (left.size > 0) {
-        const names = newcomers.filter((u) => left.has(u.id)).map((u) => `'${u.name}'`);
+        const removed = new Set(gone.filter((r) => r.removedById !== null).map((r) => r.userId));
+        const names = (ids: Set<number>) =>
+          newcomers
+            .filter((u) => ids.has(u.id))
+            .map((u) => `'${u.name}'`)
+            .join(", ");
         throw new AppError(
           "invalid",
-          `${names.join(", ")} left this group; someone who leaves a group cannot be added to it again.`,
+          removed.size === left.size
+            ? `${names(removed)} ${removed.size === 1 ? "was" : "were"} removed from this group; someone removed ` +
+                "from a group cannot be added to it again."
+            : `${names(new Set([...left].filter((id) => !removed.has(id))))} left this group; someone who leaves a ` +
+                "group cannot be added to it again.",
         );
       }
       const added = ids;
@@ -268,6 +277,44 @@ export function createConversationService({
   }
 
   /**
+   * The group's creator removes a member: for the counters and the member's tabs it is their leave (the membership
+   * goes, with a departure and an outbox entry that takes the group out of their counters), and the group's history
+   * says who removed them. Like someone who left, they cannot be added back (`add`).
+   * Refused, changing nothing: for a non-member, or a direct conversation hidden from the caller (`forbidden`); for a
+   * member other than the creator (`forbidden`); for a direct conversation, or the creator naming themselves
+   * (`invalid`: leave it instead); for someone not in the group (`not_found`).
+   * Returns the members who remain.
+   */
+  async function removeMember(user: UserDTO, conversationId: number, memberId: number): Promise<number[]> {
+    return db.$transaction(async (tx) => {
+      // The row's lock, as an add and a deletion take it: membership changes of one group happen one at a time, and
+      // the sends that wait on it read the members after this commit. Members only, as there.
+      const [conv] = await tx.$queryRaw<{ kind: string; createdById: number | null }[]>`
+        SELECT c."kind"::TEXT AS "kind", c."createdById" FROM "Conversation" c
+        WHERE c."id" = ${conversationId}
+          AND EXISTS (SELECT 1 FROM "Membership" mb
+                      WHERE mb."conversationId" = c."id" AND mb."userId" = ${user.id}
+                        AND NOT (mb."hidden" AND c."lastSeq" = 0))
+        FOR UPDATE OF c`;
+      if (!conv) throw new AppError("forbidden", "You are not a member of this conversation.");
+      if (conv.kind !== "group") {
+        throw new AppError("invalid", "Nobody can be removed from a direct conversation; delete it instead.");
+      }
+      if (conv.createdById !== user.id) {
+        throw new AppError("forbidden", "Only the group's creator can remove people from it.");
+      }
+      if (memberId === user.id) throw new AppError("invalid", "You cannot remove yourself; leave the group instead.");
+      const removed = await tx.membership.deleteMany({ where: { userId: memberId, conversationId } });
+      if (removed.count === 0) throw new AppError("not_found", "That person is not in this group.");
+      await tx.departure.create({ data: { userId: memberId, conversationId } });
+      await tx.groupLeave.create({ data: { userId: memberId, conversationId, removedById: user.id } });
+      await tx.outboxEvent.create({ data: { kind: "remove", conversationId, userId: memberId, seq: 0 } });
+      const remaining = await tx.membership.findMany({ where: { conversationId }, select: { userId: true } });
+      return remaining.map((m) => m.userId);
+    });
+  }
+
+  /**
    * Deletes a conversation for everyone: either member of a direct conversation may, and a group's creator.
    * Returns the former members, whose counters lose it (their outbox entries are written in the same step), and
    * those it was hidden from (a direct conversation without a message: it was never theirs, so they are not told).
@@ -315,5 +362,5 @@ export function createConversationService({
     });
   }
 
-  return { create, add, leave, remove };
+  return { create, add, leave, removeMember, remove };
 }

@@ -285,6 +285,13 @@ export function createApiHandler(deps: ApiDeps): (req: IncomingMessage, res: Ser
         deps.conversations.addMembers(session!.user, params[0], await readJson(req)),
     },
     {
+      method: "DELETE",
+      path: /^\/api\/conversations\/([^/]+)\/members\/([^/]+)$/,
+      auth: true,
+      takes: "nothing",
+      run: ({ params, session }) => deps.conversations.removeMember(session!.user, params[0], params[1]),
+    },
+    {
       method: "POST",
       path: /^\/api\/conversations\/([^/]+)\/leave$/,
       auth: true,

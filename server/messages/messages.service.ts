@@ -376,14 +376,24 @@ export function createMessageService({
     return rows.reverse().map(toMessageDTO);
   }
 
-  /** The group's members who left it, oldest first; call after `history` (which checks the reader is a member). */
+  /** The group's members who left it or were removed, oldest first; call after `history` (which checks the reader is a member). */
   async function left(conversationId: number): Promise<MemberLeft[]> {
     const rows = await db.groupLeave.findMany({
       where: { conversationId },
       orderBy: [{ at: "asc" }, { userId: "asc" }],
-      select: { userId: true, at: true, user: { select: { name: true } } },
+      select: {
+        userId: true,
+        at: true,
+        user: { select: { name: true } },
+        removedBy: { select: { id: true, name: true } },
+      },
     });
-    return rows.map((r) => ({ userId: r.userId, name: r.user.name, at: r.at.toISOString() }));
+    return rows.map((r) => ({
+      userId: r.userId,
+      name: r.user.name,
+      ...(r.removedBy ? { removedBy: r.removedBy } : {}),
+      at: r.at.toISOString(),
+    }));
   }
 
   /** The people added to the group after it began (those who left since too), oldest first; as `left`. */

@@ -306,3 +306,152 @@ describe("adding people to a group", () => {
     });
   });
 });
+
+describe("removing people from a group", () => {
+  const removeMember = (token: string, conversationId: number | string, memberId: number | string) =>
+    h.http(`/api/conversations/${conversationId}/members/${memberId}`, { method: "DELETE", token });
+
+  it("takes the group out of their counters and tabs, tells the others, and the history says who removed them", async () => {
+    const [ann, ben, cat] = [await user("ann"), await user("ben"), await user("cat")];
+    const group = await create(ann.token, [ben.user.name, cat.user.name], "Book club");
+    const direct = await create(ann.token, [cat.user.name]);
+    const annSocket = await h.connect(ann.token, 0);
+    for (let i = 0; i < 3; i++) await send(annSocket, group.id, `group ${i}`);
+    await send(annSocket, direct.id, "just you");
+    await expect.poll(async () => (await list(cat.token)).totalUnread).toBe(4);
+
+    const catTabs = [await h.connect(cat.token, 0), await h.connect(cat.token, 1)];
+    const benTab = await h.connect(ben.token, 1);
+    const removed = catTabs.map((t) => nextEvent(t, "conversation:removed"));
+    const zeroed = nextEvent(catTabs[1]!, "unread:changed", (u) => u.conversationId === group.id);
+    const updated = nextEvent(benTab, "conversation:updated");
+    const res = await removeMember(ann.token, group.id, cat.user.id);
+    expect(res).toMatchObject({ status: 200, body: { ok: true } });
+
+    for (const r of removed) {
+      expect(await r).toEqual({ conversationId: group.id, how: { reason: "removed", by: ann.user.id } });
+    }
+    // The group's 3 leave cat's badge in the same update as its row; the direct conversation's 1 stays.
+    expect(await zeroed).toMatchObject({ unreadCount: 0, totalUnread: 1 });
+    expect((await updated).conversation.members.map((m) => m.name).sort()).toEqual(
+      [ann.user.name, ben.user.name].sort(),
+    );
+    const catList = await list(cat.token);
+    expect(catList.conversations.map((c) => c.id)).toEqual([direct.id]);
+    expect(catList.totalUnread).toBe(1);
+
+    // cat can neither write there nor read it any more.
+    expect(await send(catTabs[0]!, group.id, "still here?")).toMatchObject({
+      ok: false,
+      error: { code: "forbidden" },
+    });
+    expect((await h.http(`/api/conversations/${group.id}/messages`, { token: cat.token })).status).toBe(403);
+
+    // The others' history says so; ben still counts the group as before.
+    const history = await h.http(`/api/conversations/${group.id}/messages`, { token: ben.token });
+    expect(history.body.left).toEqual([
+      {
+        userId: cat.user.id,
+        name: cat.user.name,
+        removedBy: { id: ann.user.id, name: ann.user.name },
+        at: expect.any(String),
+      },
+    ]);
+    expect((await list(ben.token)).totalUnread).toBe(3);
+    expect(await h.db.departure.count({ where: { userId: cat.user.id, conversationId: group.id } })).toBe(1);
+
+    // A removal is final, as a leave is: nobody can put cat back.
+    const again = await addMembers(ben.token, group.id, { memberNames: [cat.user.name] });
+    expect(again.body.error).toMatchObject({ code: "invalid", message: expect.stringMatching(/was removed/) });
+    expect(await membersOf(group.id)).toEqual([ann.user.id, ben.user.id].sort((a, b) => a - b));
+  });
+
+  it("refuses with a typed error and changes nothing: others than the creator, non-members, direct conversations, oneself", async () => {
+    const [ann, ben, cat, dan] = await Promise.all(["ann", "ben", "cat", "dan"].map((n) => user(n)));
+    const group = await create(ann!.token, [ben!.user.name, cat!.user.name], "Kept");
+    const direct = await create(ann!.token, [ben!.user.name]);
+    const before = await membersOf(group.id);
+    const refused = async (token: string, conversationId: number | string, memberId: number | string, code: string) => {
+      const res = await removeMember(token, conversationId, memberId);
+      expect(res.body.error?.code, JSON.stringify(res.body)).toBe(code);
+      return res.body.error.message as string;
+    };
+
+    expect(await refused(ben!.token, group.id, cat!.user.id, "forbidden")).toMatch(/Only the group's creator/);
+    expect(await refused(dan!.token, group.id, cat!.user.id, "forbidden")).toMatch(/not a member/);
+    expect(await refused(ann!.token, 999_999_999, cat!.user.id, "forbidden")).toMatch(/not a member/);
+    expect(await refused(ann!.token, direct.id, ben!.user.id, "invalid")).toMatch(/direct conversation/);
+    expect(await refused(ann!.token, group.id, ann!.user.id, "invalid")).toMatch(/leave the group instead/);
+    expect(await refused(ann!.token, group.id, dan!.user.id, "not_found")).toMatch(/not in this group/);
+    await refused(ann!.token, group.id, "cat", "invalid");
+    await refused(ann!.token, "x", cat!.user.id, "invalid");
+    await refused(ann!.token, group.id, -1, "invalid");
+    expect(await membersOf(group.id)).toEqual(before);
+    expect(await h.db.departure.count({ where: { conversationId: group.id } })).toBe(0);
+    expect(await h.db.groupLeave.count({ where: { conversationId: group.id } })).toBe(0);
+
+    // Twice: the second finds nobody to remove.
+    expect((await removeMember(ann!.token, group.id, cat!.user.id)).status).toBe(200);
+    expect(await refused(ann!.token, group.id, cat!.user.id, "not_found")).toMatch(/not in this group/);
+    // The creator who left can no longer remove anyone.
+    expect((await h.http(`/api/conversations/${group.id}/leave`, { method: "POST", token: ann!.token })).status).toBe(
+      200,
+    );
+    expect(await refused(ann!.token, group.id, ben!.user.id, "forbidden")).toMatch(/not a member/);
+    expect(await membersOf(group.id)).toEqual([ben!.user.id]);
+  });
+
+  it("sends racing the removal: the one removed ends with the group out of their counters, and nothing drifts", async () => {
+    const [ann, ben, cat] = [await user("ann"), await user("ben"), await user("cat")];
+    const group = await create(ann.token, [ben.user.name, cat.user.name], "Race out");
+    const other = await create(ben.token, [cat.user.name]);
+    const annSocket = await h.connect(ann.token, 0);
+    const benSocket = await h.connect(ben.token, 1);
+    for (let i = 0; i < 3; i++) await send(annSocket, group.id);
+    await send(benSocket, other.id, "stays unread");
+    const catTab = await h.connect(cat.token, 1);
+    const totals: [number, number][] = [];
+    catTab.on("unread:changed", (u: UnreadUpdate) => totals.push([u.version, u.totalUnread]));
+
+    const sends = Array.from({ length: 24 }, (_, i) => send(i % 2 ? annSocket : benSocket, group.id, `race ${i}`));
+    const removing = removeMember(ann.token, group.id, cat.user.id);
+    const results = await Promise.all(sends);
+    expect(results.every((r) => r.ok)).toBe(true);
+    expect((await removing).status).toBe(200);
+
+    await expect.poll(() => h.db.outboxEvent.count(), { timeout: 30_000 }).toBe(0);
+    // Whatever order the removal and the sends reached Redis in, the group is gone from cat's counters, for good.
+    await expect.poll(async () => (await list(cat.token)).totalUnread).toBe(1);
+    expect((await list(cat.token)).conversations.map((c) => c.id)).toEqual([other.id]);
+    const last = totals.sort((a, b) => a[0] - b[0]).at(-1);
+    expect(last?.[1]).toBe(1);
+    // Another send after all that does not bring it back.
+    await send(annSocket, group.id, "after");
+    await expect.poll(() => h.db.outboxEvent.count(), { timeout: 30_000 }).toBe(0);
+    expect((await list(cat.token)).totalUnread).toBe(1);
+    expect(await reconcile({ db: h.db, unread: createUnreadService({ redis: h.redis, db: h.db }) })).toMatchObject({
+      drifted: 0,
+    });
+  });
+
+  it("a removal replayed by the relay (the instance died after its commit) still takes the group out", async () => {
+    const [ann, ben, cat] = [await user("ann"), await user("ben"), await user("cat")];
+    const group = await create(ann.token, [ben.user.name, cat.user.name], "Replay out");
+    const annSocket = await h.connect(ann.token, 0);
+    for (let i = 0; i < 2; i++) await send(annSocket, group.id);
+    await expect.poll(async () => (await list(cat.token)).totalUnread).toBe(2);
+
+    // What the removal's transaction writes, with nothing after it: as if the instance died at its commit.
+    await h.db.$transaction([
+      h.db.membership.delete({ where: { userId_conversationId: { userId: cat.user.id, conversationId: group.id } } }),
+      h.db.departure.create({ data: { userId: cat.user.id, conversationId: group.id } }),
+      h.db.groupLeave.create({ data: { userId: cat.user.id, conversationId: group.id, removedById: ann.user.id } }),
+      h.db.outboxEvent.create({ data: { kind: "remove", conversationId: group.id, userId: cat.user.id, seq: 0 } }),
+    ]);
+    expect((await list(cat.token)).conversations.map((c) => c.id)).not.toContain(group.id);
+    // (The last send's own entry may still wait for the next group's call to complete it: replayed too, harmlessly.)
+    expect(await h.instances[1]!.app.relay.runOnce(0)).toMatchObject({ failed: 0 });
+    expect(await h.db.outboxEvent.count({ where: { kind: "remove", userId: cat.user.id } })).toBe(0);
+    expect(await list(cat.token)).toMatchObject({ totalUnread: 0 });
+  });
+});
