@@ -51,7 +51,7 @@ test("adding someone to a group: it joins their list with nothing unread, and on
   await expect(alicePage.getByTestId("conversation-members")).toContainText(carol.name);
   await expect(alicePage.getByTestId("member-added")).toHaveText(new RegExp(`^You added ${carol.name} `));
   // Bob, who had it open, sees her come.
-  await expect(bobPage.getByTestId("member-added")).toHaveText(new RegExp(`^${carol.name} joined `));
+  await expect(bobPage.getByTestId("member-added")).toHaveText(new RegExp(`^${alice.name} added ${carol.name} `));
   await expect(bobPage.getByTestId("conversation-members")).toContainText(carol.name);
 
   // In Carol's list at once, with nothing unread: her badge never moved.

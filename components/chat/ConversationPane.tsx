@@ -1,7 +1,7 @@
 "use client";
 
 import { useEffect, useRef, useState, type FormEvent } from "react";
-import type { ConversationDTO } from "@/server/contracts";
+import type { ConversationDTO, UserDTO } from "@/server/contracts";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { selectActiveConversationId, selectConversation, selectConversationError } from "@/components/store/selectors";
 import { announce } from "./Announcer";
@@ -225,8 +225,8 @@ function AddPeopleForm({ conversation, onClose }: { conversation: ConversationDT
  * reaches neither a touch screen nor the keyboard).
  */
 function PaneMembers({ conversation }: { conversation: ConversationDTO }) {
-  const names = conversation.members.map((m) => (m.bot ? `${m.name} (bot)` : m.name));
-  if (conversation.kind === "group") return <GroupMembers names={names} />;
+  const names = conversation.members.map(memberLabel);
+  if (conversation.kind === "group") return <GroupMembers conversation={conversation} />;
   return (
     <p className="pane-members" data-testid="conversation-members" title={names.join(", ")}>
       {names.join(", ")}
@@ -234,10 +234,39 @@ function PaneMembers({ conversation }: { conversation: ConversationDTO }) {
   );
 }
 
-/** A group's members line and the list it opens; Escape or a click elsewhere closes it. */
-function GroupMembers({ names }: { names: string[] }) {
+const memberLabel = (m: UserDTO) => (m.bot ? `${m.name} (bot)` : m.name);
+
+/**
+ * A group's members line and the list it opens; Escape or a click elsewhere closes it. To the group's creator (the
+ * one who may delete it) each other member has "Remove" (asked first: someone removed cannot be added back).
+ */
+function GroupMembers({ conversation }: { conversation: ConversationDTO }) {
   const disclosure = useRef<HTMLDetailsElement>(null);
   const [open, setOpen] = useState(false);
+  const me = useChatStore((s) => s.user?.id);
+  const removeMember = useChatStore((s) => s.removeMember);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const names = conversation.members.map(memberLabel);
+
+  async function remove(member: UserDTO) {
+    const question =
+      `Remove ${member.name} from “${conversation.title}”? The group leaves their list, ` +
+      "and they cannot be added back.";
+    if (busy || !window.confirm(question)) return;
+    setBusy(true);
+    setError(null);
+    const refused = await removeMember(conversation.id, member.id);
+    setBusy(false);
+    if (refused !== null) {
+      setError(refused);
+      return;
+    }
+    announce(`Removed ${member.name} from “${conversation.title}”.`);
+    // Their row went with its button: the members line keeps the keyboard's place.
+    disclosure.current?.querySelector("summary")?.focus();
+  }
+
   useEffect(() => {
     if (!open) return;
     const outside = (event: PointerEvent) => {
@@ -264,9 +293,28 @@ function GroupMembers({ names }: { names: string[] }) {
         {`${size}: ${names.join(", ")}`}
       </summary>
       <ul className="members-list" data-testid="members-list" aria-label={size}>
-        {names.map((name) => (
-          <li key={name}>{name}</li>
+        {conversation.members.map((member) => (
+          <li key={member.id} data-testid="members-list-item">
+            <span dir="auto">{memberLabel(member)}</span>
+            {conversation.canDelete && member.id !== me && (
+              <button
+                type="button"
+                className="button small ghost danger"
+                data-testid="remove-member"
+                aria-label={`Remove ${member.name} from the group`}
+                aria-disabled={busy}
+                onClick={() => void remove(member)}
+              >
+                Remove
+              </button>
+            )}
+          </li>
         ))}
+        {error && (
+          <li className="form-error" role="alert" data-testid="remove-member-error">
+            {error}
+          </li>
+        )}
       </ul>
     </details>
   );

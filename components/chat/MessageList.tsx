@@ -189,15 +189,15 @@ function useArrivals(items: MessageDTO[], ready: boolean, userId: number | undef
 }
 
 /**
- * Says "bob left the group." when a member leaves the open group while it is shown (or "dave joined the group."
- * when someone is added): not the lines that came with its history (they are read with the messages), and once a
- * person.
+ * Says "bob left the group." when a member leaves the open group while it is shown (or "carol removed bob from the
+ * group.", "dave joined the group."): not the lines that came with its history (they are read with the messages),
+ * and once a person.
  */
-function useMemberNews(
+function useMemberNews<T extends { userId: number; name: string }>(
   conversationId: number,
-  people: readonly { userId: number; name: string }[],
+  people: readonly T[],
   ready: boolean,
-  news: string,
+  news: (person: T) => string,
 ): void {
   const known = useRef<{ conversationId: number; ids: Set<number> } | null>(null);
   useEffect(() => {
@@ -208,9 +208,13 @@ function useMemberNews(
     known.current = { conversationId, ids: new Set([...(before ?? []), ...people.map((l) => l.userId)]) };
     if (!before) return;
     const fresh = people.filter((l) => !before.has(l.userId));
-    if (fresh.length > 0) announce(`${fresh.map((l) => l.name).join(", ")} ${news}`);
+    if (fresh.length > 0) announce(fresh.map(news).join(" "));
   }, [conversationId, people, ready, news]);
 }
+
+const leftNews = (l: MemberLeft) =>
+  l.removedBy ? `${l.removedBy.name} removed ${l.name} from the group.` : `${l.name} left the group.`;
+const joinedNews = (a: MemberAdded) => `${a.name} joined the group.`;
 
 function UnreadDivider() {
   return (
@@ -521,10 +525,11 @@ export function MessageList({ conversationId }: { conversationId: number }) {
 
   const note = replyNote(replyBelow, pending, items);
   const arrival = useArrivals(items, positioned && loaded, userId);
-  useMemberNews(conversationId, left, positioned && loaded, "left the group.");
-  // Not those this tab's person added: the form said so already.
+  // Not those this tab's person removed or added: the list or the form said so already.
+  const leftOrRemovedByOthers = useMemo(() => left.filter((l) => l.removedBy?.id !== userId), [left, userId]);
+  useMemberNews(conversationId, leftOrRemovedByOthers, positioned && loaded, leftNews);
   const addedByOthers = useMemo(() => added.filter((a) => a.by?.id !== userId), [added, userId]);
-  useMemberNews(conversationId, addedByOthers, positioned && loaded, "joined the group.");
+  useMemberNews(conversationId, addedByOthers, positioned && loaded, joinedNews);
 
   return (
     <div className="message-area">
@@ -637,15 +642,26 @@ export function MessageList({ conversationId }: { conversationId: number }) {
 }
 
 /**
- * A member who left the group, or was added to it, among the messages at that time: "bob left", "carol added dave"
- * ("You added dave", "carol added you"), or "dave joined" when this tab saw them come and nobody said who added them.
+ * A member who left the group, was removed from it or was added to it, among the messages at that time: "bob left",
+ * "carol removed bob" ("You removed bob"), "carol added dave" ("You added dave", "carol added you"), or "dave joined"
+ * when this tab saw them come and nobody said who added them.
  */
 function MemberLineItem({ line, userId }: { line: MemberLine; userId: number | undefined }) {
   const time = <time dateTime={line.at}>{formatMessageTime(line.at)}</time>;
   if (line.kind === "left") {
+    const by = line.removedBy;
     return (
       <li className="member-line" data-testid="member-left" data-user-id={line.userId}>
-        <span dir="auto">{line.name}</span> left {time}
+        {by ? (
+          <>
+            {by.id === userId ? "You" : <span dir="auto">{by.name}</span>} removed <span dir="auto">{line.name}</span>
+          </>
+        ) : (
+          <>
+            <span dir="auto">{line.name}</span> left
+          </>
+        )}{" "}
+        {time}
       </li>
     );
   }

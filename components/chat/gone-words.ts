@@ -21,7 +21,9 @@ export function goneWords({ title, conversationKind, cause }: GoneNoticeState): 
       // A direct conversation's title is the other member's name: "bob deleted “bob”" would say it twice.
       if (conversationKind === "direct") return [`${cause.by} deleted your conversation.`];
       return [`${cause.by} deleted `, it, "."];
+    case "removed":
+      return cause.by === null ? ["You were removed from ", it, "."] : [`${cause.by} removed you from `, it, "."];
     case "unknown":
-      return [It, " is gone: it was deleted, or you left it elsewhere."];
+      return [It, " is gone: it was deleted, or you left it or were removed."];
   }
 }

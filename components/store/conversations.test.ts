@@ -625,6 +625,56 @@ describe("conversation:updated", () => {
     expect(t.store.getState().added[1]).toEqual(fromServer);
   });
 
+  it("notes who removed a member: 'carol removed bob' from a push that names her, 'You removed bob' from this tab's own removal", async () => {
+    const [carol, dave] = [
+      { id: 3, name: "carol" },
+      { id: 4, name: "dave" },
+    ];
+    const t = await synced([conversation(1, { kind: "group", members: [ME, BOB, carol, dave], lastSeq: 5 })], 3);
+    t.store.getState().updateConversation(conversation(1, { kind: "group", members: [ME, carol, dave] }), carol);
+    expect(t.store.getState().left[1]).toEqual([
+      { userId: BOB.id, name: BOB.name, removedBy: carol, at: expect.any(String) },
+    ]);
+
+    const removing = t.store.getState().removeMember(1, dave.id);
+    expect(t.transport.removals[0]?.input).toEqual({ conversationId: 1, userId: dave.id });
+    t.transport.removals[0]?.resolve({
+      ok: true,
+      conversation: conversation(1, { kind: "group", members: [ME, carol] }),
+    });
+    expect(await removing).toBeNull();
+    let s = t.store.getState();
+    expect(s.left[1]?.[1]).toEqual({
+      userId: dave.id,
+      name: dave.name,
+      removedBy: { id: ME.id, name: ME.name },
+      at: expect.any(String),
+    });
+    expect(s.conversations[1]?.members.map((m) => m.id)).toEqual([ME.id, carol.id]);
+    // Its own push, after the answer, adds nothing.
+    t.store.getState().updateConversation(conversation(1, { kind: "group", members: [ME, carol] }), ME);
+    expect(t.store.getState().left[1]).toHaveLength(2);
+
+    const refused = t.store.getState().removeMember(1, carol.id);
+    t.transport.removals[1]?.resolve({
+      ok: false,
+      error: { code: "forbidden", message: "Only the group's creator can remove people from it." },
+    });
+    expect(await refused).toBe("Only the group's creator can remove people from it.");
+    s = t.store.getState();
+    expect(s.left[1]).toHaveLength(2);
+    expect(s.conversations[1]?.members.map((m) => m.id)).toEqual([ME.id, carol.id]);
+  });
+
+  it("names who added someone when the push says, though this tab added nobody", async () => {
+    const carol = { id: 3, name: "carol" };
+    const t = await synced([conversation(1, { kind: "group", members: [ME, BOB], lastSeq: 5 })], 3);
+    t.store.getState().updateConversation(conversation(1, { kind: "group", members: [ME, BOB, carol] }), BOB);
+    expect(t.store.getState().added[1]).toEqual([
+      { userId: carol.id, name: carol.name, by: BOB, seq: 5, at: expect.any(String) },
+    ]);
+  });
+
   it("does not bring back a conversation this tab does not show", async () => {
     const t = await synced([conversation(2)], 3);
     t.store.getState().updateConversation(conversation(1, { title: "gone" }));

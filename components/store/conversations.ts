@@ -87,7 +87,9 @@ function goneNoticeOf(
         ? { kind: "unknown" }
         : how.reason === "left"
           ? { kind: "left" }
-          : { kind: "deleted", by: how.by === s.user?.id ? "you" : memberName(how.by) },
+          : how.reason === "removed"
+            ? { kind: "removed", by: memberName(how.by) }
+            : { kind: "deleted", by: how.by === s.user?.id ? "you" : memberName(how.by) },
   };
 }
 
@@ -125,6 +127,19 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
      * Lines for members this tab saw come, now, placed at `seq` (the group's lastSeq as this tab heard it then; the
      * server's list has the exact one): each person once.
      */
+    /** "bob left", or "carol removed bob" (`by`), for members gone now; once each. */
+    function noteLeft(conversationId: number, gone: UserDTO[], by: { id: number; name: string } | undefined): void {
+      if (gone.length === 0) return;
+      const at = new Date().toISOString();
+      set((s) => {
+        const before = s.left[conversationId] ?? [];
+        const fresh = gone.filter((m) => !before.some((l) => l.userId === m.id));
+        if (fresh.length === 0) return {};
+        const lines = fresh.map((m) => ({ userId: m.id, name: m.name, ...(by ? { removedBy: by } : {}), at }));
+        return { left: { ...s.left, [conversationId]: [...before, ...lines] } };
+      });
+    }
+
     function noteAdded(conversationId: number, come: UserDTO[], by: MemberAdded["by"], seq: number): void {
       if (come.length === 0) return;
       const at = new Date().toISOString();
@@ -409,28 +424,38 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         set((s) => ({ conversationErrors: without(s.conversationErrors, conversationId) }));
       },
 
-      updateConversation(conversation) {
+      updateConversation(conversation, by) {
         const known = get().conversations[conversation.id];
         if (!known) return;
-        // A group with fewer members: those gone left it now (a removal would be conversation:removed).
+        // A group with fewer members: those gone left it now, or were removed `by` its creator (the conversation
+        // leaving this user's own list would be conversation:removed).
         const staying = new Set(conversation.members.map((m) => m.id));
         const gone = conversation.kind === "group" ? known.members.filter((m) => !staying.has(m.id)) : [];
-        if (gone.length > 0) {
-          const at = new Date().toISOString();
-          set((s) => {
-            const before = s.left[conversation.id] ?? [];
-            const fresh = gone.filter((m) => !before.some((l) => l.userId === m.id));
-            const added = fresh.map((m) => ({ userId: m.id, name: m.name, at }));
-            return { left: { ...s.left, [conversation.id]: [...before, ...added] } };
-          });
-        }
-        // And more: those new were added now, by someone the push does not name.
+        noteLeft(conversation.id, gone, by);
+        // And more: those new were added now, `by` someone (unnamed by an older server: then this tab's own add, in
+        // flight, names its own).
         const had = new Set(known.members.map((m) => m.id));
         const come = conversation.kind === "group" ? conversation.members.filter((m) => !had.has(m.id)) : [];
-        const named = new Set((adding.get(conversation.id) ?? []).map((n) => n.toLowerCase()));
-        const unnamed = come.filter((m) => !named.has(m.name.toLowerCase()));
-        noteAdded(conversation.id, unnamed, null, known.lastSeq);
+        if (by) noteAdded(conversation.id, come, by, known.lastSeq);
+        else {
+          const named = new Set((adding.get(conversation.id) ?? []).map((n) => n.toLowerCase()));
+          const unnamed = come.filter((m) => !named.has(m.name.toLowerCase()));
+          noteAdded(conversation.id, unnamed, null, known.lastSeq);
+        }
         get().receiveConversation(conversation);
+      },
+
+      async removeMember(conversationId, userId) {
+        const generation = rt.generation;
+        const known = get().conversations[conversationId];
+        const res = await rt.deps.transport.removeMember(conversationId, userId);
+        if (generation !== rt.generation) return null;
+        if (!res.ok) return res.error.message;
+        const me = get().user;
+        const gone = known?.members.filter((m) => m.id === userId) ?? [];
+        noteLeft(conversationId, gone, me ? { id: me.id, name: me.name } : undefined);
+        get().receiveConversation(res.conversation);
+        return null;
       },
 
       async addMembers(conversationId, memberNames) {

@@ -45,6 +45,7 @@ export interface FakeTransport extends ChatTransport {
   fetches: Queue<{ conversationId: number; query: MessagesQuery }, Answer<"fetchMessages">>;
   creates: Calls<"createConversation">;
   adds: Queue<{ conversationId: number; input: AddMembersInput }, Answer<"addMembers">>;
+  removals: Queue<{ conversationId: number; userId: number }, Answer<"removeMember">>;
   leaves: Calls<"leaveConversation">;
   deletes: Calls<"deleteConversation">;
   auto: {
@@ -74,6 +75,7 @@ export function createFakeTransport(): FakeTransport {
     lists: [],
     fetches: [],
     creates: [],
+    removals: [],
     leaves: [],
     deletes: [],
     auto: {},
@@ -89,6 +91,7 @@ export function createFakeTransport(): FakeTransport {
     },
     createConversation: (input) => call(fake.creates, input),
     addMembers: (conversationId, input) => call(fake.adds, { conversationId, input }),
+    removeMember: (conversationId, userId) => call(fake.removals, { conversationId, userId }),
     leaveConversation: (conversationId) => call(fake.leaves, conversationId),
     deleteConversation: (conversationId) => call(fake.deletes, conversationId),
   };

@@ -315,6 +315,18 @@ describe("the open conversation removed elsewhere", () => {
     expect(t.store.getState().goneNotice).toMatchObject({ cause: { kind: "deleted", by: null } });
   });
 
+  it("says who removed the user from the group", async () => {
+    const t = await synced([conversation(1, { kind: "group", title: "Trip", members: [ME, BOB] })], 3);
+    t.store.getState().openConversation(1);
+    t.store.getState().removeConversation(1, { reason: "removed", by: BOB.id });
+    expect(t.store.getState().goneNotice).toEqual({
+      title: "Trip",
+      conversationKind: "group",
+      cause: { kind: "removed", by: BOB.name },
+    });
+    expect(t.store.getState().conversationOrder).toEqual([]);
+  });
+
   it("is dismissed on request", async () => {
     const t = await synced([conversation(1, { title: "bob" }), conversation(2)], 3);
     t.store.getState().openConversation(1);

@@ -20,7 +20,7 @@ const NOT_CONNECTED = { ok: false, error: { code: "unavailable", message: "Not c
 /** What the transport does over HTTP (the page's api client). */
 export type HttpTransport = Pick<
   ChatTransport,
-  "fetchMessages" | "createConversation" | "addMembers" | "leaveConversation" | "deleteConversation"
+  "fetchMessages" | "createConversation" | "addMembers" | "removeMember" | "leaveConversation" | "deleteConversation"
 >;
 
 export interface SocketLink {
@@ -70,6 +70,7 @@ export function createSocketLink(http: HttpTransport): SocketLink {
     fetchMessages: http.fetchMessages,
     createConversation: http.createConversation,
     addMembers: http.addMembers,
+    removeMember: http.removeMember,
     leaveConversation: http.leaveConversation,
     deleteConversation: http.deleteConversation,
   };
@@ -121,7 +122,7 @@ export function bindSocket(
   socket.on("message:new", ({ message }) => store.getState().receiveMessage(message));
   socket.on("unread:changed", (update) => store.getState().applyUnread(update));
   socket.on("conversation:created", ({ conversation }) => store.getState().receiveConversation(conversation));
-  socket.on("conversation:updated", ({ conversation }) => store.getState().updateConversation(conversation));
+  socket.on("conversation:updated", ({ conversation, by }) => store.getState().updateConversation(conversation, by));
   socket.on("conversation:removed", ({ conversationId, how }) =>
     store.getState().removeConversation(conversationId, how),
   );

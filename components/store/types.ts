@@ -52,6 +52,8 @@ export interface ChatTransport {
   createConversation(input: CreateConversationInput): Promise<Result<{ conversation: ConversationDTO }>>;
   /** Adds people to a group (any member may); HTTP, so it always resolves. */
   addMembers(conversationId: number, input: AddMembersInput): Promise<Result<{ conversation: ConversationDTO }>>;
+  /** Removes a member from a group (its creator only); HTTP, so it always resolves. */
+  removeMember(conversationId: number, userId: number): Promise<Result<{ conversation: ConversationDTO }>>;
   /** Groups only; HTTP, so it always resolves. */
   leaveConversation(conversationId: number): Promise<Result>;
   /** A direct conversation (either member) or a group (its creator only); HTTP, so it always resolves. */
@@ -183,8 +185,13 @@ export interface ConversationsSlice {
   receiveConversation(conversation: ConversationDTO): void;
   /** Resolves with the server's error message, or null once the group shows the people added. */
   addMembers(conversationId: number, memberNames: string[]): Promise<string | null>;
-  /** New members or title of a conversation this tab shows; unknown (or removed) ones are ignored. */
-  updateConversation(conversation: ConversationDTO): void;
+  /** Resolves with the server's error message, or null once the group shows the member gone. */
+  removeMember(conversationId: number, userId: number): Promise<string | null>;
+  /**
+   * New members or title of a conversation this tab shows; unknown (or removed) ones are ignored. `by`: who added or
+   * removed the members who came or went (absent when someone left, or from an older server).
+   */
+  updateConversation(conversation: ConversationDTO, by?: { id: number; name: string }): void;
   /** Resolves with the server's error message (also kept in conversationErrors), or null once it is gone. */
   leaveConversation(conversationId: number): Promise<string | null>;
   /** Resolves with the server's error message (also kept in conversationErrors), or null once it is gone. */
@@ -344,6 +351,8 @@ export type GoneCause =
   | { kind: "left" }
   /** `by`: "you" (another tab or device of the user), a member's name, or null when not known. */
   | { kind: "deleted"; by: string | null }
+  /** Removed from the group by its creator: their name, or null when not known. */
+  | { kind: "removed"; by: string | null }
   /** The server did not say (a replay after a fault). */
   | { kind: "unknown" };
 

@@ -157,8 +157,11 @@ export interface ServerToClientEvents {
   "unread:changed": (update: UnreadUpdate) => void;
   /** A conversation the user belongs to was created (by them, in another tab, or by someone else). */
   "conversation:created": (payload: { conversation: ConversationDTO }) => void;
-  /** A conversation's members changed (someone left): its title and member list, not its counts. */
-  "conversation:updated": (payload: { conversation: ConversationDTO }) => void;
+  /**
+   * A conversation's members changed (someone left, was added or was removed): its title and member list, not its
+   * counts. `by`: who added or removed the members who came or went in this change (absent when someone left).
+   */
+  "conversation:updated": (payload: { conversation: ConversationDTO; by?: { id: number; name: string } }) => void;
   /** The user left the conversation or it was deleted: drop it (its unread already left the total). */
   "conversation:removed": (payload: ConversationRemoval) => void;
   /** Pushes to this user may have been lost (Redis reconnect, repair by reconciliation): call `sync`. */

@@ -23,9 +23,11 @@ export function conversationActions(deps: ConversationDeps) {
     event: "conversationCreated" | "conversationUpdated",
     conversationId: number,
     memberIds: number[],
+    by?: UserDTO,
   ) => {
     const described = await deps.snapshots.describeFor(conversationId, memberIds);
-    memberIds.forEach((memberId, i) => deps.notifier[event](memberId, described[i]!));
+    const who = by && { id: by.id, name: by.name };
+    memberIds.forEach((memberId, i) => deps.notifier[event](memberId, described[i]!, who));
   };
 
   return {
@@ -52,7 +54,7 @@ export function conversationActions(deps: ConversationDeps) {
       await deps.limits.consume("groupAdd", { userId: user.id }, input.memberNames.length);
       const { added, before } = await deps.conversations.add(user, conversationId, input);
       await tell("conversationCreated", conversationId, added);
-      await tell("conversationUpdated", conversationId, before);
+      await tell("conversationUpdated", conversationId, before, user);
       return { conversation: await deps.snapshots.describe(conversationId, user.id) };
     },
 
@@ -76,8 +78,8 @@ export function conversationActions(deps: ConversationDeps) {
       await deps.limits.consume("removeMember", { userId: user.id });
       const remaining = await deps.conversations.removeMember(user, conversationId, memberId);
       await deps.removal.deliver(conversationId, [memberId], { reason: "removed", by: user.id });
-      await tell("conversationUpdated", conversationId, remaining);
-      return {};
+      await tell("conversationUpdated", conversationId, remaining, user);
+      return { conversation: await deps.snapshots.describe(conversationId, user.id) };
     },
 
     /** Deletes a conversation for every member. */

@@ -45,7 +45,9 @@ describe("adding people to a group", () => {
       [ann.user.name, ben.user.name, cat.user.name].sort(),
     );
     expect((await created).conversation).toMatchObject({ id: group.id, title: "Planning", unreadCount: 0, lastSeq: 3 });
-    expect((await updated).conversation.members.map((m) => m.name)).toContain(cat.user.name);
+    const told = await updated;
+    expect(told.conversation.members.map((m) => m.name)).toContain(cat.user.name);
+    expect(told.by).toEqual({ id: ann.user.id, name: ann.user.name });
     expect(await list(cat.token)).toMatchObject({ totalUnread: 1 });
 
     // cat may read what was said before; none of it counts.
@@ -333,9 +335,9 @@ describe("removing people from a group", () => {
     }
     // The group's 3 leave cat's badge in the same update as its row; the direct conversation's 1 stays.
     expect(await zeroed).toMatchObject({ unreadCount: 0, totalUnread: 1 });
-    expect((await updated).conversation.members.map((m) => m.name).sort()).toEqual(
-      [ann.user.name, ben.user.name].sort(),
-    );
+    const told = await updated;
+    expect(told.conversation.members.map((m) => m.name).sort()).toEqual([ann.user.name, ben.user.name].sort());
+    expect(told.by).toEqual({ id: ann.user.id, name: ann.user.name });
     const catList = await list(cat.token);
     expect(catList.conversations.map((c) => c.id)).toEqual([direct.id]);
     expect(catList.totalUnread).toBe(1);

@@ -304,6 +304,7 @@ export class BrowserTab {
       fetchMessages: (conversationId, query) => track(inner.fetchMessages(conversationId, query)),
       createConversation: (input) => track(inner.createConversation(input)),
       addMembers: (conversationId, input) => track(inner.addMembers(conversationId, input)),
+      removeMember: (conversationId, memberId) => track(inner.removeMember(conversationId, memberId)),
       leaveConversation: (conversationId) => {
         journal.leaveIssued(userId, conversationId);
         return track(
