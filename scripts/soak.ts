@@ -79,6 +79,7 @@ const totals = {
   marks: 0,
   leaves: 0,
   adds: 0,
+  removals: 0,
   deletes: 0,
   acknowledged: 0,
   lost: 0,
@@ -152,6 +153,7 @@ try {
     totals.marks += r.marks;
     totals.leaves += r.leaves;
     totals.adds += r.adds;
+    totals.removals += r.removals;
     totals.deletes += r.deletes;
     totals.acknowledged += r.acknowledgedMessages;
     totals.lost += r.lostMessages;
@@ -188,7 +190,8 @@ console.log(`  rounds:                   ${totals.rounds}`);
 console.log(
   `  operations done:          ${totals.ops} (${totals.sends} sends of which ${totals.mentionSends} mentioning, ` +
     `${totals.reads} reads, ${totals.mutes} mutes/unmutes and ${totals.marks} marks acknowledged, ` +
-    `${totals.adds} people added to groups, ${totals.leaves} leaves, ${totals.deletes} deletes)`,
+    `${totals.adds} people added to groups, ${totals.removals} removed from them, ${totals.leaves} leaves, ` +
+    `${totals.deletes} deletes)`,
 );
 console.log(`  faults injected:          ${faultCount} ${JSON.stringify(faults)}`);
 console.log(`  faults not injected:      ${faultErrors.length}${faultErrors.map((e) => `\n    ${e}`).join("")}`);

@@ -27,6 +27,7 @@ export class Journal {
   readonly messages = new Map<string, { userId: number; message: MessageDTO }>();
   /** Acknowledged reads: the cursor must end at least at `seq` (unless the user left or the conversation went). */
   readonly reads: { userId: number; conversationId: number; seq: number }[] = [];
+  /** Acknowledged leaves, and removals by a group's creator (the user removed). */
   readonly leaves: { userId: number; conversationId: number }[] = [];
   readonly deletes: { userId: number; conversationId: number }[] = [];
   /** Highest seq each user asked to read up to, per conversation. */
@@ -152,6 +153,15 @@ export class Journal {
     this.leaves.push({ userId, conversationId });
   }
 
+  /** The group's creator asked to remove `userId`: for their tabs and counters, as their own leave. */
+  removeIssued(userId: number, conversationId: number): void {
+    this.leaveIssued(userId, conversationId);
+  }
+
+  removeAcknowledged(userId: number, conversationId: number): void {
+    this.leaveAcknowledged(userId, conversationId);
+  }
+
   deleteIssued(conversationId: number): void {
     this.deleteAsked.add(conversationId);
   }
@@ -174,7 +184,8 @@ export class Journal {
   }
 
   /**
-   * A conversation can only leave a user's tabs after they left it or someone deleted it, or while an add of them
+   * A conversation can only leave a user's tabs after they left it, were removed from it or someone deleted it, or
+   * while an add of them
    * to it has not been acknowledged (it failed, or its answer was lost: it may not have happened).
    */
   mayRemove(userId: number, conversationId: number): boolean {

@@ -44,7 +44,8 @@ describe("the simulation's plan", () => {
     }
   });
 
-  it("adds, leaves and deletes, and only where the member may", () => {
+  it("adds, leaves, removals and deletes, and only where the member may", () => {
+    let removals = 0;
     for (let seed = 1; seed <= 20; seed++) {
       const plan = scenario({ ...options, seed });
       const convs = plan.conversations.map((c) => ({
@@ -81,12 +82,21 @@ describe("the simulation's plan", () => {
           c.members.delete(op.user);
           c.left.add(op.user);
         }
+        if (op.kind === "remove") {
+          removals++;
+          expect(c.kind).toBe("group");
+          expect(c.creator).toBe(op.user);
+          expect(op.other !== op.user && c.members.has(op.other), `remove ${op.other} from c${op.conv}`).toBe(true);
+          c.members.delete(op.other);
+          c.left.add(op.other);
+        }
         if (op.kind === "delete") {
           expect(c.kind === "direct" || c.creator === op.user).toBe(true);
           c.gone = true;
         }
       }
     }
+    expect(removals).toBeGreaterThan(20);
   });
 
   it("mutes, unmutes, marks and mentions, where the member may, from the plan's own state", () => {
@@ -100,6 +110,7 @@ describe("the simulation's plan", () => {
           convs.push({ ...op.conversation, members: new Set(op.conversation.members), gone: false });
         if (op.kind === "add") convs[op.conv]!.members.add(op.other);
         if (op.kind === "leave") convs[op.conv]!.members.delete(op.user);
+        if (op.kind === "remove") convs[op.conv]!.members.delete(op.other);
         if (op.kind === "delete") convs[op.conv]!.gone = true;
         if (op.kind === "mute") {
           kinds.add(op.muted ? "mute" : "unmute");

@@ -257,6 +257,8 @@ export interface RoundReport {
   leaves: number;
   /** People added to groups, acknowledged. */
   adds: number;
+  /** Members removed from groups by their creators, acknowledged. */
+  removals: number;
   deletes: number;
   creates: number;
   reconnects: number;
@@ -312,6 +314,8 @@ type Op =
   | { kind: "mute"; user: number; tab: number; conv: number; muted: boolean }
   /** `user` adds `other` to group `conv`: someone who is not in it and never left it. */
   | { kind: "add"; user: number; tab: number; conv: number; other: number }
+  /** `user`, the group's creator, removes `other`, another member, from group `conv`. */
+  | { kind: "remove"; user: number; tab: number; conv: number; other: number }
   | { kind: "blur"; user: number; tab: number }
   | { kind: "reconnect" | "reload"; user: number; tab: number; instance: number }
   | { kind: "create"; user: number; tab: number; conv: number; conversation: PlannedConversation }
@@ -440,10 +444,16 @@ export function scenario(o: PlanOptions): Scenario {
         c.members = [...c.members, other];
       }
     } else if (x < 0.96 && groups.length > 0) {
-      const conv = r.pick(groups);
-      ops.push({ kind: "leave", user, tab, conv });
-      convs[conv]!.members = convs[conv]!.members.filter((m) => m !== user);
-      (convs[conv]!.left ??= new Set()).add(user);
+      // A third of these the creator removing another member, where the user created one with anyone else left in it;
+      // otherwise the user leaves. Either way that member cannot come back.
+      const own = groups.filter((c) => convs[c]!.creator === user && convs[c]!.members.length > 1);
+      const conv = own.length > 0 && r.chance(1 / 3) ? r.pick(own) : r.pick(groups);
+      const c = convs[conv]!;
+      const other = c.creator === user && own.includes(conv) ? r.pick(c.members.filter((m) => m !== user)) : user;
+      if (other === user) ops.push({ kind: "leave", user, tab, conv });
+      else ops.push({ kind: "remove", user, tab, conv, other });
+      c.members = c.members.filter((m) => m !== other);
+      (c.left ??= new Set()).add(other);
     } else if (deletable.length > 0) {
       const conv = r.pick(deletable);
       ops.push({ kind: "delete", user, tab, conv });
@@ -496,6 +506,8 @@ function describe(op: Op, names: string[]): string {
       return `${who}/t${op.tab} mark-unread c${op.conv}`;
     case "add":
       return `${who}/t${op.tab} add ${names[op.other]} to c${op.conv}`;
+    case "remove":
+      return `${who}/t${op.tab} remove ${names[op.other]} from c${op.conv}`;
     default:
       return `${who}/t${op.tab} ${op.kind} c${op.conv}`;
   }
@@ -576,6 +588,7 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
     marks: 0,
     leaves: 0,
     adds: 0,
+    removals: 0,
     deletes: 0,
     creates: 0,
     reconnects: 0,
@@ -897,6 +910,23 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
         if (error === null) {
           report.adds++;
           journal.addAcknowledged(other.id, id);
+        }
+        return error ?? "acknowledged";
+      }
+      case "remove": {
+        const id = await conversationOf(op.conv);
+        await showOrSkip(tab, users[op.user]!.id, id);
+        const other = users[op.other]!;
+        journal.removeIssued(other.id, id);
+        const { value } = tab.act((s) => {
+          s.setFocused(true);
+          s.openConversation(id);
+          return s.removeMember(id, other.id);
+        });
+        const error = await value;
+        if (error === null) {
+          report.removals++;
+          journal.removeAcknowledged(other.id, id);
         }
         return error ?? "acknowledged";
       }
