@@ -295,7 +295,10 @@ function GroupMembers({ conversation }: { conversation: ConversationDTO }) {
       <ul className="members-list" data-testid="members-list" aria-label={size}>
         {conversation.members.map((member) => (
           <li key={member.id} data-testid="members-list-item">
-            <span dir="auto">{memberLabel(member)}</span>
+            <span>
+              <span dir="auto">{memberLabel(member)}</span>
+              {member.id === me && <span className="optional"> (you)</span>}
+            </span>
             {conversation.canDelete && member.id !== me && (
               <button
                 type="button"
