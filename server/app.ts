@@ -160,7 +160,7 @@ export function createApp({
   const api = createApiHandler({
     sessions,
     accounts: sessionActions({ sessions, limits, notifier }),
-    conversations: conversationActions({ conversations, snapshots, removal, notifier, limits }),
+    conversations: conversationActions({ conversations, snapshots, removal, notifier, limits, log }),
     users: userActions({ users: createUserDirectory({ db }), blocks, limits, notifier }),
     lab: config.lab,
     unread: { snapshots, limits },

@@ -102,9 +102,12 @@ export function createApi(send: Fetch = (path, init) => fetch(path, init)) {
     createConversation: (input: CreateConversationInput) =>
       request<{ conversation: ConversationDTO }>("POST", "/api/conversations", input),
     addMembers: (conversationId: number, input: AddMembersInput) =>
-      request<{ conversation: ConversationDTO }>("POST", `/api/conversations/${conversationId}/members`, input),
+      request<{ conversation: ConversationDTO | null }>("POST", `/api/conversations/${conversationId}/members`, input),
     removeMember: (conversationId: number, userId: number) =>
-      request<{ conversation: ConversationDTO }>("DELETE", `/api/conversations/${conversationId}/members/${userId}`),
+      request<{ conversation: ConversationDTO | null }>(
+        "DELETE",
+        `/api/conversations/${conversationId}/members/${userId}`,
+      ),
     leaveConversation: (conversationId: number) => request("POST", `/api/conversations/${conversationId}/leave`),
     deleteConversation: (conversationId: number) => request("DELETE", `/api/conversations/${conversationId}`),
     fetchMessages: (conversationId: number, query: MessagesQuery) => {

@@ -631,7 +631,10 @@ describe("conversation:updated", () => {
       { id: 4, name: "dave" },
     ];
     const t = await synced([conversation(1, { kind: "group", members: [ME, BOB, carol, dave], lastSeq: 5 })], 3);
-    t.store.getState().updateConversation(conversation(1, { kind: "group", members: [ME, carol, dave] }), carol);
+    t.store.getState().updateConversation(conversation(1, { kind: "group", members: [ME, carol, dave] }), {
+      by: carol,
+      removed: [BOB.id],
+    });
     expect(t.store.getState().left[1]).toEqual([
       { userId: BOB.id, name: BOB.name, removedBy: carol, at: expect.any(String) },
     ]);
@@ -652,7 +655,9 @@ describe("conversation:updated", () => {
     });
     expect(s.conversations[1]?.members.map((m) => m.id)).toEqual([ME.id, carol.id]);
     // Its own push, after the answer, adds nothing.
-    t.store.getState().updateConversation(conversation(1, { kind: "group", members: [ME, carol] }), ME);
+    t.store
+      .getState()
+      .updateConversation(conversation(1, { kind: "group", members: [ME, carol] }), { by: ME, removed: [dave.id] });
     expect(t.store.getState().left[1]).toHaveLength(2);
 
     const refused = t.store.getState().removeMember(1, carol.id);
@@ -669,10 +674,71 @@ describe("conversation:updated", () => {
   it("names who added someone when the push says, though this tab added nobody", async () => {
     const carol = { id: 3, name: "carol" };
     const t = await synced([conversation(1, { kind: "group", members: [ME, BOB], lastSeq: 5 })], 3);
-    t.store.getState().updateConversation(conversation(1, { kind: "group", members: [ME, BOB, carol] }), BOB);
+    t.store.getState().updateConversation(conversation(1, { kind: "group", members: [ME, BOB, carol] }), {
+      by: BOB,
+      added: [carol.id],
+    });
     expect(t.store.getState().added[1]).toEqual([
       { userId: carol.id, name: carol.name, by: BOB, seq: 5, at: expect.any(String) },
     ]);
+  });
+
+  it("credits a change only with whom it names: another change the same push shows is not its author's", async () => {
+    const [carol, dave, eve] = [
+      { id: 3, name: "carol" },
+      { id: 4, name: "dave" },
+      { id: 5, name: "eve" },
+    ];
+    const t = await synced([conversation(1, { kind: "group", members: [ME, BOB, carol], lastSeq: 5 })], 3);
+    // bob added dave; carol's leave committed before the push was read, so it shows her gone too.
+    t.store
+      .getState()
+      .updateConversation(conversation(1, { kind: "group", members: [ME, BOB, dave] }), { by: BOB, added: [dave.id] });
+    expect(t.store.getState().left[1]).toEqual([{ userId: carol.id, name: carol.name, at: expect.any(String) }]);
+    expect(t.store.getState().added[1]).toEqual([
+      { userId: dave.id, name: dave.name, by: BOB, seq: 5, at: expect.any(String) },
+    ]);
+
+    // ME removed dave and someone added eve; the add's push, read after both, comes first: dave "left", eve "joined";
+    // then the removal's push names who removed dave, and the add's own names who added eve.
+    t.store.getState().updateConversation(conversation(1, { kind: "group", members: [ME, BOB, eve] }));
+    expect(t.store.getState().left[1]?.[1]).toEqual({ userId: dave.id, name: dave.name, at: expect.any(String) });
+    expect(t.store.getState().added[1]?.[1]).toMatchObject({ userId: eve.id, by: null });
+    t.store
+      .getState()
+      .updateConversation(conversation(1, { kind: "group", members: [ME, BOB, eve] }), { by: ME, removed: [dave.id] });
+    t.store
+      .getState()
+      .updateConversation(conversation(1, { kind: "group", members: [ME, BOB, eve] }), { by: BOB, added: [eve.id] });
+    const s = t.store.getState();
+    expect(s.left[1]?.map((l) => [l.userId, l.removedBy?.name])).toEqual([
+      [carol.id, undefined],
+      [dave.id, ME.name],
+    ]);
+    expect(s.added[1]?.map((a) => [a.userId, a.by?.name])).toEqual([
+      [dave.id, BOB.name],
+      [eve.id, BOB.name],
+    ]);
+  });
+
+  it("takes an answer's conversation only while the tab still shows it, and syncs when there is none", async () => {
+    const t = await synced([conversation(1, { kind: "group", members: [ME, BOB, { id: 3, name: "carol" }] })], 3);
+    const removing = t.store.getState().removeMember(1, 3);
+    // Deleted from another tab before the answer came.
+    t.store.getState().removeConversation(1, { reason: "deleted", by: ME.id });
+    t.transport.removals[0]?.resolve({
+      ok: true,
+      conversation: conversation(1, { kind: "group", members: [ME, BOB] }),
+    });
+    expect(await removing).toBeNull();
+    expect(t.store.getState().conversations[1]).toBeUndefined();
+    expect(t.store.getState().conversationOrder).toEqual([]);
+
+    const u = await synced([conversation(1, { kind: "group", members: [ME, BOB, { id: 3, name: "carol" }] })], 3);
+    const again = u.store.getState().removeMember(1, 3);
+    u.transport.removals[0]?.resolve({ ok: true, conversation: null });
+    expect(await again).toBeNull();
+    expect(u.transport.syncs).toHaveLength(1);
   });
 
   it("does not bring back a conversation this tab does not show", async () => {

@@ -127,28 +127,49 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
      * Lines for members this tab saw come, now, placed at `seq` (the group's lastSeq as this tab heard it then; the
      * server's list has the exact one): each person once.
      */
-    /** "bob left", or "carol removed bob" (`by`), for members gone now; once each. */
+    /**
+     * The conversation an add's or a removal's answer carries: taken only while this tab still shows it (a deletion
+     * or a leave elsewhere may have removed it since); null when the server could not describe it after the change
+     * (the group deleted meanwhile, Redis away): a sync brings what is true.
+     */
+    function takeAnswer(conversationId: number, conversation: ConversationDTO | null): void {
+      if (conversation === null) get().requestSync();
+      else if (get().conversations[conversationId]) get().receiveConversation(conversation);
+    }
+
+    /**
+     * "bob left", or "carol removed bob" (`by`), for members gone now; once each, but a line that did not say who
+     * removed them (a push about another change came first) learns it from the removal's own push.
+     */
     function noteLeft(conversationId: number, gone: UserDTO[], by: { id: number; name: string } | undefined): void {
       if (gone.length === 0) return;
       const at = new Date().toISOString();
       set((s) => {
         const before = s.left[conversationId] ?? [];
-        const fresh = gone.filter((m) => !before.some((l) => l.userId === m.id));
+        const known = (m: UserDTO) => before.find((l) => l.userId === m.id);
+        const fresh = gone.filter((m) => !known(m) || (by && !known(m)!.removedBy));
         if (fresh.length === 0) return {};
-        const lines = fresh.map((m) => ({ userId: m.id, name: m.name, ...(by ? { removedBy: by } : {}), at }));
-        return { left: { ...s.left, [conversationId]: [...before, ...lines] } };
+        const lines = fresh.map((m) => ({
+          ...(known(m) ?? { userId: m.id, name: m.name, at }),
+          ...(by ? { removedBy: by } : {}),
+        }));
+        const kept = before.filter((l) => !fresh.some((m) => m.id === l.userId));
+        return { left: { ...s.left, [conversationId]: [...kept, ...lines] } };
       });
     }
 
+    /** "carol added dave" (or "dave joined", `by` null); once each, a "joined" line learning who added them later. */
     function noteAdded(conversationId: number, come: UserDTO[], by: MemberAdded["by"], seq: number): void {
       if (come.length === 0) return;
       const at = new Date().toISOString();
       set((s) => {
         const before = s.added[conversationId] ?? [];
-        const fresh = come.filter((m) => !before.some((a) => a.userId === m.id));
+        const known = (m: UserDTO) => before.find((a) => a.userId === m.id);
+        const fresh = come.filter((m) => !known(m) || (by && known(m)!.by === null));
         if (fresh.length === 0) return {};
-        const lines = fresh.map((m) => ({ userId: m.id, name: m.name, by, seq, at }));
-        return { added: { ...s.added, [conversationId]: [...before, ...lines] } };
+        const lines = fresh.map((m) => ({ ...(known(m) ?? { userId: m.id, name: m.name, seq, at }), by }));
+        const kept = before.filter((a) => !fresh.some((m) => m.id === a.userId));
+        return { added: { ...s.added, [conversationId]: [...kept, ...lines] } };
       });
     }
 
@@ -424,23 +445,56 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         set((s) => ({ conversationErrors: without(s.conversationErrors, conversationId) }));
       },
 
-      updateConversation(conversation, by) {
+      updateConversation(conversation, change) {
         const known = get().conversations[conversation.id];
         if (!known) return;
-        // A group with fewer members: those gone left it now, or were removed `by` its creator (the conversation
+        // Whom this change added or removed, and by whom: the member list may also show other changes made
+        // meanwhile (a leave, another add), which are not credited to it.
+        const removed = new Set(change && "removed" in change ? change.removed : []);
+        const added = new Set(change && "added" in change ? change.added : []);
+        // A group with fewer members: those gone left it now, or were removed by its creator (the conversation
         // leaving this user's own list would be conversation:removed).
         const staying = new Set(conversation.members.map((m) => m.id));
         const gone = conversation.kind === "group" ? known.members.filter((m) => !staying.has(m.id)) : [];
-        noteLeft(conversation.id, gone, by);
-        // And more: those new were added now, `by` someone (unnamed by an older server: then this tab's own add, in
-        // flight, names its own).
+        noteLeft(
+          conversation.id,
+          gone.filter((m) => removed.has(m.id)),
+          change?.by,
+        );
+        noteLeft(
+          conversation.id,
+          gone.filter((m) => !removed.has(m.id)),
+          undefined,
+        );
+        // And more: those new were added now, by the change's author; someone else's add not named yet is said as
+        // "joined" (this tab's own add in flight names its own: its answer says "You added").
         const had = new Set(known.members.map((m) => m.id));
         const come = conversation.kind === "group" ? conversation.members.filter((m) => !had.has(m.id)) : [];
-        if (by) noteAdded(conversation.id, come, by, known.lastSeq);
-        else {
-          const named = new Set((adding.get(conversation.id) ?? []).map((n) => n.toLowerCase()));
-          const unnamed = come.filter((m) => !named.has(m.name.toLowerCase()));
-          noteAdded(conversation.id, unnamed, null, known.lastSeq);
+        if (change)
+          noteAdded(
+            conversation.id,
+            come.filter((m) => added.has(m.id)),
+            change.by,
+            known.lastSeq,
+          );
+        const named = new Set((adding.get(conversation.id) ?? []).map((n) => n.toLowerCase()));
+        const unnamed = come.filter((m) => !added.has(m.id) && !named.has(m.name.toLowerCase()));
+        noteAdded(conversation.id, unnamed, null, known.lastSeq);
+        // A line an earlier push made without saying who (it showed this change with another) learns it now.
+        if (change) {
+          const lefts = (get().left[conversation.id] ?? []).filter((l) => removed.has(l.userId));
+          noteLeft(
+            conversation.id,
+            lefts.map((l) => ({ id: l.userId, name: l.name })),
+            change.by,
+          );
+          const adds = (get().added[conversation.id] ?? []).filter((a) => added.has(a.userId));
+          noteAdded(
+            conversation.id,
+            adds.map((a) => ({ id: a.userId, name: a.name })),
+            change.by,
+            known.lastSeq,
+          );
         }
         get().receiveConversation(conversation);
       },
@@ -454,7 +508,7 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         const me = get().user;
         const gone = known?.members.filter((m) => m.id === userId) ?? [];
         noteLeft(conversationId, gone, me ? { id: me.id, name: me.name } : undefined);
-        get().receiveConversation(res.conversation);
+        takeAnswer(conversationId, res.conversation);
         return null;
       },
 
@@ -476,10 +530,11 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         // Those this call named who were not members before it (its push may have merged them already).
         const had = new Set(known?.members.map((m) => m.id) ?? []);
         const named = new Set(memberNames.map((n) => n.toLowerCase()));
-        const come = res.conversation.members.filter((m) => !had.has(m.id) && named.has(m.name.toLowerCase()));
-        const seq = known?.lastSeq ?? res.conversation.lastSeq;
+        const members = res.conversation?.members ?? [];
+        const come = members.filter((m) => !had.has(m.id) && named.has(m.name.toLowerCase()));
+        const seq = known?.lastSeq ?? res.conversation?.lastSeq ?? 0;
         noteAdded(conversationId, come, me ? { id: me.id, name: me.name } : null, seq);
-        get().receiveConversation(res.conversation);
+        takeAnswer(conversationId, res.conversation);
         return null;
       },
 

@@ -122,7 +122,9 @@ export function bindSocket(
   socket.on("message:new", ({ message }) => store.getState().receiveMessage(message));
   socket.on("unread:changed", (update) => store.getState().applyUnread(update));
   socket.on("conversation:created", ({ conversation }) => store.getState().receiveConversation(conversation));
-  socket.on("conversation:updated", ({ conversation, by }) => store.getState().updateConversation(conversation, by));
+  socket.on("conversation:updated", ({ conversation, change }) =>
+    store.getState().updateConversation(conversation, change),
+  );
   socket.on("conversation:removed", ({ conversationId, how }) =>
     store.getState().removeConversation(conversationId, how),
   );

@@ -2,6 +2,7 @@ import type {
   AddMembersInput,
   ApiError,
   MemberAdded,
+  MemberChange,
   MemberLeft,
   BlockList,
   ConversationDTO,
@@ -51,9 +52,9 @@ export interface ChatTransport {
   fetchMessages(conversationId: number, query: MessagesQuery): Promise<Result<MessagesResponse>>;
   createConversation(input: CreateConversationInput): Promise<Result<{ conversation: ConversationDTO }>>;
   /** Adds people to a group (any member may); HTTP, so it always resolves. */
-  addMembers(conversationId: number, input: AddMembersInput): Promise<Result<{ conversation: ConversationDTO }>>;
+  addMembers(conversationId: number, input: AddMembersInput): Promise<Result<{ conversation: ConversationDTO | null }>>;
   /** Removes a member from a group (its creator only); HTTP, so it always resolves. */
-  removeMember(conversationId: number, userId: number): Promise<Result<{ conversation: ConversationDTO }>>;
+  removeMember(conversationId: number, userId: number): Promise<Result<{ conversation: ConversationDTO | null }>>;
   /** Groups only; HTTP, so it always resolves. */
   leaveConversation(conversationId: number): Promise<Result>;
   /** A direct conversation (either member) or a group (its creator only); HTTP, so it always resolves. */
@@ -188,10 +189,10 @@ export interface ConversationsSlice {
   /** Resolves with the server's error message, or null once the group shows the member gone. */
   removeMember(conversationId: number, userId: number): Promise<string | null>;
   /**
-   * New members or title of a conversation this tab shows; unknown (or removed) ones are ignored. `by`: who added or
-   * removed the members who came or went (absent when someone left, or from an older server).
+   * New members or title of a conversation this tab shows; unknown (or removed) ones are ignored. `change`: the add or
+   * removal that made it, by whom (absent for a leave, or from an older server).
    */
-  updateConversation(conversation: ConversationDTO, by?: { id: number; name: string }): void;
+  updateConversation(conversation: ConversationDTO, change?: MemberChange): void;
   /** Resolves with the server's error message (also kept in conversationErrors), or null once it is gone. */
   leaveConversation(conversationId: number): Promise<string | null>;
   /** Resolves with the server's error message (also kept in conversationErrors), or null once it is gone. */

@@ -135,6 +135,14 @@ export interface ClientToServerEvents {
   "conversation:list": (input: ListInput, ack: Ack<ConversationPage>) => void;
 }
 
+/**
+ * An add or a removal of group members, as `conversation:updated` tells it: `by` whom, and exactly whom. The push's
+ * member list is read after the change committed, so it may also show other changes made meanwhile (a leave, another
+ * add): those are not this change's.
+ */
+export type MemberChange =
+  { by: { id: number; name: string }; added: number[] } | { by: { id: number; name: string }; removed: number[] };
+
 /** A page of the conversation list, newest activity first. */
 export interface ConversationPage {
   conversations: ConversationDTO[];
@@ -159,9 +167,9 @@ export interface ServerToClientEvents {
   "conversation:created": (payload: { conversation: ConversationDTO }) => void;
   /**
    * A conversation's members changed (someone left, was added or was removed): its title and member list, not its
-   * counts. `by`: who added or removed the members who came or went in this change (absent when someone left).
+   * counts. `change`: who added or removed whom, for an add or a removal (absent for a leave).
    */
-  "conversation:updated": (payload: { conversation: ConversationDTO; by?: { id: number; name: string } }) => void;
+  "conversation:updated": (payload: { conversation: ConversationDTO; change?: MemberChange }) => void;
   /** The user left the conversation or it was deleted: drop it (its unread already left the total). */
   "conversation:removed": (payload: ConversationRemoval) => void;
   /** Pushes to this user may have been lost (Redis reconnect, repair by reconciliation): call `sync`. */

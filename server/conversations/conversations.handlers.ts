@@ -1,7 +1,8 @@
-import type { UserDTO } from "../contracts/index.ts";
+import type { ConversationDTO, MemberChange, UserDTO } from "../contracts/index.ts";
 import { addMembersInput, conversationIdParam, createConversationInput, userIdParam } from "../contracts/inputs.ts";
 import { parse } from "../errors.ts";
 import type { Limits } from "../limits/limits.ts";
+import type { Logger } from "../log.ts";
 import type { Notifier } from "../realtime/notifier.ts";
 import type { SnapshotService } from "../unread/snapshot.service.ts";
 import type { ConversationService } from "./conversations.service.ts";
@@ -13,22 +14,44 @@ export interface ConversationDeps {
   removal: Removal;
   notifier: Notifier;
   limits: Limits;
+  log: Logger;
 }
 
 export type ConversationActions = ReturnType<typeof conversationActions>;
 
 /** Membership changes as the API offers them: validated, limited, stored, then told to every member's tabs. */
 export function conversationActions(deps: ConversationDeps) {
+  /**
+   * Pushes the conversation as each member now sees it, after the change committed. A failure (Redis away, or the
+   * group deleted meanwhile) fails no request: the change is made, and the tabs catch up at their next sync.
+   */
   const tell = async (
     event: "conversationCreated" | "conversationUpdated",
     conversationId: number,
     memberIds: number[],
-    by?: UserDTO,
+    change?: MemberChange,
   ) => {
-    const described = await deps.snapshots.describeFor(conversationId, memberIds);
-    const who = by && { id: by.id, name: by.name };
-    memberIds.forEach((memberId, i) => deps.notifier[event](memberId, described[i]!, who));
+    try {
+      const described = await deps.snapshots.describeFor(conversationId, memberIds);
+      memberIds.forEach((memberId, i) =>
+        event === "conversationUpdated"
+          ? deps.notifier.conversationUpdated(memberId, described[i]!, change)
+          : deps.notifier.conversationCreated(memberId, described[i]!),
+      );
+    } catch (err) {
+      deps.log.warn({ err, conversationId, event }, "telling members of a membership change failed; they sync later");
+    }
   };
+  /** The conversation for the caller's answer after a committed change; null if it cannot be read (as `tell`). */
+  const answer = async (conversationId: number, userId: number): Promise<ConversationDTO | null> => {
+    try {
+      return await deps.snapshots.describe(conversationId, userId);
+    } catch (err) {
+      deps.log.warn({ err, conversationId }, "describing a conversation after a membership change failed");
+      return null;
+    }
+  };
+  const who = (user: UserDTO) => ({ id: user.id, name: user.name });
 
   return {
     /** Creates (or finds) a conversation and tells the tabs of every member whose list it joins. */
@@ -54,8 +77,8 @@ export function conversationActions(deps: ConversationDeps) {
       await deps.limits.consume("groupAdd", { userId: user.id }, input.memberNames.length);
       const { added, before } = await deps.conversations.add(user, conversationId, input);
       await tell("conversationCreated", conversationId, added);
-      await tell("conversationUpdated", conversationId, before, user);
-      return { conversation: await deps.snapshots.describe(conversationId, user.id) };
+      await tell("conversationUpdated", conversationId, before, { by: who(user), added });
+      return { conversation: await answer(conversationId, user.id) };
     },
 
     /** Leaves a group: it leaves the user's counters and tabs; the others see the new member list. */
@@ -78,8 +101,8 @@ export function conversationActions(deps: ConversationDeps) {
       await deps.limits.consume("removeMember", { userId: user.id });
       const remaining = await deps.conversations.removeMember(user, conversationId, memberId);
       await deps.removal.deliver(conversationId, [memberId], { reason: "removed", by: user.id });
-      await tell("conversationUpdated", conversationId, remaining, user);
-      return { conversation: await deps.snapshots.describe(conversationId, user.id) };
+      await tell("conversationUpdated", conversationId, remaining, { by: who(user), removed: [memberId] });
+      return { conversation: await answer(conversationId, user.id) };
     },
 
     /** Deletes a conversation for every member. */

@@ -153,6 +153,9 @@ export function createConversationService({
       }
       const members = await tx.membership.findMany({ where: { conversationId }, select: { userId: true } });
       const before = members.map((m) => m.userId);
+      // Read after the lock, unlike the EXISTS above (whose snapshot predates any wait for it): an adder whose leave
+      // committed while this waited is no member any more.
+      if (!before.includes(user.id)) throw new AppError("forbidden", "You are not a member of this conversation.");
       const inAlready = new Set(before);
       // Those in the group already are left out before the checks: a member who blocked the adder (or whom the
       // adder blocked) is in the list for all to see, and naming them must neither refuse the others nor tell.
@@ -168,19 +171,16 @@ export function createConversationService({
       const departed = await tx.departure.findMany({ where: named, select: { userId: true } });
       const left = new Set([...gone, ...departed].map((r) => r.userId));
       if (left.size > 0) {
-        const removed = new Set(gone.filter((r) => r.removedById !== null).map((r) => r.userId));
-        const names = (ids: Set<number>) =>
-          newcomers
-            .filter((u) => ids.has(u.id))
-            .map((u) => `'${u.name}'`)
-            .join(", ");
+        const removed = newcomers.filter((u) => gone.some((r) => r.userId === u.id && r.removedById !== null));
+        const leavers = newcomers.filter((u) => left.has(u.id) && !removed.includes(u));
+        const names = (us: UserDTO[]) => us.map((u) => `'${u.name}'`).join(", ");
+        const parts = [
+          ...(leavers.length > 0 ? [`${names(leavers)} left this group`] : []),
+          ...(removed.length > 0 ? [`${names(removed)} ${removed.length === 1 ? "was" : "were"} removed from it`] : []),
+        ];
         throw new AppError(
           "invalid",
-          removed.size === left.size
-            ? `${names(removed)} ${removed.size === 1 ? "was" : "were"} removed from this group; someone removed ` +
-                "from a group cannot be added to it again."
-            : `${names(new Set([...left].filter((id) => !removed.has(id))))} left this group; someone who leaves a ` +
-                "group cannot be added to it again.",
+          `${parts.join("; ")}: someone who left a group or was removed from it cannot be added to it again.`,
         );
       }
       const added = ids;
@@ -287,8 +287,9 @@ export function createConversationService({
    */
   async function removeMember(user: UserDTO, conversationId: number, memberId: number): Promise<number[]> {
     return db.$transaction(async (tx) => {
-      // The row's lock, as an add and a deletion take it: membership changes of one group happen one at a time, and
-      // the sends that wait on it read the members after this commit. Members only, as there.
+      // The row's lock, as an add and a deletion take it: membership changes of one group happen one at a time, and a
+      // send that waits on it finds the membership gone (tally_store_messages re-checks the sender's after the lock,
+      // migration send_after_removal) and is refused. Members only, as there.
       const [conv] = await tx.$queryRaw<{ kind: string; createdById: number | null }[]>`
         SELECT c."kind"::TEXT AS "kind", c."createdById" FROM "Conversation" c
         WHERE c."id" = ${conversationId}
@@ -304,6 +305,13 @@ export function createConversationService({
         throw new AppError("forbidden", "Only the group's creator can remove people from it.");
       }
       if (memberId === user.id) throw new AppError("invalid", "You cannot remove yourself; leave the group instead.");
+      // A statement of its own after the lock: the EXISTS above used a snapshot from before any wait for the row, so
+      // a creator whose leave committed meanwhile would pass it.
+      const caller = await tx.membership.findUnique({
+        where: { userId_conversationId: { userId: user.id, conversationId } },
+        select: { userId: true },
+      });
+      if (!caller) throw new AppError("forbidden", "You are not a member of this conversation.");
       const removed = await tx.membership.deleteMany({ where: { userId: memberId, conversationId } });
       if (removed.count === 0) throw new AppError("not_found", "That person is not in this group.");
       await tx.departure.create({ data: { userId: memberId, conversationId } });

@@ -47,7 +47,7 @@ describe("adding people to a group", () => {
     expect((await created).conversation).toMatchObject({ id: group.id, title: "Planning", unreadCount: 0, lastSeq: 3 });
     const told = await updated;
     expect(told.conversation.members.map((m) => m.name)).toContain(cat.user.name);
-    expect(told.by).toEqual({ id: ann.user.id, name: ann.user.name });
+    expect(told.change).toEqual({ by: { id: ann.user.id, name: ann.user.name }, added: [cat.user.id] });
     expect(await list(cat.token)).toMatchObject({ totalUnread: 1 });
 
     // cat may read what was said before; none of it counts.
@@ -337,7 +337,7 @@ describe("removing people from a group", () => {
     expect(await zeroed).toMatchObject({ unreadCount: 0, totalUnread: 1 });
     const told = await updated;
     expect(told.conversation.members.map((m) => m.name).sort()).toEqual([ann.user.name, ben.user.name].sort());
-    expect(told.by).toEqual({ id: ann.user.id, name: ann.user.name });
+    expect(told.change).toEqual({ by: { id: ann.user.id, name: ann.user.name }, removed: [cat.user.id] });
     const catList = await list(cat.token);
     expect(catList.conversations.map((c) => c.id)).toEqual([direct.id]);
     expect(catList.totalUnread).toBe(1);
@@ -365,6 +365,17 @@ describe("removing people from a group", () => {
     // A removal is final, as a leave is: nobody can put cat back.
     const again = await addMembers(ben.token, group.id, { memberNames: [cat.user.name] });
     expect(again.body.error).toMatchObject({ code: "invalid", message: expect.stringMatching(/was removed/) });
+    // Named with someone who left, both are said.
+    const [dan] = [await user("dan")];
+    expect((await addMembers(ann.token, group.id, { memberNames: [dan.user.name] })).status).toBe(200);
+    expect((await h.http(`/api/conversations/${group.id}/leave`, { method: "POST", token: dan.token })).status).toBe(
+      200,
+    );
+    const both = await addMembers(ann.token, group.id, { memberNames: [cat.user.name, dan.user.name] });
+    expect(both.body.error.message).toBe(
+      `'${dan.user.name}' left this group; '${cat.user.name}' was removed from it: someone who left a group or was ` +
+        "removed from it cannot be added to it again.",
+    );
     expect(await membersOf(group.id)).toEqual([ann.user.id, ben.user.id].sort((a, b) => a - b));
   });
 
@@ -434,6 +445,74 @@ describe("removing people from a group", () => {
     expect(await reconcile({ db: h.db, unread: createUnreadService({ redis: h.redis, db: h.db }) })).toMatchObject({
       drifted: 0,
     });
+  });
+
+  it("queued behind the group's row: the removed member's send is refused, and so is a removal or add by someone whose leave went first", async () => {
+    const pool = poolOf(h.db);
+    const waiting = async () =>
+      Number(
+        (
+          await pool.query<{ n: string }>(
+            `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
+          )
+        ).rows[0]!.n,
+      );
+    /** Runs `first`, then `second`, each queued behind a lock on the group's row, then lets them go in that order. */
+    const queued = async <A, B>(id: number, first: () => Promise<A>, second: () => Promise<B>): Promise<[A, B]> => {
+      const holder = await pool.connect();
+      try {
+        await holder.query("BEGIN");
+        await holder.query(`SELECT 1 FROM "Conversation" WHERE "id" = $1 FOR UPDATE`, [id]);
+        const a = first();
+        await expect.poll(waiting, { message: "the first waits for the row" }).toBe(1);
+        const b = second();
+        await expect.poll(waiting, { message: "both wait for the row" }).toBe(2);
+        await holder.query("COMMIT");
+        return [await a, await b];
+      } finally {
+        holder.release();
+      }
+    };
+
+    const [ann, ben, cat, dan] = await Promise.all(["ann", "ben", "cat", "dan"].map((n) => user(n)));
+    const group = await create(ann!.token, [ben!.user.name, cat!.user.name], "Queued");
+    await send(await h.connect(ann!.token, 0), group.id, "before");
+    const catSocket = await h.connect(cat!.token, 1);
+    const before = await h.db.conversation.findUniqueOrThrow({ where: { id: group.id } });
+
+    // The removal first, cat's send behind it: stored after the removal committed, it would be a non-member's.
+    const [removed, sent] = await queued(
+      group.id,
+      () => removeMember(ann!.token, group.id, cat!.user.id),
+      () => send(catSocket, group.id, "sneaking in"),
+    );
+    expect(removed.status).toBe(200);
+    expect(sent).toMatchObject({ ok: false, error: { code: "forbidden" } });
+    expect(await h.db.message.count({ where: { conversationId: group.id } })).toBe(1);
+    // The seq it took was given back, and the group's place in lists with it.
+    expect(await h.db.conversation.findUniqueOrThrow({ where: { id: group.id } })).toMatchObject({
+      lastSeq: before.lastSeq,
+      lastActivityAt: before.lastActivityAt,
+    });
+    expect((await send(await h.connect(ben!.token, 0), group.id, "next")).ok).toBe(true);
+    expect(await h.db.message.findMany({ where: { conversationId: group.id }, select: { seq: true } })).toEqual([
+      { seq: 1 },
+      { seq: 2 },
+    ]);
+
+    // ann leaves with her removal of ben and her add of dan queued behind the leave: neither may happen.
+    const leave = () => h.http(`/api/conversations/${group.id}/leave`, { method: "POST", token: ann!.token });
+    const [left, refused] = await queued(group.id, leave, () => removeMember(ann!.token, group.id, ben!.user.id));
+    expect(left.status).toBe(200);
+    expect(refused.body.error).toMatchObject({ code: "forbidden", message: expect.stringMatching(/not a member/) });
+    expect(await membersOf(group.id)).toEqual([ben!.user.id]);
+    const other = await create(ben!.token, [cat!.user.name, ann!.user.name], "Queued too");
+    const leaveOther = () => h.http(`/api/conversations/${other.id}/leave`, { method: "POST", token: ann!.token });
+    const addDan = () => addMembers(ann!.token, other.id, { memberNames: [dan!.user.name] });
+    const [leftOther, notAdded] = await queued(other.id, leaveOther, addDan);
+    expect(leftOther.status).toBe(200);
+    expect(notAdded.body.error).toMatchObject({ code: "forbidden" });
+    expect(await membersOf(other.id)).toEqual([ben!.user.id, cat!.user.id].sort((a, b) => a - b));
   });
 
   it("a removal replayed by the relay (the instance died after its commit) still takes the group out", async () => {

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type {
+  MemberChange,
   BlockList,
   ConversationDTO,
   ConversationRemoval,
@@ -33,8 +34,8 @@ export interface Notifier {
   deliveryTarget(memberIds: number[], message: MessageDTO): { channel: string; head: string } | null;
   unreadChanged(userId: number, update: UnreadUpdate): void;
   conversationCreated(userId: number, conversation: ConversationDTO): void;
-  /** `by`: who added or removed the members who came or went (absent for a leave). */
-  conversationUpdated(userId: number, conversation: ConversationDTO, by?: { id: number; name: string }): void;
+  /** `change`: the add or removal that made it, and by whom (absent for a leave). */
+  conversationUpdated(userId: number, conversation: ConversationDTO, change?: MemberChange): void;
   conversationRemoved(userId: number, removal: ConversationRemoval): void;
   unreadStale(userIds: number[] | "all-local"): void;
   /** The user's block list changed: every tab of theirs gets it whole. */
@@ -178,8 +179,8 @@ export function socketNotifier(
     unreadChanged: (userId, update) => void io.to(userRoom(userId)).emit("unread:changed", update),
     conversationCreated: (userId, conversation) =>
       void io.to(userRoom(userId)).emit("conversation:created", { conversation }),
-    conversationUpdated: (userId, conversation, by) =>
-      void io.to(userRoom(userId)).emit("conversation:updated", by ? { conversation, by } : { conversation }),
+    conversationUpdated: (userId, conversation, change) =>
+      void io.to(userRoom(userId)).emit("conversation:updated", change ? { conversation, change } : { conversation }),
     conversationRemoved: (userId, removal) => void io.to(userRoom(userId)).emit("conversation:removed", removal),
     blocksChanged: (userId, list) => void io.to(userRoom(userId)).emit("blocks:changed", list),
     unreadStale: (userIds) =>

@@ -46,6 +46,7 @@ describe("the simulation's plan", () => {
 
   it("adds, leaves, removals and deletes, and only where the member may", () => {
     let removals = 0;
+    let creatorsLeaving = 0;
     for (let seed = 1; seed <= 20; seed++) {
       const plan = scenario({ ...options, seed });
       const convs = plan.conversations.map((c) => ({
@@ -79,6 +80,7 @@ describe("the simulation's plan", () => {
         }
         if (op.kind === "leave") {
           expect(c.kind).toBe("group");
+          if (c.creator === op.user && c.members.size > 1) creatorsLeaving++;
           c.members.delete(op.user);
           c.left.add(op.user);
         }
@@ -97,6 +99,7 @@ describe("the simulation's plan", () => {
       }
     }
     expect(removals).toBeGreaterThan(20);
+    expect(creatorsLeaving).toBeGreaterThan(5);
   });
 
   it("mutes, unmutes, marks and mentions, where the member may, from the plan's own state", () => {

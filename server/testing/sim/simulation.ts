@@ -447,9 +447,10 @@ export function scenario(o: PlanOptions): Scenario {
       // A third of these the creator removing another member, where the user created one with anyone else left in it;
       // otherwise the user leaves. Either way that member cannot come back.
       const own = groups.filter((c) => convs[c]!.creator === user && convs[c]!.members.length > 1);
-      const conv = own.length > 0 && r.chance(1 / 3) ? r.pick(own) : r.pick(groups);
+      const removing = own.length > 0 && r.chance(1 / 3);
+      const conv = removing ? r.pick(own) : r.pick(groups);
       const c = convs[conv]!;
-      const other = c.creator === user && own.includes(conv) ? r.pick(c.members.filter((m) => m !== user)) : user;
+      const other = removing ? r.pick(c.members.filter((m) => m !== user)) : user;
       if (other === user) ops.push({ kind: "leave", user, tab, conv });
       else ops.push({ kind: "remove", user, tab, conv, other });
       c.members = c.members.filter((m) => m !== other);
