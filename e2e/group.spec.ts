@@ -60,10 +60,15 @@ test("at 320 px an open members list of 32-character names fits the screen and s
   expect(await page.evaluate(() => document.documentElement.scrollWidth), "no sideways scroll").toBeLessThanOrEqual(
     320,
   );
-  // Each name is all there to read: none cut off at the list's edge.
+  // Each name is all there to read: none cut off at the list's edge, nor pushed out by its creator's "Remove".
   for (const user of [first!, second!, third!]) {
     const item = list.getByRole("listitem").filter({ hasText: user.name });
-    await expect(item).toHaveText(user.name);
+    await expect(item.locator("span[dir=auto]")).toHaveText(user.name);
     expect(await item.evaluate((e) => e.scrollWidth <= e.clientWidth), `${user.name} not clipped`).toBe(true);
+  }
+  await expect(list.getByTestId("remove-member")).toHaveCount(2);
+  for (const button of await list.getByTestId("remove-member").all()) {
+    const box = await button.boundingBox();
+    expect(box!.x + box!.width, "Remove inside the screen").toBeLessThanOrEqual(320);
   }
 });
