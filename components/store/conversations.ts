@@ -539,6 +539,10 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
       },
 
       receiveConversation(conversation) {
+        // Gone from this tab for good: ids are never reused and a membership, once ended, never comes back, so a
+        // conversation:created that comes after its conversation:removed (someone added as the group was deleted)
+        // is late, not news.
+        if (rt.removed.has(conversation.id)) return;
         const known = get().conversations[conversation.id] !== undefined;
         set((s) => {
           const known = s.conversations[conversation.id];

@@ -315,6 +315,15 @@ describe("the open conversation removed elsewhere", () => {
     expect(t.store.getState().goneNotice).toMatchObject({ cause: { kind: "deleted", by: null } });
   });
 
+  it("ignores a conversation:created that comes after the same conversation's conversation:removed", async () => {
+    const t = await synced([conversation(2)], 3);
+    t.store.getState().removeConversation(1, { reason: "deleted", by: BOB.id });
+    t.store.getState().receiveConversation(conversation(1, { kind: "group", title: "Doomed" }));
+    expect(t.store.getState().conversations[1]).toBeUndefined();
+    expect(t.store.getState().conversationOrder).toEqual([2]);
+    expect(t.violations).toEqual([]);
+  });
+
   it("says who removed the user from the group", async () => {
     const t = await synced([conversation(1, { kind: "group", title: "Trip", members: [ME, BOB] })], 3);
     t.store.getState().openConversation(1);
