@@ -140,22 +140,12 @@ export function createConversationService({
         "shared",
       );
       // The row lock before the members are read: sends wait for this commit, then read the new members.
-      const [conv] = await tx.$queryRaw<{ kind: string; lastSeq: number }[]>`
-        SELECT c."kind"::TEXT AS "kind", c."lastSeq" FROM "Conversation" c
-        WHERE c."id" = ${conversationId}
-          AND EXISTS (SELECT 1 FROM "Membership" mb
-                      WHERE mb."conversationId" = c."id" AND mb."userId" = ${user.id}
-                        AND NOT (mb."hidden" AND c."lastSeq" = 0))
-        FOR UPDATE OF c`;
-      if (!conv) throw new AppError("forbidden", "You are not a member of this conversation.");
+      const conv = await lockAsMember(tx, conversationId, user.id);
       if (conv.kind !== "group") {
         throw new AppError("invalid", "People can be added to a group only; start a group with them instead.");
       }
       const members = await tx.membership.findMany({ where: { conversationId }, select: { userId: true } });
       const before = members.map((m) => m.userId);
-      // Read after the lock, unlike the EXISTS above (whose snapshot predates any wait for it): an adder whose leave
-      // committed while this waited is no member any more.
-      if (!before.includes(user.id)) throw new AppError("forbidden", "You are not a member of this conversation.");
       const inAlready = new Set(before);
       // Those in the group already are left out before the checks: a member who blocked the adder (or whom the
       // adder blocked) is in the list for all to see, and naming them must neither refuse the others nor tell.
@@ -202,6 +192,31 @@ export function createConversationService({
       });
       return { added, before };
     });
+  }
+
+  /**
+   * Locks the conversation's row (`FOR UPDATE`) for a membership change by `userId`, who must be a member (not of a
+   * direct conversation hidden from them): `forbidden` otherwise, as for one that does not exist. Members only, so
+   * nobody else holds up a conversation's sends. The membership is read again after the lock, in a statement of its
+   * own: the locking one checked it with a snapshot from before any wait for the row (PostgreSQL re-checks only the
+   * row itself after one), so a leave that committed meanwhile would pass it.
+   */
+  async function lockAsMember(tx: Tx, conversationId: number, userId: number) {
+    const [conv] = await tx.$queryRaw<{ kind: string; lastSeq: number; createdById: number | null }[]>`
+      SELECT c."kind"::TEXT AS "kind", c."lastSeq", c."createdById" FROM "Conversation" c
+      WHERE c."id" = ${conversationId}
+        AND EXISTS (SELECT 1 FROM "Membership" mb
+                    WHERE mb."conversationId" = c."id" AND mb."userId" = ${userId}
+                      AND NOT (mb."hidden" AND c."lastSeq" = 0))
+      FOR UPDATE OF c`;
+    const notMember = () => new AppError("forbidden", "You are not a member of this conversation.");
+    if (!conv) throw notMember();
+    const still = await tx.membership.findUnique({
+      where: { userId_conversationId: { userId, conversationId } },
+      select: { userId: true },
+    });
+    if (!still) throw notMember();
+    return conv;
   }
 
   /**
@@ -289,15 +304,8 @@ export function createConversationService({
     return db.$transaction(async (tx) => {
       // The row's lock, as an add and a deletion take it: membership changes of one group happen one at a time, and a
       // send that waits on it finds the membership gone (tally_store_messages re-checks the sender's after the lock,
-      // migration send_after_removal) and is refused. Members only, as there.
-      const [conv] = await tx.$queryRaw<{ kind: string; createdById: number | null }[]>`
-        SELECT c."kind"::TEXT AS "kind", c."createdById" FROM "Conversation" c
-        WHERE c."id" = ${conversationId}
-          AND EXISTS (SELECT 1 FROM "Membership" mb
-                      WHERE mb."conversationId" = c."id" AND mb."userId" = ${user.id}
-                        AND NOT (mb."hidden" AND c."lastSeq" = 0))
-        FOR UPDATE OF c`;
-      if (!conv) throw new AppError("forbidden", "You are not a member of this conversation.");
+      // migration send_after_removal) and is refused.
+      const conv = await lockAsMember(tx, conversationId, user.id);
       if (conv.kind !== "group") {
         throw new AppError("invalid", "Nobody can be removed from a direct conversation; delete it instead.");
       }
@@ -305,13 +313,6 @@ export function createConversationService({
         throw new AppError("forbidden", "Only the group's creator can remove people from it.");
       }
       if (memberId === user.id) throw new AppError("invalid", "You cannot remove yourself; leave the group instead.");
-      // A statement of its own after the lock: the EXISTS above used a snapshot from before any wait for the row, so
-      // a creator whose leave committed meanwhile would pass it.
-      const caller = await tx.membership.findUnique({
-        where: { userId_conversationId: { userId: user.id, conversationId } },
-        select: { userId: true },
-      });
-      if (!caller) throw new AppError("forbidden", "You are not a member of this conversation.");
       const removed = await tx.membership.deleteMany({ where: { userId: memberId, conversationId } });
       if (removed.count === 0) throw new AppError("not_found", "That person is not in this group.");
       await tx.departure.create({ data: { userId: memberId, conversationId } });

@@ -18,6 +18,33 @@ const { user, create, send, list } = testApi(() => h);
 const addMembers = (token: string, conversationId: number, body: unknown) =>
   h.http(`/api/conversations/${conversationId}/members`, { method: "POST", token, body: JSON.stringify(body) });
 
+/** Sessions of the test's database waiting for a lock. */
+const waiting = async () =>
+  Number(
+    (
+      await poolOf(h.db).query<{ n: string }>(
+        `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
+      )
+    ).rows[0]!.n,
+  );
+
+/** Starts `first`, then `second`, each queued behind a lock held on the group's row, then lets them go in that order. */
+async function queued<A, B>(id: number, first: () => Promise<A>, second: () => Promise<B>): Promise<[A, B]> {
+  const holder = await poolOf(h.db).connect();
+  try {
+    await holder.query("BEGIN");
+    await holder.query(`SELECT 1 FROM "Conversation" WHERE "id" = $1 FOR UPDATE`, [id]);
+    const a = first();
+    await expect.poll(waiting, { message: "the first waits for the row" }).toBe(1);
+    const b = second();
+    await expect.poll(waiting, { message: "both wait for the row" }).toBe(2);
+    await holder.query("COMMIT");
+    return [await a, await b];
+  } finally {
+    holder.release();
+  }
+}
+
 const membersOf = async (conversationId: number) =>
   (await h.db.membership.findMany({ where: { conversationId }, select: { userId: true } })).map((m) => m.userId).sort();
 
@@ -195,15 +222,6 @@ describe("adding people to a group", () => {
   });
 
   it("a group deleted while someone is being added: whichever goes first, the newcomer is told and counts nothing", async () => {
-    const pool = poolOf(h.db);
-    const waiting = async () =>
-      Number(
-        (
-          await pool.query<{ n: string }>(
-            `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
-          )
-        ).rows[0]!.n,
-      );
     for (const first of ["add", "delete"] as const) {
       const [ann, ben, cat] = [await user("ann"), await user("ben"), await user("cat")];
       const group = await create(ann.token, [ben.user.name], "Doomed");
@@ -214,25 +232,11 @@ describe("adding people to a group", () => {
       const removed = first === "add" ? nextEvent(catTab, "conversation:removed", () => true, 30_000) : null;
       const add = () => addMembers(ann.token, group.id, { memberNames: [cat.user.name] });
       const del = () => h.http(`/api/conversations/${group.id}`, { method: "DELETE", token: ann.token });
-      // The conversation's row held, so that the two queue behind it in the order given.
-      const holder = await pool.connect();
-      let adding: ReturnType<typeof add> | undefined;
-      let deleting: ReturnType<typeof del> | undefined;
-      try {
-        await holder.query("BEGIN");
-        await holder.query(`SELECT 1 FROM "Conversation" WHERE "id" = $1 FOR UPDATE`, [group.id]);
-        if (first === "add") adding = add();
-        else deleting = del();
-        await expect.poll(waiting, { message: `${first} waits for the row` }).toBe(1);
-        if (first === "add") deleting = del();
-        else adding = add();
-        await expect.poll(waiting, { message: "both wait for the row" }).toBe(2);
-        await holder.query("COMMIT");
-      } finally {
-        holder.release();
-      }
-      expect((await deleting!).status, first).toBe(200);
-      const added = await adding!;
+      const [added, deleted] =
+        first === "add"
+          ? await queued(group.id, add, del)
+          : await queued(group.id, del, add).then(([d, a]) => [a, d] as const);
+      expect(deleted.status, first).toBe(200);
       await expect.poll(() => h.db.outboxEvent.count(), { timeout: 30_000 }).toBe(0);
       expect(await h.db.conversation.count({ where: { id: group.id } })).toBe(0);
       expect(await list(cat.token), first).toMatchObject({ totalUnread: 0, conversations: [] });
@@ -448,32 +452,6 @@ describe("removing people from a group", () => {
   });
 
   it("queued behind the group's row: the removed member's send is refused, and so is a removal or add by someone whose leave went first", async () => {
-    const pool = poolOf(h.db);
-    const waiting = async () =>
-      Number(
-        (
-          await pool.query<{ n: string }>(
-            `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
-          )
-        ).rows[0]!.n,
-      );
-    /** Runs `first`, then `second`, each queued behind a lock on the group's row, then lets them go in that order. */
-    const queued = async <A, B>(id: number, first: () => Promise<A>, second: () => Promise<B>): Promise<[A, B]> => {
-      const holder = await pool.connect();
-      try {
-        await holder.query("BEGIN");
-        await holder.query(`SELECT 1 FROM "Conversation" WHERE "id" = $1 FOR UPDATE`, [id]);
-        const a = first();
-        await expect.poll(waiting, { message: "the first waits for the row" }).toBe(1);
-        const b = second();
-        await expect.poll(waiting, { message: "both wait for the row" }).toBe(2);
-        await holder.query("COMMIT");
-        return [await a, await b];
-      } finally {
-        holder.release();
-      }
-    };
-
     const [ann, ben, cat, dan] = await Promise.all(["ann", "ben", "cat", "dan"].map((n) => user(n)));
     const group = await create(ann!.token, [ben!.user.name, cat!.user.name], "Queued");
     await send(await h.connect(ann!.token, 0), group.id, "before");
