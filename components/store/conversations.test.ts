@@ -677,6 +677,7 @@ describe("conversation:updated", () => {
     t.store.getState().updateConversation(conversation(1, { kind: "group", members: [ME, BOB, carol] }), {
       by: BOB,
       added: [carol.id],
+      seq: 5,
     });
     expect(t.store.getState().added[1]).toEqual([
       { userId: carol.id, name: carol.name, by: BOB, seq: 5, at: expect.any(String) },
@@ -691,9 +692,11 @@ describe("conversation:updated", () => {
     ];
     const t = await synced([conversation(1, { kind: "group", members: [ME, BOB, carol], lastSeq: 5 })], 3);
     // bob added dave; carol's leave committed before the push was read, so it shows her gone too.
-    t.store
-      .getState()
-      .updateConversation(conversation(1, { kind: "group", members: [ME, BOB, dave] }), { by: BOB, added: [dave.id] });
+    t.store.getState().updateConversation(conversation(1, { kind: "group", members: [ME, BOB, dave] }), {
+      by: BOB,
+      added: [dave.id],
+      seq: 5,
+    });
     expect(t.store.getState().left[1]).toEqual([{ userId: carol.id, name: carol.name, at: expect.any(String) }]);
     expect(t.store.getState().added[1]).toEqual([
       { userId: dave.id, name: dave.name, by: BOB, seq: 5, at: expect.any(String) },
@@ -707,9 +710,11 @@ describe("conversation:updated", () => {
     t.store
       .getState()
       .updateConversation(conversation(1, { kind: "group", members: [ME, BOB, eve] }), { by: ME, removed: [dave.id] });
-    t.store
-      .getState()
-      .updateConversation(conversation(1, { kind: "group", members: [ME, BOB, eve] }), { by: BOB, added: [eve.id] });
+    t.store.getState().updateConversation(conversation(1, { kind: "group", members: [ME, BOB, eve] }), {
+      by: BOB,
+      added: [eve.id],
+      seq: 5,
+    });
     const s = t.store.getState();
     expect(s.left[1]?.map((l) => [l.userId, l.removedBy?.name])).toEqual([
       [carol.id, undefined],
@@ -718,6 +723,19 @@ describe("conversation:updated", () => {
     expect(s.added[1]?.map((a) => [a.userId, a.by?.name])).toEqual([
       [dave.id, BOB.name],
       [eve.id, BOB.name],
+    ]);
+  });
+
+  it("places a line by the seq the add's push names, though messages came in between", async () => {
+    const carol = { id: 3, name: "carol" };
+    const t = await synced([conversation(1, { kind: "group", members: [ME, BOB], lastSeq: 7 })], 3);
+    t.store.getState().updateConversation(conversation(1, { kind: "group", members: [ME, BOB, carol] }), {
+      by: BOB,
+      added: [carol.id],
+      seq: 5,
+    });
+    expect(t.store.getState().added[1]).toEqual([
+      { userId: carol.id, name: carol.name, by: BOB, seq: 5, at: expect.any(String) },
     ]);
   });
 

@@ -167,7 +167,7 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         const known = (m: UserDTO) => before.find((a) => a.userId === m.id);
         const fresh = come.filter((m) => !known(m) || (by && known(m)!.by === null));
         if (fresh.length === 0) return {};
-        const lines = fresh.map((m) => ({ ...(known(m) ?? { userId: m.id, name: m.name, seq, at }), by }));
+        const lines = fresh.map((m) => ({ ...(known(m) ?? { userId: m.id, name: m.name, at }), seq, by }));
         const kept = before.filter((a) => !fresh.some((m) => m.id === a.userId));
         return { added: { ...s.added, [conversationId]: [...kept, ...lines] } };
       });
@@ -470,12 +470,14 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         // "joined" (this tab's own add in flight names its own: its answer says "You added").
         const had = new Set(known.members.map((m) => m.id));
         const come = conversation.kind === "group" ? conversation.members.filter((m) => !had.has(m.id)) : [];
+        // Placed by the seq they joined at, which the push names (this tab's own may be a message ahead by now).
+        const joinedAt = change && "seq" in change ? change.seq : known.lastSeq;
         if (change)
           noteAdded(
             conversation.id,
             come.filter((m) => added.has(m.id)),
             change.by,
-            known.lastSeq,
+            joinedAt,
           );
         const named = new Set((adding.get(conversation.id) ?? []).map((n) => n.toLowerCase()));
         const unnamed = come.filter((m) => !added.has(m.id) && !named.has(m.name.toLowerCase()));
@@ -493,7 +495,7 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
             conversation.id,
             adds.map((a) => ({ id: a.userId, name: a.name })),
             change.by,
-            known.lastSeq,
+            joinedAt,
           );
         }
         get().receiveConversation(conversation);

@@ -141,7 +141,9 @@ export interface ClientToServerEvents {
  * add): those are not this change's.
  */
 export type MemberChange =
-  { by: { id: number; name: string }; added: number[] } | { by: { id: number; name: string }; removed: number[] };
+  /** `seq`: the group's lastSeq when they joined (as MemberAdded's), so their line goes right above message seq + 1. */
+  | { by: { id: number; name: string }; added: number[]; seq: number }
+  | { by: { id: number; name: string }; removed: number[] };
 
 /** A page of the conversation list, newest activity first. */
 export interface ConversationPage {

@@ -75,9 +75,9 @@ export function conversationActions(deps: ConversationDeps) {
       const conversationId = parse(conversationIdParam, idParam);
       const input = parse(addMembersInput, body);
       await deps.limits.consume("groupAdd", { userId: user.id }, input.memberNames.length);
-      const { added, before } = await deps.conversations.add(user, conversationId, input);
+      const { added, before, seq } = await deps.conversations.add(user, conversationId, input);
       await tell("conversationCreated", conversationId, added);
-      await tell("conversationUpdated", conversationId, before, { by: who(user), added });
+      await tell("conversationUpdated", conversationId, before, { by: who(user), added, seq });
       return { conversation: await answer(conversationId, user.id) };
     },
 

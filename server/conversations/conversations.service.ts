@@ -120,13 +120,14 @@ export function createConversationService({
    * Refused as a new group would be: names nobody has, and anyone the adder blocked or who blocked them
    * (`refuseMissing`); and someone who left the group (they chose to; and a membership is never created again,
    * which the counters' "gone" marks rely on), or more members than a group can have.
-   * Returns the members added (names of members already in are skipped) and all the members before the add.
+   * Returns the members added (names of members already in are skipped), all the members before the add, and the seq
+   * they joined at.
    */
   async function add(
     user: UserDTO,
     conversationId: number,
     input: AddMembersInput,
-  ): Promise<{ added: number[]; before: number[] }> {
+  ): Promise<{ added: number[]; before: number[]; seq: number }> {
     const byKey = namesOf(input.memberNames, user);
     if (byKey.size === 0) throw new AppError("invalid", "Name someone other than yourself to add.");
     const users = await usersNamed(byKey, false);
@@ -190,7 +191,7 @@ export function createConversationService({
       await tx.groupJoin.createMany({
         data: added.map((userId) => ({ userId, conversationId, addedById: user.id, seq: conv.lastSeq })),
       });
-      return { added, before };
+      return { added, before, seq: conv.lastSeq };
     });
   }
 

@@ -74,7 +74,7 @@ describe("adding people to a group", () => {
     expect((await created).conversation).toMatchObject({ id: group.id, title: "Planning", unreadCount: 0, lastSeq: 3 });
     const told = await updated;
     expect(told.conversation.members.map((m) => m.name)).toContain(cat.user.name);
-    expect(told.change).toEqual({ by: { id: ann.user.id, name: ann.user.name }, added: [cat.user.id] });
+    expect(told.change).toEqual({ by: { id: ann.user.id, name: ann.user.name }, added: [cat.user.id], seq: 3 });
     expect(await list(cat.token)).toMatchObject({ totalUnread: 1 });
 
     // cat may read what was said before; none of it counts.
