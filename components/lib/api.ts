@@ -100,7 +100,7 @@ export function createApi(send: Fetch = (path, init) => fetch(path, init)) {
     signOutEverywhere: () => request<{ ended: number }>("DELETE", "/api/sessions"),
     getDemoAccounts: () => request<DemoAccounts>("GET", "/api/demo"),
     createConversation: (input: CreateConversationInput) =>
-      request<{ conversation: ConversationDTO }>("POST", "/api/conversations", input),
+      request<{ conversation: ConversationDTO | null }>("POST", "/api/conversations", input),
     addMembers: (conversationId: number, input: AddMembersInput) =>
       request<{ conversation: ConversationDTO | null }>("POST", `/api/conversations/${conversationId}/members`, input),
     removeMember: (conversationId: number, userId: number) =>

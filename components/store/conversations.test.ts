@@ -144,6 +144,14 @@ describe("conversation order", () => {
     expect(await creating).toBeNull();
     expect(t.store.getState().activeConversationId).toBe(3);
     expect(t.store.getState().conversationOrder).toEqual([3]);
+
+    // Made, but the server could not describe it after its commit: no error (a retry would make another), a sync.
+    const syncs = t.transport.syncs.length;
+    const undescribed = t.store.getState().createConversation({ memberNames: [BOB.name, "carol"] });
+    t.transport.creates[2]?.resolve({ ok: true, conversation: null });
+    expect(await undescribed).toBeNull();
+    expect(t.transport.syncs).toHaveLength(syncs + 1);
+    expect(t.store.getState().activeConversationId).toBe(3);
   });
 });
 

@@ -124,11 +124,8 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
     const adding = new Map<number, string[]>();
 
     /**
-     * Lines for members this tab saw come, now, placed at `seq` (the group's lastSeq as this tab heard it then; the
-     * server's list has the exact one): each person once.
-     */
-    /**
-     * The conversation an add's or a removal's answer carries: taken only while this tab still shows it (a deletion
+     * The conversation an add's or a removal's answer carries (see `updateConversation` for the lines of who came and
+     * went): taken only while this tab still shows it (a deletion
      * or a leave elsewhere may have removed it since); null when the server could not describe it after the change
      * (the group deleted meanwhile, Redis away): a sync brings what is true.
      */
@@ -369,6 +366,11 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
         const res = await rt.deps.transport.createConversation(input);
         if (generation !== rt.generation) return null;
         if (!res.ok) return res.error.message;
+        // Made, but not described after its commit (Redis away): the next sync lists it; there is nothing to open yet.
+        if (res.conversation === null) {
+          get().requestSync();
+          return null;
+        }
         get().receiveConversation(res.conversation);
         get().openConversation(res.conversation.id);
         return null;

@@ -50,7 +50,8 @@ export interface ChatTransport {
   /** The list's next page, older than `before`. */
   listConversations(input: ListInput): Promise<Result<ConversationPage>>;
   fetchMessages(conversationId: number, query: MessagesQuery): Promise<Result<MessagesResponse>>;
-  createConversation(input: CreateConversationInput): Promise<Result<{ conversation: ConversationDTO }>>;
+  /** `conversation` null: made, but not described after the commit (the server logs why); a sync lists it. */
+  createConversation(input: CreateConversationInput): Promise<Result<{ conversation: ConversationDTO | null }>>;
   /** Adds people to a group (any member may); HTTP, so it always resolves. */
   addMembers(conversationId: number, input: AddMembersInput): Promise<Result<{ conversation: ConversationDTO | null }>>;
   /** Removes a member from a group (its creator only); HTTP, so it always resolves. */

@@ -23,7 +23,8 @@ export type ConversationActions = ReturnType<typeof conversationActions>;
 export function conversationActions(deps: ConversationDeps) {
   /**
    * Pushes the conversation as each member now sees it, after the change committed. A failure (Redis away, or the
-   * group deleted meanwhile) fails no request: the change is made, and the tabs catch up at their next sync.
+   * group deleted meanwhile) fails no request: the change is made; the tabs see it with the group's next push about
+   * its members, or their next sync (a reconnect, a reload).
    */
   const tell = async (
     event: "conversationCreated" | "conversationUpdated",
@@ -64,7 +65,8 @@ export function conversationActions(deps: ConversationDeps) {
       }
       const { conversationId, shownTo } = await deps.conversations.create(user, input);
       if (shownTo.length > 0) await tell("conversationCreated", conversationId, shownTo);
-      return { conversation: await deps.snapshots.describe(conversationId, user.id) };
+      // Not an error once it is made: a retry of a failed answer would make a second group.
+      return { conversation: await answer(conversationId, user.id) };
     },
 
     /**

@@ -167,7 +167,11 @@ export function createConversationService({
         const names = (us: UserDTO[]) => us.map((u) => `'${u.name}'`).join(", ");
         const parts = [
           ...(leavers.length > 0 ? [`${names(leavers)} left this group`] : []),
-          ...(removed.length > 0 ? [`${names(removed)} ${removed.length === 1 ? "was" : "were"} removed from it`] : []),
+          ...(removed.length > 0
+            ? [
+                `${names(removed)} ${removed.length === 1 ? "was" : "were"} removed from ${leavers.length ? "it" : "this group"}`,
+              ]
+            : []),
         ];
         throw new AppError(
           "invalid",

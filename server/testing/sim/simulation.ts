@@ -632,7 +632,7 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
       memberNames: c.members.filter((m) => m !== c.creator).map((m) => users[m]!.name),
       ...(c.title ? { title: c.title } : {}),
     });
-    if (!res.ok) throw new Error(`creating a conversation failed: ${res.error.message}`);
+    if (!res.ok || !res.conversation) throw new Error(`creating a conversation failed: ${JSON.stringify(res)}`);
     ids.push(res.conversation.id);
   }
   for (const [u, user] of users.entries())
