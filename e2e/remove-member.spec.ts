@@ -79,3 +79,31 @@ test("a group's creator removes a member: the group and its count leave their ta
   await openConversation(bobPage, group.id);
   await expect(bobPage.getByTestId("member-left")).toHaveText(new RegExp(`^${alice.name} removed ${carol.name} `));
 });
+
+test("when the owner leaves, the member longest in the group is offered Remove and Delete at once", async ({
+  alice,
+  bob,
+  carol,
+  env,
+}) => {
+  const group = await alice.createConversation([bob.name, carol.name], "handed on");
+  // Both were there from the start: the older account is the heir.
+  const [heir, other] = bob.id < carol.id ? [bob, carol] : [carol, bob];
+  const heirPage = await heir.openTab(env.serverB, { open: group.id });
+  await expect(heirPage.getByTestId("delete-conversation")).toHaveCount(0);
+  const otherPage = await other.openTab(env.serverA, { open: group.id });
+
+  const alicePage = await alice.openTab(env.serverA, { open: group.id });
+  alicePage.once("dialog", (dialog) => void dialog.accept());
+  await alicePage.getByTestId("leave-conversation").click();
+  await expect(conversationItem(alicePage, group.id)).toHaveCount(0);
+
+  // The heir's open pane offers Delete and, beside the other member, Remove, without a reload.
+  await expect(heirPage.getByTestId("delete-conversation")).toBeVisible();
+  await heirPage.getByTestId("conversation-members").click();
+  await expect(heirPage.getByTestId("remove-member")).toHaveCount(1);
+  await expect(otherPage.getByTestId("conversation-members")).toContainText("2 members");
+  await expect(otherPage.getByTestId("delete-conversation")).toHaveCount(0);
+  await otherPage.getByTestId("conversation-members").click();
+  await expect(otherPage.getByTestId("remove-member")).toHaveCount(0);
+});

@@ -14,7 +14,7 @@ import { namesIn, PeopleField } from "./PeopleField";
 
 /**
  * Add people and leave (groups), and delete: "Delete" only where the server would take it (`canDelete`: either
- * member of a direct conversation, a group's creator); its refusal is still shown should that change meanwhile.
+ * member of a direct conversation, a group's owner); its refusal is still shown should that change meanwhile.
  */
 function ConversationActions({
   conversation,
@@ -237,7 +237,7 @@ function PaneMembers({ conversation }: { conversation: ConversationDTO }) {
 const memberLabel = (m: UserDTO) => (m.bot ? `${m.name} (bot)` : m.name);
 
 /**
- * A group's members line and the list it opens; Escape or a click elsewhere closes it. To the group's creator (the
+ * A group's members line and the list it opens; Escape or a click elsewhere closes it. To the group's owner (the
  * one who may delete it) each other member has "Remove" (asked first: someone removed cannot be added back).
  */
 function GroupMembers({ conversation }: { conversation: ConversationDTO }) {

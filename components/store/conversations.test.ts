@@ -671,9 +671,9 @@ describe("conversation:updated", () => {
     const refused = t.store.getState().removeMember(1, carol.id);
     t.transport.removals[1]?.resolve({
       ok: false,
-      error: { code: "forbidden", message: "Only the group's creator can remove people from it." },
+      error: { code: "forbidden", message: "Only the group's owner can remove people from it." },
     });
-    expect(await refused).toBe("Only the group's creator can remove people from it.");
+    expect(await refused).toBe("Only the group's owner can remove people from it.");
     s = t.store.getState();
     expect(s.left[1]).toHaveLength(2);
     expect(s.conversations[1]?.members.map((m) => m.id)).toEqual([ME.id, carol.id]);

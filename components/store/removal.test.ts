@@ -211,7 +211,7 @@ describe("leaving and deleting", () => {
 
   it("shows the server's refusal and keeps the conversation", async () => {
     const t = await synced([conversation(1, { kind: "group" }), conversation(2)], 3);
-    const refused = "Only the group's creator can delete it; you can leave it.";
+    const refused = "Only the group's owner can delete it; you can leave it.";
     const deleting = t.store.getState().deleteConversation(1);
     t.transport.deletes[0]?.resolve({ ok: false, error: { code: "forbidden", message: refused } });
     expect(await deleting).toBe(refused);
@@ -230,7 +230,7 @@ describe("leaving and deleting", () => {
   it("forgets a failure to reach the server once connected again, and keeps the server's own refusals", async () => {
     const t = await synced([conversation(1, { kind: "group" }), conversation(2), conversation(3)], 3);
     const unreachable = "Cannot reach the server. Check your connection.";
-    const refused = "Only the group's creator can delete it; you can leave it.";
+    const refused = "Only the group's owner can delete it; you can leave it.";
     // Unanswered just before the connection dropped; then refused while it was down.
     const muting = t.store.getState().mute(3, true);
     t.transport.mutes[0]?.reject(new Error("timeout"));

@@ -39,7 +39,10 @@ export interface ConversationDTO {
   lastMessage: MessageDTO | null;
   /** ISO 8601: when it was created; a conversation without messages sorts by it. */
   createdAt: string;
-  /** Whether this user may delete it for everyone: either member of a direct conversation, a group's creator. */
+  /**
+   * Whether this user may delete it for everyone: either member of a direct conversation, a group's owner (its
+   * creator, or after they left the member in it longest); a group's owner may also remove people from it.
+   */
   canDelete: boolean;
 }
 

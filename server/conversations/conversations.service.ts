@@ -268,21 +268,28 @@ export function createConversationService({
 
   /**
    * Leaves a group: the membership goes, with a departure (docs/consistency.md) and an outbox entry that takes
-   * the group out of the user's counters.
+   * the group out of the user's counters. When its owner leaves (the creator, or whoever took their place), the
+   * member who has been in it longest takes their place (`heirOf`), so that someone can still remove people and
+   * delete the group.
    * Returns the members who remain.
    * A direct conversation cannot be left (it would stay the pair's conversation); delete it instead.
    */
   async function leave(user: UserDTO, conversationId: number): Promise<number[]> {
     return db.$transaction(async (tx) => {
-      // The row's key-share lock first, which its Departure and GroupLeave rows would take anyway: a deletion (which
-      // locks the row, then the memberships) then waits for this leave, or this leave for it, never each for the other.
-      await tx.$queryRaw`SELECT 1 FROM "Conversation" WHERE "id" = ${conversationId} FOR KEY SHARE`;
+      // The row's lock first (members only), strong enough to hand the group on: a deletion or a removal (which lock
+      // the row, then the memberships) then waits for this leave, or this leave for it, never each for the other.
+      // The membership is read again below, after any wait.
+      const [conv] = await tx.$queryRaw<{ createdById: number | null }[]>`
+        SELECT c."createdById" FROM "Conversation" c
+        WHERE c."id" = ${conversationId}
+          AND EXISTS (SELECT 1 FROM "Membership" mb WHERE mb."conversationId" = c."id" AND mb."userId" = ${user.id})
+        FOR NO KEY UPDATE OF c`;
       const membership = await tx.membership.findUnique({
         where: { userId_conversationId: { userId: user.id, conversationId } },
         select: { hidden: true, conversation: { select: { kind: true, lastSeq: true } } },
       });
       // A direct conversation hidden from the user is none of theirs: answered as one that does not exist.
-      if (!membership || (membership.hidden && membership.conversation.lastSeq === 0))
+      if (!conv || !membership || (membership.hidden && membership.conversation.lastSeq === 0))
         throw new AppError("forbidden", "You are not a member of this conversation.");
       if (membership.conversation.kind === "direct") {
         throw new AppError("invalid", "A direct conversation cannot be left; delete it instead.");
@@ -291,9 +298,28 @@ export function createConversationService({
       await tx.departure.create({ data: { userId: user.id, conversationId } });
       await tx.groupLeave.create({ data: { userId: user.id, conversationId } });
       await tx.outboxEvent.create({ data: { kind: "remove", conversationId, userId: user.id, seq: 0 } });
+      if (conv.createdById === user.id) {
+        await tx.conversation.update({
+          where: { id: conversationId },
+          data: { createdById: await heirOf(tx, conversationId) },
+        });
+      }
       const remaining = await tx.membership.findMany({ where: { conversationId }, select: { userId: true } });
       return remaining.map((m) => m.userId);
     });
+  }
+
+  /**
+   * Who owns a group after its owner left: the member in it longest (the lowest seq joined at: everyone who started
+   * it joined at 0; among equals the oldest account). Null when nobody is left. Call under the row's lock.
+   */
+  async function heirOf(tx: Tx, conversationId: number): Promise<number | null> {
+    const heir = await tx.membership.findFirst({
+      where: { conversationId },
+      orderBy: [{ joinedSeq: "asc" }, { userId: "asc" }],
+      select: { userId: true },
+    });
+    return heir?.userId ?? null;
   }
 
   /**
@@ -315,7 +341,7 @@ export function createConversationService({
         throw new AppError("invalid", "Nobody can be removed from a direct conversation; delete it instead.");
       }
       if (conv.createdById !== user.id) {
-        throw new AppError("forbidden", "Only the group's creator can remove people from it.");
+        throw new AppError("forbidden", "Only the group's owner can remove people from it.");
       }
       if (memberId === user.id) throw new AppError("invalid", "You cannot remove yourself; leave the group instead.");
       const removed = await tx.membership.deleteMany({ where: { userId: memberId, conversationId } });
@@ -359,7 +385,7 @@ export function createConversationService({
       });
       if (!conv) throw new AppError("forbidden", "You are not a member of this conversation.");
       if (conv.kind === "group" && conv.createdById !== user.id) {
-        throw new AppError("forbidden", "Only the group's creator can delete it; you can leave it.");
+        throw new AppError("forbidden", "Only the group's owner can delete it; you can leave it.");
       }
       const memberIds = conv.memberships.map((m) => m.userId);
       await tx.conversation.delete({ where: { id: conversationId } });

@@ -394,7 +394,7 @@ describe("removing people from a group", () => {
       return res.body.error.message as string;
     };
 
-    expect(await refused(ben!.token, group.id, cat!.user.id, "forbidden")).toMatch(/Only the group's creator/);
+    expect(await refused(ben!.token, group.id, cat!.user.id, "forbidden")).toMatch(/Only the group's owner/);
     expect(await refused(dan!.token, group.id, cat!.user.id, "forbidden")).toMatch(/not a member/);
     expect(await refused(ann!.token, 999_999_999, cat!.user.id, "forbidden")).toMatch(/not a member/);
     expect(await refused(ann!.token, direct.id, ben!.user.id, "invalid")).toMatch(/direct conversation/);
@@ -491,6 +491,37 @@ describe("removing people from a group", () => {
     expect(leftOther.status).toBe(200);
     expect(notAdded.body.error).toMatchObject({ code: "forbidden" });
     expect(await membersOf(other.id)).toEqual([ben!.user.id, cat!.user.id].sort((a, b) => a - b));
+  });
+
+  it("when the owner leaves, the member longest in the group takes their place: they may remove people and delete it", async () => {
+    // dan's account is older than ben's and cat's, but he joins later: the one who was there from the start wins.
+    const [ann, dan, ben, cat] = [await user("ann"), await user("dan"), await user("ben"), await user("cat")];
+    const group = await create(ann.token, [ben.user.name, cat.user.name], "Handed on");
+    const annSocket = await h.connect(ann.token, 0);
+    for (let i = 0; i < 2; i++) await send(annSocket, group.id);
+    expect((await addMembers(ann.token, group.id, { memberNames: [dan.user.name] })).status).toBe(200);
+    const [benTab, catTab] = [await h.connect(ben.token, 1), await h.connect(cat.token, 0)];
+    const benTold = nextEvent(benTab, "conversation:updated");
+    const catTold = nextEvent(catTab, "conversation:updated");
+
+    expect((await h.http(`/api/conversations/${group.id}/leave`, { method: "POST", token: ann.token })).status).toBe(
+      200,
+    );
+    expect((await benTold).conversation).toMatchObject({ id: group.id, canDelete: true });
+    expect((await catTold).conversation).toMatchObject({ id: group.id, canDelete: false });
+    expect((await h.db.conversation.findUniqueOrThrow({ where: { id: group.id } })).createdById).toBe(ben.user.id);
+    expect((await removeMember(cat.token, group.id, dan.user.id)).body.error).toMatchObject({ code: "forbidden" });
+    expect((await removeMember(ben.token, group.id, dan.user.id)).status).toBe(200);
+
+    // ben leaves too: cat is the last one, and the owner; once she leaves, nobody is.
+    expect((await h.http(`/api/conversations/${group.id}/leave`, { method: "POST", token: ben.token })).status).toBe(
+      200,
+    );
+    expect((await list(cat.token)).conversations.find((c) => c.id === group.id)).toMatchObject({ canDelete: true });
+    expect((await h.http(`/api/conversations/${group.id}/leave`, { method: "POST", token: cat.token })).status).toBe(
+      200,
+    );
+    expect((await h.db.conversation.findUniqueOrThrow({ where: { id: group.id } })).createdById).toBeNull();
   });
 
   it("a removal replayed by the relay (the instance died after its commit) still takes the group out", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CLUSTER_FAULTS, FAULTS, scenario } from "./simulation.ts";
+import { CLUSTER_FAULTS, FAULTS, heirOf, scenario } from "./simulation.ts";
 
 const options = {
   seed: 42,
@@ -47,12 +47,15 @@ describe("the simulation's plan", () => {
   it("adds, leaves, removals and deletes, and only where the member may", () => {
     let removals = 0;
     let creatorsLeaving = 0;
+    let byHeirs = 0;
     for (let seed = 1; seed <= 20; seed++) {
       const plan = scenario({ ...options, seed });
       const convs = plan.conversations.map((c) => ({
         ...c,
+        founder: c.creator,
         members: new Set(c.members),
         left: new Set<number>(),
+        joined: new Map<number, number>(),
         gone: false,
       }));
       const kinds = new Set(plan.ops.map((op) => op.kind));
@@ -64,8 +67,10 @@ describe("the simulation's plan", () => {
           expect(op.conv).toBe(convs.length);
           convs.push({
             ...op.conversation,
+            founder: op.conversation.creator,
             members: new Set(op.conversation.members),
             left: new Set<number>(),
+            joined: new Map<number, number>(),
             gone: false,
           });
           continue;
@@ -77,13 +82,17 @@ describe("the simulation's plan", () => {
           expect(c.kind).toBe("group");
           expect(c.members.has(op.other) || c.left.has(op.other), `add ${op.other} to c${op.conv}`).toBe(false);
           c.members.add(op.other);
+          c.joined.set(op.other, plan.ops.indexOf(op) + 1);
         }
         if (op.kind === "leave") {
           expect(c.kind).toBe("group");
           if (c.creator === op.user && c.members.size > 1) creatorsLeaving++;
           c.members.delete(op.user);
           c.left.add(op.user);
+          // The owner's leave hands the group to the member who came first.
+          if (c.creator === op.user) c.creator = heirOf([...c.members], c.joined);
         }
+        if ((op.kind === "remove" || (op.kind === "delete" && c.kind === "group")) && op.user !== c.founder) byHeirs++;
         if (op.kind === "remove") {
           removals++;
           expect(c.kind).toBe("group");
@@ -100,6 +109,8 @@ describe("the simulation's plan", () => {
     }
     expect(removals).toBeGreaterThan(20);
     expect(creatorsLeaving).toBeGreaterThan(5);
+    // Removals and deletions by whoever the group was handed to.
+    expect(byHeirs).toBeGreaterThan(0);
   });
 
   it("mutes, unmutes, marks and mentions, where the member may, from the plan's own state", () => {

@@ -349,7 +349,8 @@ export function scenario(o: PlanOptions): Scenario {
     return out;
   };
   const everyone = users.map((_, i) => i);
-  const convs: (PlannedConversation & { gone: boolean; left?: Set<number> })[] = [];
+  /** `joined`: when each member added later came, as an operation's place in the plan (those who started it: 0). */
+  const convs: (PlannedConversation & { gone: boolean; left?: Set<number>; joined?: Map<number, number> })[] = [];
   const directBetween = (a: number, b: number) =>
     convs.some((c) => !c.gone && c.kind === "direct" && c.members.includes(a) && c.members.includes(b));
   const group = (creator: number, others: number[]): PlannedConversation => ({
@@ -442,6 +443,7 @@ export function scenario(o: PlanOptions): Scenario {
         const other = r.pick(outside);
         ops.push({ kind: "add", user, tab, conv, other });
         c.members = [...c.members, other];
+        (c.joined ??= new Map()).set(other, i + 1);
       }
     } else if (x < 0.96 && groups.length > 0) {
       // A third of these the creator removing another member, where the user created one with anyone else left in it;
@@ -455,6 +457,11 @@ export function scenario(o: PlanOptions): Scenario {
       else ops.push({ kind: "remove", user, tab, conv, other });
       c.members = c.members.filter((m) => m !== other);
       (c.left ??= new Set()).add(other);
+      // The owner leaving hands the group on, as the server does (conversations.service heirOf): to the member who
+      // came first, the lowest user (the oldest account) among equals. The plan cannot know which seq someone added
+      // before any message joined at (the server counts them among the first); a removal or a deletion the server
+      // then refuses as not the owner's is refused as a person's would be.
+      if (c.creator === user && other === user) c.creator = heirOf(c.members, c.joined);
     } else if (deletable.length > 0) {
       const conv = r.pick(deletable);
       ops.push({ kind: "delete", user, tab, conv });
@@ -476,6 +483,12 @@ export function scenario(o: PlanOptions): Scenario {
     }
   }
   return { users, conversations: initial, ops };
+}
+
+/** The member who came first (`joined`, absent: from the start), the lowest user among equals; -1 for nobody. */
+export function heirOf(members: readonly number[], joined: ReadonlyMap<number, number> | undefined): number {
+  const order = (m: number) => joined?.get(m) ?? 0;
+  return [...members].sort((a, b) => order(a) - order(b) || a - b)[0] ?? -1;
 }
 
 function describeConversation(c: PlannedConversation, names: string[]): string {
