@@ -282,7 +282,9 @@ export function createConversationService({
       const [conv] = await tx.$queryRaw<{ createdById: number | null }[]>`
         SELECT c."createdById" FROM "Conversation" c
         WHERE c."id" = ${conversationId}
-          AND EXISTS (SELECT 1 FROM "Membership" mb WHERE mb."conversationId" = c."id" AND mb."userId" = ${user.id})
+          AND EXISTS (SELECT 1 FROM "Membership" mb
+                      WHERE mb."conversationId" = c."id" AND mb."userId" = ${user.id}
+                        AND NOT (mb."hidden" AND c."lastSeq" = 0))
         FOR NO KEY UPDATE OF c`;
       const membership = await tx.membership.findUnique({
         where: { userId_conversationId: { userId: user.id, conversationId } },

@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { UnreadUpdate } from "../contracts/index.ts";
 import { poolOf } from "../db/prisma.ts";
@@ -522,6 +523,25 @@ describe("removing people from a group", () => {
       200,
     );
     expect((await h.db.conversation.findUniqueOrThrow({ where: { id: group.id } })).createdById).toBeNull();
+  });
+
+  it("the owners migration gives a group whose creator left before the rule its heir, and leaves other groups alone", async () => {
+    const [ann, dan, ben, cat] = [await user("ann"), await user("dan"), await user("ben"), await user("cat")];
+    const orphan = await create(ann.token, [ben.user.name, cat.user.name], "Orphaned");
+    await send(await h.connect(ann.token, 0), orphan.id);
+    expect((await addMembers(ann.token, orphan.id, { memberNames: [dan.user.name] })).status).toBe(200);
+    const kept = await create(cat.token, [ann.user.name, ben.user.name], "Kept");
+    // ann left before the rule: her membership went, and the group kept her as its owner.
+    await h.db.membership.delete({
+      where: { userId_conversationId: { userId: ann.user.id, conversationId: orphan.id } },
+    });
+    const sql = await readFile(
+      new URL("../../prisma/migrations/20261214000000_group_owners/migration.sql", import.meta.url),
+      "utf8",
+    );
+    await poolOf(h.db).query(sql);
+    expect((await h.db.conversation.findUniqueOrThrow({ where: { id: orphan.id } })).createdById).toBe(ben.user.id);
+    expect((await h.db.conversation.findUniqueOrThrow({ where: { id: kept.id } })).createdById).toBe(cat.user.id);
   });
 
   it("a removal replayed by the relay (the instance died after its commit) still takes the group out", async () => {
