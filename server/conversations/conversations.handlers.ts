@@ -94,7 +94,7 @@ export function conversationActions(deps: ConversationDeps) {
     },
 
     /**
-     * The group's creator removes a member: the group leaves their counters and tabs, as at a leave, and the others
+     * The group's owner removes a member: the group leaves their counters and tabs, as at a leave, and the others
      * see the new member list.
      */
     async removeMember(user: UserDTO, idParam: unknown, memberParam: unknown) {

@@ -325,11 +325,11 @@ export function createConversationService({
   }
 
   /**
-   * The group's creator removes a member: for the counters and the member's tabs it is their leave (the membership
-   * goes, with a departure and an outbox entry that takes the group out of their counters), and the group's history
-   * says who removed them. Like someone who left, they cannot be added back (`add`).
+   * The group's owner (its creator, or the heir: `leave`) removes a member: for the counters and the member's tabs it
+   * is their leave (the membership goes, with a departure and an outbox entry that takes the group out of their
+   * counters), and the group's history says who removed them. Like someone who left, they cannot be added back (`add`).
    * Refused, changing nothing: for a non-member, or a direct conversation hidden from the caller (`forbidden`); for a
-   * member other than the creator (`forbidden`); for a direct conversation, or the creator naming themselves
+   * member other than the owner (`forbidden`); for a direct conversation, or the owner naming themselves
    * (`invalid`: leave it instead); for someone not in the group (`not_found`).
    * Returns the members who remain.
    */
