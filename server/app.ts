@@ -11,6 +11,7 @@ import { clientAddress, originAllowed } from "./http/origin.ts";
 import { createLimits } from "./limits/limits.ts";
 import { logger as defaultLogger, type Logger } from "./log.ts";
 import { createMetrics, metricsRoute, type Metrics } from "./metrics/metrics.ts";
+import { createDeletionService } from "./messages/deletion.ts";
 import { createMessageFanout } from "./messages/fanout.ts";
 import { registerMessageHandlers } from "./messages/messages.handlers.ts";
 import { createMessageService } from "./messages/messages.service.ts";
@@ -137,6 +138,7 @@ export function createApp({
   const reads = createReadService({ db, unread, notifier, outbox });
   const states = createStateService({ db, unread, notifier, outbox });
   const fanout = createMessageFanout({ db, unread, notifier, outbox, log, observe });
+  const deletions = createDeletionService({ db, unread, notifier, outbox, log });
   const messages = createMessageService({
     db,
     outbox,
@@ -154,7 +156,13 @@ export function createApp({
   const relay = createRelay({
     db,
     log,
-    replayers: { message: fanout.replay, read: reads.replay, remove: removal.replay, state: states.replay },
+    replayers: {
+      message: fanout.replay,
+      read: reads.replay,
+      remove: removal.replay,
+      state: states.replay,
+      deletion: deletions.replay,
+    },
   });
 
   const api = createApiHandler({
@@ -220,6 +228,7 @@ export function createApp({
     registerMessageHandlers(socket, {
       messages,
       fanout,
+      deletions,
       limits,
       log,
       observe,

@@ -744,6 +744,7 @@ describe("limits per user and per address, across sockets and instances", () => 
         groupAdd: 4,
         remove: 1,
         removeMember: 1,
+        deleteMessage: 2,
         block: 1000,
         lookup: 3,
         signUp: SIGN_UPS,

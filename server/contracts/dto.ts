@@ -17,6 +17,8 @@ export interface MessageRow {
   content: string;
   createdAt: Date;
   clientMsgId: string;
+  /** Set once its sender deleted it (its content is then ""). */
+  deletedAt?: Date | null;
   sender: { name: string };
 }
 
@@ -66,6 +68,7 @@ export function toMessageDTO(m: MessageRow): MessageDTO {
     content: m.content,
     createdAt: m.createdAt.toISOString(),
     clientMsgId: m.clientMsgId,
+    ...(m.deletedAt ? { deleted: true as const } : {}),
   };
 }
 

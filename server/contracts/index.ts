@@ -3,7 +3,15 @@
  * pulls server code into the client bundle. docs/protocol.md describes the same contract in prose.
  */
 import type { Ack, SessionEndReason, SessionEnded, UserDTO } from "./common.ts";
-import type { ListInput, MarkUnreadInput, MuteInput, ReadInput, SendInput, SyncInput } from "./inputs.ts";
+import type {
+  DeleteMessageInput,
+  ListInput,
+  MarkUnreadInput,
+  MuteInput,
+  ReadInput,
+  SendInput,
+  SyncInput,
+} from "./inputs.ts";
 
 export type ConversationKind = "direct" | "group";
 
@@ -17,6 +25,11 @@ export interface MessageDTO {
   /** ISO 8601 */
   createdAt: string;
   clientMsgId: string;
+  /**
+   * Its sender deleted it (`message:delete`): `content` is then "" and it never counts as unread. Absent otherwise.
+   * A client keeps a deleted message deleted whatever arrives after (docs/protocol.md, "Deleting a message").
+   */
+  deleted?: true;
 }
 
 export interface ConversationDTO {
@@ -120,6 +133,11 @@ export interface Snapshot {
 export interface ClientToServerEvents {
   "message:send": (input: SendInput, ack: Ack<{ message: MessageDTO }>) => void;
   /**
+   * Deletes one of the caller's own messages for everyone (docs/protocol.md, "Deleting a message"): the message as
+   * it is now (deleted), and whether this call deleted it (false: it was already).
+   */
+  "message:delete": (input: DeleteMessageInput, ack: Ack<{ message: MessageDTO; changed: boolean }>) => void;
+  /**
    * `changed` tells whether this read changed the user's unread state. If it did, `unread` is that change (one
    * version step, pushed as `unread:changed` too). If not, `unread` is the current state, whose last change may
    * concern another conversation: a client may use it to notice it is behind (then sync), never to patch.
@@ -167,6 +185,8 @@ export interface ConversationRemoval {
 
 export interface ServerToClientEvents {
   "message:new": (payload: { message: MessageDTO }) => void;
+  /** A message its sender deleted (`deleted: true`, content ""), to every member's tabs. */
+  "message:deleted": (payload: { message: MessageDTO }) => void;
   "unread:changed": (update: UnreadUpdate) => void;
   /** A conversation the user belongs to was created (by them, in another tab, or by someone else). */
   "conversation:created": (payload: { conversation: ConversationDTO }) => void;
@@ -276,6 +296,7 @@ export type {
   AddMembersInput,
   CreateConversationInput,
   Credentials,
+  DeleteMessageInput,
   HistoryQuery,
   ListInput,
   MarkUnreadInput,

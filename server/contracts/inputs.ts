@@ -99,6 +99,10 @@ export type SendInput = z.infer<typeof sendInput>;
 export const readInput = z.strictObject({ conversationId: id, seq, markVersion: seq.optional() });
 export type ReadInput = z.infer<typeof readInput>;
 
+/** `message:delete`: the id of one of the caller's own messages (MessageDTO.id). */
+export const deleteMessageInput = z.strictObject({ messageId: id });
+export type DeleteMessageInput = z.infer<typeof deleteMessageInput>;
+
 export const muteInput = z.strictObject({ conversationId: id, muted: z.boolean() });
 export type MuteInput = z.infer<typeof muteInput>;
 

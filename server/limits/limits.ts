@@ -41,6 +41,8 @@ export const defaultLimits = {
    * it, creating and deleting a direct conversation with someone (bounded by `create` alone) left them 43 200 a day.
    */
   remove: { points: 30, durationS: 3600 },
+  /** Messages one user deletes: each tells every member's counters and tabs, as a send does. */
+  deleteMessage: { points: 60, durationS: 60 },
   /** Members one user removes from their groups: each leaves the member a departure and a "gone" mark. */
   removeMember: { points: 100, durationS: 3600 },
   /** Blocks and unblocks by one user: each pushes the whole list to every tab of theirs. */
@@ -106,6 +108,7 @@ const WORDS: Record<LimitName, string> = {
   groupAdd: "You have added too many people to groups; try again later.",
   remove: "Too many conversations deleted; try again later.",
   removeMember: "You have removed too many people from groups; try again later.",
+  deleteMessage: "Too many messages deleted at once; try again shortly.",
   block: "Too many blocks and unblocks; try again shortly.",
   lookup: "Too many name look-ups; try again shortly.",
   signUp: "Too many new accounts from this address; try again later.",

@@ -10,12 +10,13 @@ import type { UnreadEvent, UnreadService } from "../unread/unread.service.ts";
 /**
  * One message as counter events, one per member: the sender's says it is theirs (`own`: it never counts for them,
  * and moves their cursor only over nothing unread), and each member the message mentions (its stored Mention rows)
- * gets `mention`. A member added to the group after it began carries the seq they joined at as their read cursor
+ * gets `mention`; a deleted message's (`deleted`, server/messages/deletion.ts) say so to everyone else instead, and
+ * it never counts for anyone. A member added to the group after it began carries the seq they joined at as their read cursor
  * (`floors`): nothing up to it counts for them, whichever of their events reaches Redis first (docs/consistency.md,
  * "Joining a group").
  */
 export function messageEvents(
-  message: { conversationId: number; seq: number; senderId: number; createdAtMs?: number },
+  message: { conversationId: number; seq: number; senderId: number; createdAtMs?: number; deleted?: boolean },
   memberIds: number[],
   mentionedIds: readonly number[] = [],
   floors?: ReadonlyMap<number, number>,
@@ -27,7 +28,13 @@ export function messageEvents(
     seenSeq: message.seq,
     readSeq: floors?.get(userId) ?? 0,
     ...(message.createdAtMs !== undefined ? { createdAtMs: message.createdAtMs } : {}),
-    ...(userId === message.senderId ? { own: true } : mentioned.has(userId) ? { mention: true } : {}),
+    ...(userId === message.senderId
+      ? { own: true }
+      : message.deleted
+        ? { deleted: true }
+        : mentioned.has(userId)
+          ? { mention: true }
+          : {}),
   }));
 }
 
@@ -146,13 +153,15 @@ export function createMessageFanout(deps: {
         select: { userId: true },
       }),
     ]);
-    // Tabs connected to the instance that died never heard of it; clients drop duplicates by id.
+    // Tabs connected to the instance that died never heard of it; clients drop duplicates by id. A message deleted
+    // since goes out deleted, and its events say so (its deletion's entry says the same, in either order).
     await applyAndPush(
       {
         conversationId: entry.conversationId,
         seq: entry.seq,
         senderId: entry.userId,
         ...(message ? { createdAtMs: message.createdAt.getTime() } : {}),
+        ...(message?.deletedAt ? { deleted: true } : {}),
       },
       message ? toMessageDTO(message) : null,
       memberIds,

@@ -1,17 +1,19 @@
 import type { MessagesResponse, UserDTO } from "../contracts/index.ts";
-import { conversationIdParam, historyQuery, sendInput } from "../contracts/inputs.ts";
+import { conversationIdParam, deleteMessageInput, historyQuery, sendInput } from "../contracts/inputs.ts";
 import { parse } from "../errors.ts";
 import type { Limits } from "../limits/limits.ts";
 import type { Logger } from "../log.ts";
 import { since, type SendStage } from "../metrics/metrics.ts";
 import { onCommand } from "../realtime/command.ts";
 import type { TallySocket } from "../realtime/types.ts";
+import type { DeletionService } from "./deletion.ts";
 import type { MessageFanout } from "./fanout.ts";
 import type { MessageService } from "./messages.service.ts";
 
 export interface MessageDeps {
   messages: MessageService;
   fanout: MessageFanout;
+  deletions: DeletionService;
   limits: Limits;
   log: Logger;
   /** Test-only: kill the process right after a send commits, before Redis sees it. */
@@ -20,7 +22,10 @@ export interface MessageDeps {
   observe?: (stage: SendStage, seconds: number) => void;
 }
 
-/** `message:send`: validate, limit, store durably, then fan out (a retried send fans out again, harmlessly). */
+/**
+ * `message:send`: validate, limit, store durably, then fan out (a retried send fans out again, harmlessly).
+ * `message:delete`: validate, limit, delete durably, then tell the counters and tabs (server/messages/deletion.ts).
+ */
 export function registerMessageHandlers(socket: TallySocket, deps: MessageDeps): void {
   const user = socket.data.user;
   onCommand(socket, deps.log, "message:send", async (payload) => {
@@ -37,6 +42,11 @@ export function registerMessageHandlers(socket: TallySocket, deps: MessageDeps):
     // Also on a retried send: the first attempt may have stopped between the commit and the counters.
     await deps.fanout.deliver(message, memberIds, mentionedIds, outboxId, floors);
     return { message };
+  });
+  onCommand(socket, deps.log, "message:delete", async (payload) => {
+    const input = parse(deleteMessageInput, payload);
+    await deps.limits.consume("deleteMessage", { userId: user.id });
+    return deps.deletions.deleteMessage(user, input.messageId);
   });
 }
 

@@ -1,7 +1,7 @@
 import { poolOf, type Db } from "../db/prisma.ts";
 import type { Logger } from "../log.ts";
 
-export type OutboxKind = "message" | "read" | "remove" | "state";
+export type OutboxKind = "message" | "read" | "remove" | "state" | "deletion";
 
 /** What an outbox row asks for; the same fields identify it for completion. */
 export interface OutboxEntry {

@@ -31,7 +31,7 @@ function recordingReplayers() {
     calls.push(entry);
     if (entry.conversationId === POISONED) throw new Error("poisoned entry");
   };
-  const replayers: Replayers = { message: replay, read: replay, remove: replay, state: replay };
+  const replayers: Replayers = { message: replay, read: replay, remove: replay, state: replay, deletion: replay };
   return { calls, replayers };
 }
 

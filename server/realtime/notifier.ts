@@ -33,6 +33,8 @@ export interface Notifier {
    */
   deliveryTarget(memberIds: number[], message: MessageDTO): { channel: string; head: string } | null;
   unreadChanged(userId: number, update: UnreadUpdate): void;
+  /** A message its sender deleted (`deleted`, content ""): `message:deleted` to every member's tabs. */
+  messageDeleted(memberIds: number[], message: MessageDTO): void;
   conversationCreated(userId: number, conversation: ConversationDTO): void;
   /** `change`: the add or removal that made it, and by whom (absent for a leave). */
   conversationUpdated(userId: number, conversation: ConversationDTO, change?: MemberChange): void;
@@ -177,6 +179,9 @@ export function socketNotifier(
       if (deliveries === "one-message" && !alreadyPublished) io.serverSideEmit("message:delivered", delivery);
     },
     unreadChanged: (userId, update) => void io.to(userRoom(userId)).emit("unread:changed", update),
+    messageDeleted: (memberIds, message) => {
+      if (memberIds.length > 0) io.to(memberIds.map(userRoom)).emit("message:deleted", { message }); // to([]): everyone
+    },
     conversationCreated: (userId, conversation) =>
       void io.to(userRoom(userId)).emit("conversation:created", { conversation }),
     conversationUpdated: (userId, conversation, change) =>

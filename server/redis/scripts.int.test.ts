@@ -164,6 +164,36 @@ describe("apply.lua", () => {
     }
   });
 
+  it("a deletion and its message's event end in the same state in either order: neither it nor its mention counts", async () => {
+    // Others' 1, 2 (mentions the user), 3, 4; 2 and 4 deleted. Message events first for user 30, the deletions
+    // first for user 31; then a read of 1 for both, which passes the deleted 2.
+    const message = (user: number, seq: number, ...parts: ApplyPart[]) =>
+      redis.tallyApply(...keysOf(user), 10, seq, 0, 0, 0, "", ...parts);
+    const steps: Record<string, (user: number) => Promise<unknown>> = {
+      m1: (u) => message(u, 1),
+      m2: (u) => message(u, 2, "mention"),
+      m3: (u) => message(u, 3),
+      m4: (u) => message(u, 4),
+      d2: (u) => message(u, 2, "deleted"),
+      d4: (u) => message(u, 4, "deleted"),
+    };
+    for (const [user, order] of [
+      [30, ["m1", "m2", "m3", "m4", "d2", "d4"]],
+      [31, ["d4", "d2", "m4", "m3", "m2", "m1"]],
+    ] as const) {
+      await create(user, "e1");
+      for (const step of order) await steps[step]!(user);
+      // 1 and 3 count; the mention of 2 does not.
+      expect(await state(user), `user ${user}`).toMatchObject({
+        unread: { "10": "2" },
+        mcount: {},
+        meta: { total: "2", mentions: "0" },
+      });
+      await redis.tallyApply(...keysOf(user), 10, 0, 1, 0, 0, "");
+      expect(await state(user), `user ${user}`).toMatchObject({ unread: { "10": "1" }, read: { "10": "2" } });
+    }
+  });
+
   it("ends in the same state whichever of a send and a read lands first", async () => {
     await create(1, "e1");
     await create(2, "e1");
@@ -460,7 +490,7 @@ interface Registers {
   seen: number;
   read: number;
   mentions: Set<number>;
-  /** The user's own messages. */
+  /** The user's own messages, and messages deleted by their senders: neither counts. */
   own: Set<number>;
   mute: [version: number, muted: number];
   mark: [version: number, at: number];
@@ -498,6 +528,7 @@ type Event = {
   read: number;
   mention?: boolean;
   own?: boolean;
+  deleted?: boolean;
   mute?: [number, number];
   mark?: [number, number];
   clear?: number;
@@ -507,6 +538,7 @@ function applyEvent(e: Event) {
   const parts: (string | number)[] = [];
   if (e.mention) parts.push("mention");
   if (e.own) parts.push("own");
+  if (e.deleted) parts.push("deleted");
   if (e.mute) parts.push("mute", ...e.mute);
   if (e.mark) parts.push("mark", ...e.mark);
   if (e.clear !== undefined) parts.push("clear", e.clear);
@@ -948,7 +980,7 @@ describe("mute, mentions and mark as unread", () => {
 });
 
 describe("randomized: total == Σ effective and totalMentions == Σ mentions", () => {
-  it("holds after every one of 10,000 events (messages that mention, reads that clear marks, mutes, marks) over many conversations, delivered late, twice and out of order", async () => {
+  it("holds after every one of 10,000 events (messages that mention, deletions, reads that clear marks, mutes, marks) over many conversations, delivered late, twice and out of order", async () => {
     const seed = testSeed();
     const r = rng(seed);
     const users = [1, 2, 3];
@@ -957,7 +989,14 @@ describe("randomized: total == Σ effective and totalMentions == Σ mentions", (
     const lastSeq = new Map<number, number>();
     const db = new Map<
       string,
-      { read: number; own: Set<number>; mute: [number, number]; mark: [number, number]; cleared: number }
+      {
+        read: number;
+        /** The user's own messages and those deleted: the cursor moves over them (the truth's overOwn). */
+        own: Set<number>;
+        mute: [number, number];
+        mark: [number, number];
+        cleared: number;
+      }
     >();
     const dbOf = (u: number, c: number) => {
       const key = `${u}:${c}`;
@@ -968,7 +1007,9 @@ describe("randomized: total == Σ effective and totalMentions == Σ mentions", (
     const merged = new Map<string, Registers>();
     for (const u of users) await create(u, "e1");
     const pending: Event[] = [];
-    const counts = { mentions: 0, mutes: 0, marks: 0, clears: 0, ownAbove: 0 };
+    const counts = { mentions: 0, mutes: 0, marks: 0, clears: 0, ownAbove: 0, deletions: 0 };
+    /** Per conversation, the seqs each user sent (a deletion is of someone else's message, for this user). */
+    const sentBy = new Map<string, Set<number>>();
     try {
       for (let op = 0; op < 10_000; op++) {
         const u = r.pick(users);
@@ -979,12 +1020,25 @@ describe("randomized: total == Σ effective and totalMentions == Σ mentions", (
         const dice = r.int(0, 99);
         if (pending.length > 0 && r.chance(0.3)) {
           event = pending.splice(r.int(0, pending.length - 1), 1)[0]!; // a late or repeated delivery
+        } else if (dice >= 45 && dice < 50 && last > 0 && !sentBy.get(`${u}:${c}`)?.has(last)) {
+          // Its sender deletes a message of someone else's (here: the newest, or one below it): it never counts for
+          // this user, nor does its mention; the truth's cursor moves over it as over an own message.
+          // Half the time one whose message event is still on its way (held back), so the deletion lands first.
+          const held = pending.filter((e) => e.user === u && e.conv === c && e.seen > 0 && !e.own && !e.deleted);
+          let seq = held.length > 0 && r.chance(0.5) ? r.pick(held).seen : r.int(1, last);
+          if (sentBy.get(`${u}:${c}`)?.has(seq)) seq = last;
+          m.own.add(seq);
+          while (m.own.has(m.read + 1)) m.read++;
+          counts.deletions++;
+          event = { user: u, conv: c, seen: seq, read: 0, deleted: true };
         } else if (dice < 50) {
           const seq = last + 1;
           lastSeq.set(c, seq);
           // The send statement moves the sender's cursor over their message only from right below it.
           const own = r.chance(0.2);
           if (own) {
+            if (!sentBy.has(`${u}:${c}`)) sentBy.set(`${u}:${c}`, new Set());
+            sentBy.get(`${u}:${c}`)!.add(seq);
             m.own.add(seq);
             if (m.read === seq - 1) m.read = seq;
             else counts.ownAbove++;
@@ -1015,8 +1069,10 @@ describe("randomized: total == Σ effective and totalMentions == Σ mentions", (
         const t = merged.get(key) ?? noRegisters();
         t.seen = Math.max(t.seen, event.seen);
         t.read = Math.max(t.read, event.read);
-        if (event.mention) t.mentions.add(event.seen);
-        if (event.own) t.own.add(event.seen);
+        // A mention of a message deleted already is not taken; a deletion takes its mention away.
+        if (event.mention && !t.own.has(event.seen)) t.mentions.add(event.seen);
+        if (event.own || event.deleted) t.own.add(event.seen);
+        if (event.deleted) t.mentions.delete(event.seen);
         if (event.mute) t.mute = later(t.mute, event.mute);
         if (event.mark) t.mark = later(t.mark, event.mark);
         if (event.clear !== undefined) t.cleared = Math.max(t.cleared, event.clear);

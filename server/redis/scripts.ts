@@ -221,7 +221,7 @@ export function snapshotOfRecords(
 }
 
 /** apply.lua's optional named parts after its positional arguments. */
-export type ApplyPart = "mention" | "own" | "mute" | "mark" | "clear" | number;
+export type ApplyPart = "mention" | "own" | "deleted" | "mute" | "mark" | "clear" | number;
 
 declare module "ioredis" {
   interface RedisCommander<Context> {

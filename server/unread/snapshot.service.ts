@@ -25,6 +25,7 @@ type ListRow = Omit<ConversationRow, "memberships"> & {
   lastContent: string | null;
   lastCreatedAt: string | null;
   lastClientMsgId: string | null;
+  lastDeleted: boolean | null;
 };
 
 /** A membership of a listed conversation, as the list's second statement answers it. */
@@ -79,7 +80,7 @@ LIST_TYPES.setTypeParser(pg.types.builtins.TIMESTAMP, isoOfTimestamp);
 /** The list's row of a conversation with its newest message: `FROM` a set of wanted ids, then LISTED_JOINS. */
 const LISTED = `SELECT c."id", c."kind"::TEXT AS "kind", c."title", c."lastSeq", c."createdAt", c."createdById",
         m."id" AS "lastId", m."senderId" AS "lastSenderId", s."name" AS "lastSenderName", m."content" AS "lastContent",
-        m."createdAt" AS "lastCreatedAt", m."clientMsgId" AS "lastClientMsgId"`;
+        m."createdAt" AS "lastCreatedAt", m."clientMsgId" AS "lastClientMsgId", m."deletedAt" IS NOT NULL AS "lastDeleted"`;
 const LISTED_JOINS = `JOIN "Conversation" c ON c."id" = wanted."id"
         LEFT JOIN "Message" m ON m."conversationId" = c."id" AND m."seq" = c."lastSeq"
         LEFT JOIN "User" s ON s."id" = m."senderId"
@@ -141,6 +142,7 @@ function assemble(listed: pg.QueryResult, memberRows: pg.QueryResult, userRows: 
             content: r.lastContent!,
             createdAt: r.lastCreatedAt!,
             clientMsgId: r.lastClientMsgId!,
+            ...(r.lastDeleted ? { deleted: true as const } : {}),
           },
   }));
 }

@@ -49,6 +49,8 @@ export interface UnreadEvent {
   mention?: boolean;
   /** The user sent message `seenSeq`: it never counts for them (apply.lua's `own`). */
   own?: boolean;
+  /** Its sender deleted message `seenSeq` (someone else's): it never counts, nor does its mention (`deleted`). */
+  deleted?: boolean;
   /** The membership's registers (a mute, a mark, a read that cleared a mark, or a replay of any). */
   registers?: Partial<MembershipRegisters>;
 }
@@ -62,7 +64,7 @@ export interface MembershipTruth extends MembershipRegisters {
   agedSeq: number;
   /** Seqs above the cursor of the messages that mention the user. */
   mentionSeqs: number[];
-  /** Seqs above the cursor of the user's own messages: they never count. */
+  /** Seqs above the cursor of the user's own messages and of deleted messages: they never count. */
   ownSeqs: number[];
 }
 
@@ -139,7 +141,7 @@ export function newEpoch(): string {
 
 /** apply.lua's named parts for an event's mention and registers. */
 function applyParts(e: UnreadEvent): ApplyPart[] {
-  const parts: ApplyPart[] = e.mention ? ["mention"] : e.own ? ["own"] : [];
+  const parts: ApplyPart[] = e.mention ? ["mention"] : e.own ? ["own"] : e.deleted ? ["deleted"] : [];
   const r = e.registers;
   if (r?.muteVersion !== undefined && r.muted !== undefined) parts.push("mute", r.muteVersion, r.muted ? 1 : 0);
   if (r?.markVersion !== undefined && r.markAt !== undefined) parts.push("mark", r.markVersion, r.markAt);
@@ -212,12 +214,19 @@ export function createUnreadService({
           SELECT mn."conversationId", mn."seq" FROM "Mention" mn
           JOIN "Membership" mb ON mb."conversationId" = mn."conversationId" AND mb."userId" = mn."userId"
           WHERE mn."userId" = ${userId} AND mn."seq" > mb."lastReadSeq" ORDER BY mn."conversationId", mn."seq"`,
-        // Message_senderId_conversationId_seq_idx: a range per membership, however much the user ever sent.
+        // Message_senderId_conversationId_seq_idx: a range per membership, however much the user ever sent; and
+        // the deleted messages of others above the cursor (Message_deleted_conversationId_seq_idx, deleted rows
+        // only): neither ever counts (docs/consistency.md, "Deleted messages").
         db.$queryRaw<{ conversationId: number; seq: number }[]>`
           SELECT m."conversationId", m."seq" FROM "Membership" mb
           JOIN "Message" m ON m."senderId" = mb."userId" AND m."conversationId" = mb."conversationId"
             AND m."seq" > mb."lastReadSeq"
-          WHERE mb."userId" = ${userId} ORDER BY m."conversationId", m."seq"`,
+          WHERE mb."userId" = ${userId}
+          UNION ALL
+          SELECT m."conversationId", m."seq" FROM "Membership" mb
+          JOIN "Message" m ON m."conversationId" = mb."conversationId" AND m."seq" > mb."lastReadSeq"
+            AND m."deletedAt" IS NOT NULL AND m."senderId" <> mb."userId"
+          WHERE mb."userId" = ${userId} ORDER BY 1, 2`,
       ],
       // maxWait: as long as the pool's own wait for a connection (db/prisma.ts), not Prisma's 2 s: a busy pool (a
       // burst of syncs) delays a rebuild rather than failing it and leaving its fan-out to the relay.
@@ -484,7 +493,11 @@ export function createUnreadService({
     channel: string,
     head: string,
   ): Promise<{ applied: AppliedEvent[]; published: boolean; failure?: unknown }> {
-    if (events.length === 0 || events.length >= PIPELINE_FROM || events.some((e) => e.registers !== undefined)) {
+    if (
+      events.length === 0 ||
+      events.length >= PIPELINE_FROM ||
+      events.some((e) => e.registers !== undefined || e.deleted === true)
+    ) {
       return { applied: await applyMany(events), published: false };
     }
     const keys = events.flatMap((e) => unreadScriptKeys(e.userId, prefix));

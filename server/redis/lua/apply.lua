@@ -16,6 +16,8 @@
           'mention'                  message ARGV[2] mentions the user
           'own'                      the user sent message ARGV[2]: it never counts for them, and their cursor
                                      moves over it only if nothing unread lies below it (includes/unread.lua)
+          'deleted'                  its sender deleted message ARGV[2]: it never counts, as an own message, and
+                                     its mention of the user goes (one that comes later is not taken)
           'mute', version, 0|1       the membership's mute register (the higher version wins)
           'mark', version, atSeq     its mark register (the higher version wins)
           'clear', version           the highest mark a read cleared (max)
@@ -27,7 +29,8 @@
   Idempotent and order-insensitive: seen, read, aged and cleared only grow, mentions and own messages only join a
   set, mute and mark keep the highest version, the cursor always moves over every own message right above it, and
   every value is a function of those registers (includes/unread.lua), so
-  replaying an event or swapping two events ends in the same state. Events for a
+  replaying an event or swapping two events ends in the same state (a deletion and its message's event too: the
+  deleted message joins the own set, which no mention of it may pass). Events for a
   conversation the user left are ignored.
   Its work does not grow with the user's conversations: it reads and writes the event's conversation (one hash
   field, its record) and the two sums, which it moves by that conversation's change and never recomputes (with expiry on, add what expires
@@ -42,7 +45,7 @@
 local rcall = redis.call
 --- @include "layout"
 
-local BAD = 'ERR tally apply: expected conversation id, seen seq >= 0, read seq >= 0, createdAt ms >= 0, ttl ms >= 0, now ms >= 0 or empty, then mention | own | mute version 0|1 | mark version seq | clear version'
+local BAD = 'ERR tally apply: expected conversation id, seen seq >= 0, read seq >= 0, createdAt ms >= 0, ttl ms >= 0, now ms >= 0 or empty, then mention | own | deleted | mute version 0|1 | mark version seq | clear version'
 
 local conv = ARGV[1]
 local seen_in = tonumber(ARGV[2])
@@ -59,7 +62,7 @@ if conv == nil or conv == '' or seen_in == nil or read_in == nil or seen_in < 0 
   return redis.error_reply(BAD)
 end
 
-local mention, own, mute_v, muted, mark_v, mark_at, cleared = false, false, nil, nil, nil, nil, nil
+local mention, own, deleted, mute_v, muted, mark_v, mark_at, cleared = false, false, false, nil, nil, nil, nil, nil
 local i = 7
 while i <= #ARGV do
   local part = ARGV[i]
@@ -68,6 +71,9 @@ while i <= #ARGV do
     i = i + 1
   elseif part == 'own' then
     own = true
+    i = i + 1
+  elseif part == 'deleted' then
+    deleted = true
     i = i + 1
   elseif part == 'mute' then
     mute_v, muted = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
@@ -86,7 +92,11 @@ while i <= #ARGV do
   end
 end
 -- Nobody mentions themselves (the mention rule leaves the sender out).
-if (mention or own) and (seen_in < 1 or not numeric(conv)) or (mention and own) then return redis.error_reply(BAD) end
+-- The sender's own deleted message is simply own.
+if (mention or own or deleted) and (seen_in < 1 or not numeric(conv))
+  or (mention and own) or (deleted and (mention or own)) then
+  return redis.error_reply(BAD)
+end
 
 local meta = rcall('HMGET', KEYS[1], 'total', 'version', 'epoch', 'mentions', 'term')
 local total = tonumber(meta[1]) or 0
@@ -104,7 +114,7 @@ local raw = rcall('HGET', KEYS[2], conv)
 -- (docs/benchmarks.md). scripts.int.test.ts checks, event by event, that both paths leave the same state and answer
 -- the same.
 local r = nil
-if ttl == 0 and not (mention or mute_v or mark_v or cleared) and epoch and meta[5] == '-'
+if ttl == 0 and not (mention or deleted or mute_v or mark_v or cleared) and epoch and meta[5] == '-'
   and ((raw and string.sub(raw, 1, 4) ~= '0:0:') or rcall('HEXISTS', KEYS[3], conv) == 0)
   and not (numeric(conv) and rcall('EXISTS', KEYS[5]) == 1) then
   r = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
@@ -180,7 +190,17 @@ if ttl > 0 then
   -- An own message never counts, so it never expires.
   if seen_in > 0 and created_in > 0 and not own then E.track_message(conv, r, seen_in, created_in, cutoff) end
 end
-if mention then extras().add_mention(conv, r, seen_in) end
+if mention or deleted then
+  local X = extras()
+  if deleted then
+    -- As the sender's own message: counted out, or passed by a cursor right below it. Its mention goes.
+    X.add_own(conv, r, seen_in)
+    rcall('ZREM', KEYS[5], X.mention_member(conv, seen_in))
+  elseif not rcall('ZSCORE', KEYS[5], X.own_member(conv, seen_in)) then
+    -- A mention of a message deleted already (in the own set, or passed by the cursor) is not taken.
+    X.add_mention(conv, r, seen_in)
+  end
+end
 if own then extras().add_own(conv, r, seen_in) end
 if mute_v or mark_v or cleared then extras().merge_state(r, mute_v, muted, mark_v, mark_at, cleared) end
 recompute(conv, r)
