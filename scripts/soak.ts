@@ -80,6 +80,7 @@ const totals = {
   leaves: 0,
   adds: 0,
   removals: 0,
+  unsends: 0,
   deletes: 0,
   acknowledged: 0,
   lost: 0,
@@ -154,6 +155,7 @@ try {
     totals.leaves += r.leaves;
     totals.adds += r.adds;
     totals.removals += r.removals;
+    totals.unsends += r.unsends;
     totals.deletes += r.deletes;
     totals.acknowledged += r.acknowledgedMessages;
     totals.lost += r.lostMessages;
@@ -191,7 +193,7 @@ console.log(
   `  operations done:          ${totals.ops} (${totals.sends} sends of which ${totals.mentionSends} mentioning, ` +
     `${totals.reads} reads, ${totals.mutes} mutes/unmutes and ${totals.marks} marks acknowledged, ` +
     `${totals.adds} people added to groups, ${totals.removals} removed from them, ${totals.leaves} leaves, ` +
-    `${totals.deletes} deletes)`,
+    `${totals.unsends} messages deleted by their senders, ${totals.deletes} conversations deleted)`,
 );
 console.log(`  faults injected:          ${faultCount} ${JSON.stringify(faults)}`);
 console.log(`  faults not injected:      ${faultErrors.length}${faultErrors.map((e) => `\n    ${e}`).join("")}`);

@@ -15,6 +15,7 @@ import {
   selectUnlistedUnread,
 } from "@/components/store/selectors";
 import { announce } from "./Announcer";
+import { deletedWords } from "./deleted-words";
 import { RowMenu } from "./RowMenu";
 import { rowShortcut } from "./row-shortcut";
 
@@ -129,7 +130,11 @@ const ConversationItem = memo(function ConversationItem({ id }: { id: number }) 
             {last ? (
               <>
                 {/* In a direct conversation the title already names the other person: only "You" is said. */}
-                {last.senderId === myId || conversation.kind === "group" ? (
+                {last.deleted ? (
+                  <span className="preview-deleted" data-testid="preview-deleted">
+                    {deletedWords(last.senderId === myId, last.senderName)}
+                  </span>
+                ) : last.senderId === myId || conversation.kind === "group" ? (
                   <>
                     <span className="preview-sender">{last.senderId === myId ? "You" : last.senderName}:</span>{" "}
                     <bdi>{last.content}</bdi>

@@ -39,7 +39,11 @@ export function sortConversationIds(conversations: Record<number, ConversationDT
 /** The conversation as it is after `message`, or the same object when the message is not its newest. */
 export function withMessage(conversation: ConversationDTO, message: MessageDTO): ConversationDTO {
   if (message.seq < conversation.lastSeq) return conversation;
-  if (message.seq === conversation.lastSeq && conversation.lastMessage?.id === message.id) return conversation;
+  const last = conversation.lastMessage;
+  // The same message again: news only if it was deleted since (a deleted one stays deleted).
+  if (message.seq === conversation.lastSeq && last?.id === message.id && (last.deleted || !message.deleted)) {
+    return conversation;
+  }
   return { ...conversation, lastSeq: message.seq, lastMessage: message };
 }
 

@@ -34,6 +34,7 @@ type Responder<K extends keyof ChatTransport> = (...args: Parameters<Method<K>>)
 
 export interface FakeTransport extends ChatTransport {
   sends: Calls<"send">;
+  messageDeletes: Calls<"deleteMessage">;
   reads: Calls<"read">;
   mutes: Calls<"mute">;
   marks: Calls<"markUnread">;
@@ -67,6 +68,7 @@ function call<I, T>(queue: Queue<I, T>, input: I, auto?: (input: I) => T): Promi
 export function createFakeTransport(): FakeTransport {
   const fake: FakeTransport = {
     sends: [],
+    messageDeletes: [],
     reads: [],
     mutes: [],
     marks: [],
@@ -81,6 +83,7 @@ export function createFakeTransport(): FakeTransport {
     auto: {},
     send: (input) => call(fake.sends, input, fake.auto.send),
     read: (input) => call(fake.reads, input, fake.auto.read),
+    deleteMessage: (input) => call(fake.messageDeletes, input),
     mute: (input) => call(fake.mutes, input),
     markUnread: (input) => call(fake.marks, input),
     sync: (limit) => call(fake.syncs, limit, fake.auto.sync),

@@ -112,21 +112,63 @@ describe("history", () => {
     expect(t.transport.fetches).toHaveLength(2);
   });
 
-  it("on reconnect, syncs and fetches the open conversation after the last loaded seq", async () => {
-    const t = await synced([conversation(1, { lastSeq: 3 }), conversation(2, { lastSeq: 1 })]);
+  it("on reconnect, syncs and fetches the open conversation's newest page and after: a deletion missed shows", async () => {
+    const t = await synced([conversation(1, { lastSeq: 60 }), conversation(2, { lastSeq: 1 })]);
     t.store.getState().openConversation(1);
-    t.transport.fetches[0]?.resolve({ ok: true, messages: range(1, 1, 3) });
+    t.transport.fetches[0]?.resolve({ ok: true, messages: range(1, 11, 60) });
     await flush();
+    t.store.getState().openConversation(2);
+    t.transport.fetches[1]?.resolve({ ok: true, messages: range(2, 1, 1) });
+    await flush();
+    t.store.getState().openConversation(1);
 
     t.store.getState().handleDisconnected();
     t.store.getState().handleConnected();
     expect(t.transport.syncs).toHaveLength(1);
-    t.transport.syncs[0]?.resolve(snapshot([conversation(1, { lastSeq: 6 }), conversation(2, { lastSeq: 1 })], 4));
+    t.transport.syncs[0]?.resolve(snapshot([conversation(1, { lastSeq: 62 }), conversation(2, { lastSeq: 1 })], 4));
     await flush();
-    expect(t.transport.fetches[1]?.input).toEqual({ conversationId: 1, query: { after: 3, limit: 200 } });
-    t.transport.fetches[1]?.resolve({ ok: true, messages: range(1, 4, 6) });
+    // While offline, message 55 was deleted and 61, 62 came.
+    expect(t.transport.fetches[2]?.input).toEqual({ conversationId: 1, query: { after: 10, limit: 200 } });
+    const page = range(1, 11, 62).map((m) => (m.seq === 55 ? { ...m, content: "", deleted: true as const } : m));
+    t.transport.fetches[2]?.resolve({ ok: true, messages: page });
     await flush();
-    expect(seqs(t.store.getState().messages[1]?.items)).toEqual([1, 2, 3, 4, 5, 6]);
+    const items = t.store.getState().messages[1]!.items;
+    expect(seqs(items)).toEqual(range(1, 11, 62).map((m) => m.seq));
+    expect(items.find((m) => m.seq === 55)).toMatchObject({ content: "", deleted: true });
+    expect(items.filter((m) => m.deleted)).toHaveLength(1);
+
+    // The other conversation loaded here is fetched again when it is shown, once.
+    t.store.getState().openConversation(2);
+    expect(t.transport.fetches[3]?.input).toEqual({ conversationId: 2, query: { after: 0, limit: 200 } });
+    t.transport.fetches[3]?.resolve({ ok: true, messages: range(2, 1, 1) });
+    await flush();
+    t.store.getState().openConversation(1);
+    t.store.getState().openConversation(2);
+    expect(t.transport.fetches).toHaveLength(4);
+  });
+
+  it("a deletion pushed or acknowledged turns the copy on screen and the row's last message deleted, for good", async () => {
+    const t = await synced([conversation(1, { lastSeq: 3, lastMessage: message(1, 3) })]);
+    t.store.getState().openConversation(1);
+    t.transport.fetches[0]?.resolve({ ok: true, messages: range(1, 1, 3) });
+    await flush();
+    const deleted = (seq: number) => ({ ...message(1, seq), content: "", deleted: true as const });
+    t.store.getState().receiveDeleted(deleted(3));
+    t.store.getState().receiveDeleted(deleted(2));
+    expect(t.store.getState().messages[1]!.items.map((m) => m.deleted ?? false)).toEqual([false, true, true]);
+    expect(t.store.getState().conversations[1]!.lastMessage).toMatchObject({ seq: 3, deleted: true });
+    // A late copy from before the deletion (a replayed message:new) does not bring it back.
+    t.store.getState().receiveMessage(message(1, 3));
+    expect(t.store.getState().messages[1]!.items[2]).toMatchObject({ content: "", deleted: true });
+    expect(t.store.getState().conversations[1]!.lastMessage).toMatchObject({ deleted: true });
+    // One this tab never loaded is not put in its list (it comes with its page).
+    t.store.getState().receiveDeleted({ ...deleted(1), id: 999, seq: 0 });
+    expect(seqs(t.store.getState().messages[1]!.items)).toEqual([1, 2, 3]);
+
+    // Deleting one's own: offline it is refused at once; online the acknowledgement shows it.
+    t.store.getState().handleDisconnected();
+    expect(await t.store.getState().deleteMessage(1, message(1, 1).id)).toMatch(/offline/);
+    expect(t.transport.messageDeletes).toHaveLength(0);
   });
 
   it("catches a stale cached conversation up when it is opened again", async () => {

@@ -26,7 +26,10 @@ export const EMPTY_LIST: MessageList = {
   offline: false,
 };
 
-/** Ascending by seq; a message already present (same seq or id) is kept as is. Returns `existing` if unchanged. */
+/**
+ * Ascending by seq; a message already present (same seq or id) is kept as is, unless what comes says it was deleted
+ * since (a deleted message stays deleted, whatever older copy arrives after). Returns `existing` if unchanged.
+ */
 export function mergeMessages(existing: MessageDTO[], incoming: MessageDTO[]): MessageDTO[] {
   if (incoming.length === 0) return existing;
   const only = incoming.length === 1 ? incoming[0] : undefined;
@@ -39,7 +42,13 @@ export function mergeMessages(existing: MessageDTO[], incoming: MessageDTO[]): M
   const ids = new Set(existing.map((m) => m.id));
   let changed = false;
   for (const message of incoming) {
-    if (bySeq.has(message.seq) || ids.has(message.id)) continue;
+    const present = bySeq.get(message.seq);
+    if (present?.id === message.id && message.deleted && !present.deleted) {
+      bySeq.set(message.seq, message);
+      changed = true;
+      continue;
+    }
+    if (present || ids.has(message.id)) continue;
     bySeq.set(message.seq, message);
     ids.add(message.id);
     changed = true;
@@ -360,7 +369,7 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
         afterLoad(conversationId);
       },
 
-      async catchUp(conversationId) {
+      async catchUp(conversationId, recheck = false) {
         const list = get().messages[conversationId];
         if (!list?.loaded) {
           await get().loadLatest(conversationId);
@@ -376,7 +385,7 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
 
         patchList(conversationId, () => ({ loading: true, error: null }));
         const generation = rt.generation;
-        let after = list.tailSeq;
+        let after = recheck ? Math.max(0, list.tailSeq - PAGE_SIZE) : list.tailSeq;
         for (;;) {
           const res = await fetchPage(conversationId, { after, limit: CATCH_UP_PAGE });
           if (generation !== rt.generation) return;
@@ -408,7 +417,9 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
           if (!list?.loading) void get().loadLatest(conversationId);
           return;
         }
-        if (!list.loading && latestSeq(get(), conversationId) > list.tailSeq) void get().catchUp(conversationId);
+        if (list.loading) return;
+        if (rt.recheck.delete(conversationId)) void get().catchUp(conversationId, true);
+        else if (latestSeq(get(), conversationId) > list.tailSeq) void get().catchUp(conversationId);
       },
 
       sendMessage(conversationId, content) {
@@ -507,6 +518,38 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
       saveDraft(conversationId, text) {
         const userId = get().user?.id;
         if (userId !== undefined) writeDraft(rt.deps.drafts, userId, conversationId, text);
+      },
+
+      async deleteMessage(conversationId, messageId) {
+        // Refused at once rather than queued: the person is looking at the message they want gone.
+        if (!get().connected) return "You are offline; try again once the connection is back.";
+        try {
+          const res = await rt.deps.transport.deleteMessage({ messageId });
+          if (!res.ok) return res.error.message;
+          if (res.message.conversationId === conversationId) get().receiveDeleted(res.message);
+          return null;
+        } catch {
+          // Unknown outcome: had it been deleted, its message:deleted reaches every tab anyway.
+          return "The server did not answer; try again.";
+        }
+      },
+
+      receiveDeleted(message) {
+        if (!message.deleted || rt.removed.has(message.conversationId)) return;
+        set((s) => {
+          const id = message.conversationId;
+          const list = s.messages[id];
+          // Only a copy this tab holds turns deleted: one outside the pages it loaded comes with them when they load.
+          const items = list?.items.some((m) => m.id === message.id) ? mergeMessages(list.items, [message]) : null;
+          const conversation = s.conversations[id];
+          const updated =
+            conversation?.lastMessage?.id === message.id ? withMessage(conversation, message) : conversation;
+          if ((!items || items === list!.items) && updated === conversation) return s;
+          return {
+            messages: items && items !== list!.items ? { ...s.messages, [id]: { ...list!, items } } : s.messages,
+            conversations: updated !== conversation ? { ...s.conversations, [id]: updated! } : s.conversations,
+          };
+        });
       },
 
       receiveMessage(message) {

@@ -24,6 +24,11 @@ export interface StoreRuntime {
     catchUpActive: boolean;
     retryTimer: ReturnType<typeof setTimeout> | null;
   };
+  /**
+   * Loaded message lists that may have missed a `message:deleted` (pushes were lost while the connection was down):
+   * their newest page is fetched again when each is next shown.
+   */
+  recheck: Set<number>;
   /** Pending checks of a count that appeared in the conversation being read, per conversation. */
   unreadWatch: Map<number, ReturnType<typeof setTimeout>>;
   /** Conversations removed here; pushes for them that were already on the way must not bring them back. */
@@ -89,6 +94,7 @@ export function createRuntime(deps: ChatStoreDeps): StoreRuntime {
     generation: 0,
     sync: { token: 0, buffer: [], probes: [], wanted: new Map(), failures: 0, catchUpActive: false, retryTimer: null },
     unreadWatch: new Map(),
+    recheck: new Set(),
     removed: new Set(),
     dropping: new Set(),
     unreachable: new Set(),

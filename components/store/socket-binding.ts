@@ -46,6 +46,10 @@ export function createSocketLink(http: HttpTransport): SocketLink {
       const ready = await connected();
       return ready.timeout(ACK_TIMEOUT_MS).emitWithAck("message:send", input);
     },
+    async deleteMessage(input) {
+      if (!socket?.connected) throw new Error("not connected");
+      return socket.timeout(ACK_TIMEOUT_MS).emitWithAck("message:delete", input);
+    },
     async read(input) {
       if (!socket?.connected) throw new Error("not connected");
       return socket.timeout(ACK_TIMEOUT_MS).emitWithAck("conversation:read", input);
@@ -120,6 +124,7 @@ export function bindSocket(
     if (!socket.active) void reconnectUnlessSignedOut();
   });
   socket.on("message:new", ({ message }) => store.getState().receiveMessage(message));
+  socket.on("message:deleted", ({ message }) => store.getState().receiveDeleted(message));
   socket.on("unread:changed", (update) => store.getState().applyUnread(update));
   socket.on("conversation:created", ({ conversation }) => store.getState().receiveConversation(conversation));
   socket.on("conversation:updated", ({ conversation, change }) =>

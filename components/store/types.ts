@@ -10,6 +10,7 @@ import type {
   ConversationRemoval,
   ConversationPage,
   CreateConversationInput,
+  DeleteMessageInput,
   ListCursor,
   ListInput,
   MessageDTO,
@@ -42,6 +43,8 @@ export interface MessagesQuery {
  */
 export interface ChatTransport {
   send(input: SendInput): Promise<Result<{ message: MessageDTO }>>;
+  /** Deletes one of the user's own messages for everyone. */
+  deleteMessage(input: DeleteMessageInput): Promise<Result<{ message: MessageDTO; changed: boolean }>>;
   read(input: ReadInput): Promise<Result<{ unread: UnreadUpdate; changed: boolean }>>;
   mute(input: MuteInput): Promise<Result<{ unread: UnreadUpdate; changed: boolean }>>;
   markUnread(input: MarkUnreadInput): Promise<Result<{ unread: UnreadUpdate; changed: boolean }>>;
@@ -271,8 +274,11 @@ export interface MessagesSlice {
   pending: Record<number, PendingMessage[]>;
   loadLatest(conversationId: number): Promise<void>;
   loadOlder(conversationId: number): Promise<void>;
-  /** Fetches everything after the gap-free tail (`?after=`). */
-  catchUp(conversationId: number): Promise<void>;
+  /**
+   * Fetches everything after the gap-free tail (`?after=`); with `recheck`, the newest page below it too, so that a
+   * deletion whose push was lost shows (a reconnect's catch-up).
+   */
+  catchUp(conversationId: number, recheck?: boolean): Promise<void>;
   /** Loads the newest page if nothing is loaded yet, else catches up when the list is known to be behind. */
   refreshMessages(conversationId: number): void;
   /**
@@ -298,6 +304,13 @@ export interface MessagesSlice {
   saveDraft(conversationId: number, text: string): void;
   /** A message:new push. */
   receiveMessage(message: MessageDTO): void;
+  /**
+   * Deletes one of the user's own messages for everyone (refused at once while offline). Resolves with the server's
+   * error message, or null once deleted (the list then shows it deleted).
+   */
+  deleteMessage(conversationId: number, messageId: number): Promise<string | null>;
+  /** A message:deleted push (or a deletion's acknowledgement): a copy on screen or in the list's row turns deleted. */
+  receiveDeleted(message: MessageDTO): void;
 }
 
 /** A conversation's unread state beside its count, as the server last said (UnreadState without unreadCount). */

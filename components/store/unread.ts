@@ -138,9 +138,14 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
       for (const cursor of rt.cursors.values()) cursor.resend();
 
       const active = get().activeConversationId;
+      if (sync.catchUpActive) {
+        // Pushes were lost: a message:deleted among them too. The others are checked when shown again.
+        for (const [id, list] of Object.entries(get().messages))
+          if (list.loaded && Number(id) !== active) rt.recheck.add(Number(id));
+      }
       if (active !== null) {
         const list = get().messages[active];
-        if (sync.catchUpActive && list?.loaded) void get().catchUp(active);
+        if (sync.catchUpActive && list?.loaded) void get().catchUp(active, true);
         else get().refreshMessages(active);
         get().readIfActive(active);
       }

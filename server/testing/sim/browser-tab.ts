@@ -258,6 +258,7 @@ export class BrowserTab {
           }),
         );
       },
+      deleteMessage: (input) => track(inner.deleteMessage(input)),
       read: (input) => {
         journal.readIssued(userId, input.conversationId, input.seq);
         return track(

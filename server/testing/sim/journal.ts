@@ -30,6 +30,10 @@ export class Journal {
   /** Acknowledged leaves, and removals by a group's creator (the user removed). */
   readonly leaves: { userId: number; conversationId: number }[] = [];
   readonly deletes: { userId: number; conversationId: number }[] = [];
+  /** Acknowledged deletions of messages by their senders: each must be deleted in the database. */
+  readonly messageDeletes: MessageDTO[] = [];
+  /** Conversations in which someone asked to delete a message: anyone's count there may drop. */
+  private readonly messageDeleteAsked = new Set<number>();
   /** Highest seq each user asked to read up to, per conversation. */
   readonly readAsked = new Map<string, number>();
   /**
@@ -162,6 +166,19 @@ export class Journal {
     this.leaveAcknowledged(userId, conversationId);
   }
 
+  messageDeleteIssued(conversationId: number): void {
+    this.messageDeleteAsked.add(conversationId);
+  }
+
+  messageDeleteAcknowledged(message: MessageDTO): void {
+    this.messageDeletes.push(message);
+  }
+
+  /** Whether the acknowledged message was deleted (acknowledged) already. */
+  messageDeleted(messageId: number): boolean {
+    return this.messageDeletes.some((m) => m.id === messageId);
+  }
+
   deleteIssued(conversationId: number): void {
     this.deleteAsked.add(conversationId);
   }
@@ -175,12 +192,18 @@ export class Journal {
   }
 
   /**
-   * A user's count in a conversation can only drop after they read or sent in it (a send clears a mark unread), or
-   * to 0 as it is removed (the server pushes the zeroed count before `conversation:removed`).
+   * A user's count in a conversation can only drop after they read or sent in it (a send clears a mark unread), after
+   * someone deleted a message there, or to 0 as it is removed (the server pushes the zeroed count before
+   * `conversation:removed`).
    */
   mayDrop(userId: number, conversationId: number, to: number): boolean {
     const k = key(userId, conversationId);
-    return this.readAsked.has(k) || this.sendAsked.has(k) || (to === 0 && this.mayRemove(userId, conversationId));
+    return (
+      this.readAsked.has(k) ||
+      this.sendAsked.has(k) ||
+      this.messageDeleteAsked.has(conversationId) ||
+      (to === 0 && this.mayRemove(userId, conversationId))
+    );
   }
 
   /**

@@ -259,6 +259,8 @@ export interface RoundReport {
   adds: number;
   /** Members removed from groups by their creators, acknowledged. */
   removals: number;
+  /** Messages their senders deleted, acknowledged. */
+  unsends: number;
   deletes: number;
   creates: number;
   reconnects: number;
@@ -308,7 +310,8 @@ interface PlannedConversation {
 }
 
 type Op =
-  | { kind: "open" | "leave" | "delete" | "mark"; user: number; tab: number; conv: number }
+  /** `unsend`: the user deletes their newest acknowledged message there not deleted yet, if any. */
+  | { kind: "open" | "leave" | "delete" | "mark" | "unsend"; user: number; tab: number; conv: number }
   /** `mention`: an `@name` of another member (any case) or `@all`, added to the content. */
   | { kind: "send"; user: number; tab: number; conv: number; mention?: string }
   | { kind: "mute"; user: number; tab: number; conv: number; muted: boolean }
@@ -421,6 +424,7 @@ export function scenario(o: PlanOptions): Scenario {
       else mutedInPlan.delete(k);
       ops.push({ kind: "mute", user, tab, conv, muted: mute });
     } else if (x < 0.66 && mine.length > 0) ops.push({ kind: "mark", user, tab, conv: r.pick(mine) });
+    else if (x < 0.69 && mine.length > 0) ops.push({ kind: "unsend", user, tab, conv: r.pick(mine) });
     else if (x < 0.74) ops.push({ kind: "blur", user, tab });
     else if (x < 0.82) ops.push({ kind: "reconnect", user, tab, instance: r.int(0, o.instances - 1) });
     else if (x < 0.85) ops.push({ kind: "reload", user, tab, instance: r.int(0, o.instances - 1) });
@@ -603,6 +607,7 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
     leaves: 0,
     adds: 0,
     removals: 0,
+    unsends: 0,
     deletes: 0,
     creates: 0,
     reconnects: 0,
@@ -899,6 +904,37 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
         if (error === null) report[op.kind === "mute" ? "mutes" : "marks"]++;
         const shown = tab.store.getState().unreadDetails[id];
         return error ?? `acknowledged, the tab shows muted ${shown?.muted}, marked ${shown?.markVersion ?? 0}`;
+      }
+      case "unsend": {
+        const id = await conversationOf(op.conv);
+        await showOrSkip(tab, users[op.user]!.id, id);
+        const target = [...journal.messages.values()]
+          .filter(
+            (m) =>
+              m.userId === users[op.user]!.id &&
+              m.message.conversationId === id &&
+              !journal.messageDeleted(m.message.id),
+          )
+          .at(-1)?.message;
+        if (!target) return "nothing of theirs to delete";
+        journal.messageDeleteIssued(id);
+        // Refused at once while offline, and tried again once connected, as a mute is (above).
+        let error: string | null = null;
+        for (let attempt = 1; attempt <= 3; attempt++) {
+          await until(() => tab.store.getState().connected, 30_000);
+          const { value, calls } = tab.act((s) => {
+            s.setFocused(true);
+            return s.deleteMessage(id, target.id);
+          });
+          error = await value;
+          await settle(calls);
+          if (error === null || !CONNECTION_REFUSAL.test(error)) break;
+        }
+        if (error === null) {
+          report.unsends++;
+          journal.messageDeleteAcknowledged(target);
+        }
+        return error ?? `${target.clientMsgId} deleted`;
       }
       case "blur":
         tab.act((s) => s.setFocused(false));
@@ -1314,6 +1350,12 @@ async function checkDatabase(db: Db, journal: Journal, report: RoundReport): Pro
   for (const l of journal.leaves)
     if (memberships.has(pairKey(l.userId, l.conversationId)))
       report.problems.push(`user ${l.userId} left #${l.conversationId} (acknowledged) but is still a member`);
+  for (const m of journal.messageDeletes) {
+    if (!existing.has(m.conversationId)) continue;
+    const row = await db.message.findUnique({ where: { id: m.id }, select: { content: true, deletedAt: true } });
+    if (row && (row.deletedAt === null || row.content !== ""))
+      report.problems.push(`message ${m.clientMsgId} deleted (acknowledged) but still there`);
+  }
   for (const d of journal.deletes)
     if (existing.has(d.conversationId))
       report.problems.push(`#${d.conversationId} deleted (acknowledged) but still there`);
