@@ -17,6 +17,7 @@ import { isBeingRead, latestSeq } from "@/components/store/runtime";
 import type { OnScreen } from "@/components/store";
 import { firstUnseenSeq } from "./first-unseen";
 import { announce } from "./Announcer";
+import { deletedBubbleWords } from "./deleted-words";
 import { memberLines, placeLines, type MemberLine } from "./member-lines";
 import { continuesRun } from "./message-runs";
 import { MessageText } from "./MessageText";
@@ -51,9 +52,12 @@ interface MessageProps {
 
 const Message = memo(function Message({ message, own, members, kind, userId, continued }: MessageProps) {
   const memberNames = members.map((m) => m.name);
+  const deleted = message.deleted === true;
   // Exactly the rule the server counts mentions by, so the marker and the mention badge agree.
   const mentionsMe =
-    userId !== undefined && mentionedUserIds(message.content, members, message.senderId, kind).includes(userId);
+    !deleted &&
+    userId !== undefined &&
+    mentionedUserIds(message.content, members, message.senderId, kind).includes(userId);
   const myName = own ? null : (members.find((m) => m.id === userId)?.name ?? null);
   return (
     <li
@@ -61,6 +65,8 @@ const Message = memo(function Message({ message, own, members, kind, userId, con
       data-testid="message"
       data-seq={message.seq}
       data-mentions-me={mentionsMe || undefined}
+      // One's own message takes the focus when tapped, which shows its "Delete" on a touch screen (no hover there).
+      tabIndex={own && !deleted ? -1 : undefined}
     >
       <div className={continued ? "message-meta visually-hidden" : "message-meta"}>
         <span className="message-sender" title={own ? undefined : message.senderName}>
@@ -71,7 +77,11 @@ const Message = memo(function Message({ message, own, members, kind, userId, con
         </time>
         {mentionsMe && <span className="visually-hidden">mentions you</span>}
       </div>
-      {mayBeLong(message.content) ? (
+      {deleted ? (
+        <div className="message-bubble deleted" data-testid="message-deleted">
+          {deletedBubbleWords(own)}
+        </div>
+      ) : mayBeLong(message.content) ? (
         <LongBubble message={message} title={continued ? formatFullDate(message.createdAt) : undefined}>
           <MessageText content={message.content} memberNames={memberNames} kind={kind} myName={myName} />
         </LongBubble>
@@ -81,9 +91,57 @@ const Message = memo(function Message({ message, own, members, kind, userId, con
           <MessageText content={message.content} memberNames={memberNames} kind={kind} myName={myName} />
         </div>
       )}
+      {own && !deleted && <DeleteMessage message={message} />}
     </li>
   );
 });
+
+/**
+ * "Delete" under one's own message (shown on hover or focus, always on a touch screen): asked first, then the
+ * message turns "You deleted this message." in every tab and device of every member, and stops counting for anyone
+ * who had not seen it (docs/consistency.md, "Deleted messages"). The keyboard's place goes to the message area.
+ */
+function DeleteMessage({ message }: { message: MessageDTO }) {
+  const deleteMessage = useChatStore((s) => s.deleteMessage);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  async function run(button: HTMLButtonElement) {
+    const question = "Delete this message for everyone? Nobody will see it again.";
+    if (busy || !window.confirm(question)) return;
+    const area = button.closest<HTMLElement>(".message-scroller");
+    setBusy(true);
+    setError(null);
+    const refused = await deleteMessage(message.conversationId, message.id);
+    setBusy(false);
+    if (refused !== null) {
+      setError(refused);
+      return;
+    }
+    announce("Message deleted.");
+    // The button went with the message's text: the message area keeps the keyboard's place.
+    area?.focus({ preventScroll: true });
+  }
+  return (
+    <>
+      <button
+        type="button"
+        className="message-delete"
+        data-testid="delete-message"
+        // Not `disabled`: a disabled button loses the keyboard's focus (run() ignores a click while busy).
+        aria-disabled={busy}
+        aria-label={`Delete your message from ${formatMessageTime(message.createdAt)}`}
+        onClick={(event) => void run(event.currentTarget)}
+      >
+        Delete
+      </button>
+      {error && (
+        <p className="message-delete-error" role="alert" data-testid="delete-message-error">
+          {error}
+        </p>
+      )}
+    </>
+  );
+}
 
 /**
  * Whether a message could be taller than a long bubble's height (the CSS's `.message-bubble.clamped`, 20 lines) on
@@ -171,8 +229,11 @@ function useArrivals(items: MessageDTO[], ready: boolean, userId: number | undef
     const fresh = items.filter((m) => m.seq > before && m.senderId !== userId);
     const latest = fresh.at(-1);
     if (!latest) return;
-    const content =
-      latest.content.length > SAID_CHARACTERS ? `${latest.content.slice(0, SAID_CHARACTERS)}…` : latest.content;
+    const content = latest.deleted
+      ? deletedBubbleWords(false)
+      : latest.content.length > SAID_CHARACTERS
+        ? `${latest.content.slice(0, SAID_CHARACTERS)}…`
+        : latest.content;
     const sentence =
       fresh.length === 1
         ? `${latest.senderName}: ${content}`
