@@ -126,10 +126,13 @@ function tab(browser: ReturnType<typeof fakeBrowser>, looking = false) {
     visible: looking,
     focused: looking,
   });
-  const handlers = new Set<(payload: { message: MessageDTO }) => void>();
+  type Handler = (payload: { message: MessageDTO }) => void;
+  const on = new Map<string, Set<Handler>>();
+  const of = (event: string) => on.get(event) ?? on.set(event, new Set()).get(event)!;
+  const handlers = of("message:new");
   const socket = {
-    on: (_event: string, handler: (payload: { message: MessageDTO }) => void) => handlers.add(handler),
-    off: (_event: string, handler: (payload: { message: MessageDTO }) => void) => handlers.delete(handler),
+    on: (event: string, handler: Handler) => of(event).add(handler),
+    off: (event: string, handler: Handler) => of(event).delete(handler),
   } as unknown as ChatSocket;
   const stop = bindNotifications({ store, socket, userId: ME.id }, browser.env());
   const receive = (m: MessageDTO) => {
@@ -138,10 +141,34 @@ function tab(browser: ReturnType<typeof fakeBrowser>, looking = false) {
     for (const h of handlers) h({ message: m });
   };
   const setUnread = (unreadCount: number) => store.setState({ unreadCounts: { 5: unreadCount } });
-  return { store, stop, receive, setUnread, handlers };
+  const deleted = (m: MessageDTO) => {
+    for (const h of of("message:deleted")) h({ message: { ...m, content: "", deleted: true } });
+  };
+  return { store, stop, receive, setUnread, handlers, deleted };
 }
 
 describe("notifications across tabs", () => {
+  it("closes the notification of a message its sender deleted, and never shows one for a deleted message", async () => {
+    const browser = fakeBrowser();
+    const a = tab(browser);
+    await Promise.resolve();
+    for (const seq of [1, 2]) {
+      a.receive(message(5, seq));
+      a.setUnread(seq);
+    }
+    a.deleted(message(5, 2));
+    a.setUnread(1);
+    expect(browser.shown.map((n) => [n.tag, n.closed])).toEqual([
+      ["tally:5:1", false],
+      ["tally:5:2", true],
+    ]);
+    // A copy that comes late (a relay's replay), or one that comes deleted, shows nothing.
+    a.receive(message(5, 2));
+    a.receive({ ...message(5, 3), content: "", deleted: true });
+    expect(browser.shown).toHaveLength(2);
+    a.stop();
+  });
+
   it("shows one notification per message however many tabs are open, and closes it when read anywhere", async () => {
     const browser = fakeBrowser();
     const [a, b] = [tab(browser), tab(browser)];

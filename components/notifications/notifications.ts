@@ -31,6 +31,8 @@ function browserEnv(): NotificationEnv {
 
 interface Shown {
   conversationId: number;
+  /** The message's id: a notification of a message deleted since closes. */
+  messageId: number;
   counted: boolean;
   notification: Notification;
 }
@@ -82,7 +84,7 @@ export function bindNotifications(
 
   const onMessage = ({ message }: { message: MessageDTO }) => {
     // A message can arrive twice (a replay after an instance died): one notification per message id.
-    if (seen.has(message.id)) return;
+    if (seen.has(message.id) || message.deleted) return;
     seen.add(message.id);
     // The switch is read for each message: it may have been flipped in any tab since.
     const on = notificationsOn(Note.permission, readPreference(env.storage, userId));
@@ -119,9 +121,21 @@ export function bindNotifications(
       notification.close();
     };
     const counted = (store.getState().unreadCounts[message.conversationId] ?? 0) > 0;
-    shown.push({ conversationId: message.conversationId, counted, notification });
+    shown.push({ conversationId: message.conversationId, messageId: message.id, counted, notification });
   };
   socket.on("message:new", onMessage);
+
+  /** A message its sender deleted: never notified from now on (a late copy), and its notification closes. */
+  const onDeleted = ({ message }: { message: MessageDTO }) => {
+    seen.add(message.id);
+    for (let i = waiting.length - 1; i >= 0; i--) if (waiting[i]!.id === message.id) waiting.splice(i, 1);
+    for (let i = shown.length - 1; i >= 0; i--) {
+      if (shown[i]!.messageId !== message.id) continue;
+      shown[i]!.notification.close();
+      shown.splice(i, 1);
+    }
+  };
+  socket.on("message:deleted", onDeleted);
 
   const stopClosing = store.subscribe((state) => {
     for (let i = shown.length - 1; i >= 0; i--) {
@@ -138,6 +152,7 @@ export function bindNotifications(
 
   return () => {
     socket.off("message:new", onMessage);
+    socket.off("message:deleted", onDeleted);
     stopWaiting();
     stopClosing();
     stopPresence();
