@@ -726,7 +726,7 @@ describe("accounts, sessions and the front door", () => {
 
 describe("limits per user and per address, across sockets and instances", () => {
   /** Accounts from this harness's one address in 10 minutes: the tests below sign up some 20 people before the flood's. */
-  const SIGN_UPS = 23;
+  const SIGN_UPS = 25;
   let h: Harness;
   beforeAll(async () => {
     h = await startHarness(2, {
@@ -997,6 +997,34 @@ describe("limits per user and per address, across sockets and instances", () => 
     expect(refused).toMatchObject({ status: 429, body: { error: { code: "rate_limited" } } });
     expect(Number(refused.body.error.retryAfterMs)).toBeGreaterThan(0);
     expect(await h.db.membership.count({ where: { conversationId: id } })).toBe(2);
+  });
+
+  it("limits the messages one user deletes; a refused deletion deletes nothing", async () => {
+    const u = await h.signUp("lim_unsend");
+    const other = await h.signUp("lim_unsend_b");
+    const res = await h.http("/api/conversations", {
+      method: "POST",
+      token: u.token,
+      body: JSON.stringify({ memberNames: [other.user.name] }),
+    });
+    const id = res.body.conversation.id as number;
+    const s = await h.connect(u.token);
+    const ids: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const sent = await s.emitWithAck("message:send", {
+        conversationId: id,
+        clientMsgId: `unsend-${i}`,
+        content: "x",
+      });
+      if (!sent.ok) throw new Error(sent.error.message);
+      ids.push(sent.message.id);
+    }
+    for (const messageId of ids.slice(0, 2))
+      expect(await s.emitWithAck("message:delete", { messageId })).toMatchObject({ ok: true });
+    const refused = await s.emitWithAck("message:delete", { messageId: ids[2]! });
+    expect(refused).toMatchObject({ ok: false, error: { code: "rate_limited" } });
+    expect(await h.db.message.count({ where: { conversationId: id, deletedAt: null } })).toBe(1);
+    s.disconnect();
   });
 
   it("charges a sync by its size: a user put into 200 groups by others gets fewer syncs", async () => {
