@@ -97,6 +97,32 @@ describe("deleting a message", () => {
     expect(await list(cat.token)).toMatchObject({ totalUnread: 0 });
   });
 
+  it("moves nobody's cursor: a conversation marked unread stays marked when someone else's new message is deleted", async () => {
+    const [ann, ben] = [await user("ann"), await user("ben")];
+    const direct = await create(ann.token, [ben.user.name]);
+    const annTab = await h.connect(ann.token, 0);
+    const benTab = await h.connect(ben.token, 1);
+    await sent(annTab, direct.id, "read this");
+    await benTab.emitWithAck("conversation:read", { conversationId: direct.id, seq: 1 });
+    expect(await benTab.emitWithAck("conversation:markUnread", { conversationId: direct.id })).toMatchObject({
+      ok: true,
+      unread: { unreadCount: 1, markedUnread: true },
+    });
+    const slip = await sent(annTab, direct.id, "sent too soon");
+    expect(await deleteMessage(annTab, { messageId: slip.id })).toMatchObject({ ok: true, changed: true });
+    expect(await list(ben.token)).toMatchObject({ totalUnread: 1 });
+    const row = (await list(ben.token)).conversations.find((c) => c.id === direct.id);
+    expect(row).toMatchObject({ unreadCount: 1, markedUnread: true, lastReadSeq: 1 });
+    // Still marked in the database too: marking again changes nothing; reading to the end clears it.
+    expect(await benTab.emitWithAck("conversation:markUnread", { conversationId: direct.id })).toMatchObject({
+      ok: true,
+      changed: false,
+    });
+    await benTab.emitWithAck("conversation:read", { conversationId: direct.id, seq: 2, markVersion: 1 });
+    expect(await list(ben.token)).toMatchObject({ totalUnread: 0 });
+    expect(await drift()).toMatchObject({ drifted: 0 });
+  });
+
   it("refuses with a typed error and changes nothing: bad input, someone else's message, a conversation not theirs", async () => {
     const [ann, ben, eve] = [await user("ann"), await user("ben"), await user("eve")];
     const direct = await create(ann.token, [ben.user.name]);

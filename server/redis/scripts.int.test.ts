@@ -166,7 +166,7 @@ describe("apply.lua", () => {
 
   it("a deletion and its message's event end in the same state in either order: neither it nor its mention counts", async () => {
     // Others' 1, 2 (mentions the user), 3, 4; 2 and 4 deleted. Message events first for user 30, the deletions
-    // first for user 31; then a read of 1 for both, which passes the deleted 2.
+    // first for user 31; then a read of 1 for both. A deletion moves no cursor: the read stays where it was put.
     const message = (user: number, seq: number, ...parts: ApplyPart[]) =>
       redis.tallyApply(...keysOf(user), 10, seq, 0, 0, 0, "", ...parts);
     const steps: Record<string, (user: number) => Promise<unknown>> = {
@@ -190,7 +190,10 @@ describe("apply.lua", () => {
         meta: { total: "2", mentions: "0" },
       });
       await redis.tallyApply(...keysOf(user), 10, 0, 1, 0, 0, "");
-      expect(await state(user), `user ${user}`).toMatchObject({ unread: { "10": "1" }, read: { "10": "2" } });
+      expect(await state(user), `user ${user}`).toMatchObject({ unread: { "10": "1" }, read: { "10": "1" } });
+      await redis.tallyApply(...keysOf(user), 10, 0, 4, 0, 0, "");
+      expect(await state(user), `user ${user}`).toMatchObject({ unread: {}, read: { "10": "4" } });
+      expect(await redis.exists(userKeys(user, prefix).ment), `user ${user}`).toBe(0);
     }
   });
 
@@ -490,8 +493,10 @@ interface Registers {
   seen: number;
   read: number;
   mentions: Set<number>;
-  /** The user's own messages, and messages deleted by their senders: neither counts. */
+  /** The user's own messages. */
   own: Set<number>;
+  /** Others' messages deleted by their senders. */
+  deleted: Set<number>;
   mute: [version: number, muted: number];
   mark: [version: number, at: number];
   cleared: number;
@@ -501,6 +506,7 @@ const noRegisters = (): Registers => ({
   read: 0,
   mentions: new Set(),
   own: new Set(),
+  deleted: new Set(),
   mute: [0, 0],
   mark: [0, 0],
   cleared: 0,
@@ -514,8 +520,9 @@ function derive(t: Registers) {
   while (read < t.seen && t.own.has(read + 1)) read++;
   const mentions = [...t.mentions].filter((s) => s > read && s <= t.seen).length;
   const own = [...t.own].filter((s) => s > read && s <= t.seen).length;
+  const deleted = [...t.deleted].filter((s) => s > read && s <= t.seen).length;
   const marked = t.mark[0] > t.cleared && read <= t.mark[1];
-  const raw = Math.max(0, t.seen - read - own);
+  const raw = Math.max(0, t.seen - read - own - deleted);
   const unread = raw === 0 && marked ? 1 : raw;
   const muted = t.mute[1] === 1;
   return { unread, mentions, muted, marked, effective: muted ? mentions : unread };
@@ -969,6 +976,43 @@ describe("mute, mentions and mark as unread", () => {
     expect(await redis.zcard(userKeys(1, prefix).ment)).toBe(0);
   });
 
+  it("rebuilds deleted messages to the state live applies reach, and a merge from before a deletion takes its mention out", async () => {
+    // Others' 1, 2 (mentions the user), 3 (mentions the user), 4; 2 and 4 deleted; cursor at 0.
+    await create(1, "e1", 10, 0, 0);
+    await full(1, 10, 1, 0);
+    await full(1, 10, 2, 0, "mention");
+    await full(1, 10, 3, 0, "mention");
+    await full(1, 10, 4, 0);
+    await full(1, 10, 2, 0, "deleted");
+    await full(1, 10, 4, 0, "deleted");
+    const live = await snapshotOf(1);
+    expect(live.slice(2)).toEqual([2, 1, 0, "10", 2, 1, 0, 0]);
+    const database = [10, 4, 0, 0, 0, 0, 0, 0, "mentions", 10, 3, "deleted", 10, 2, 10, 4];
+    expect(await redis.tallyRebuild(...rebuildKeysOf(2), "e2", "merge", ...database)).toEqual([
+      "e2",
+      1,
+      2,
+      "created",
+      1,
+    ]);
+    expect((await snapshotOf(2)).slice(2)).toEqual(live.slice(2));
+    // User 3's Redis heard message 2 with its mention, and not yet its deletion; a rebuild that read the database
+    // after the deletion merges it: the mention goes with the message.
+    await create(3, "e1", 10, 0, 0);
+    await full(3, 10, 2, 0, "mention");
+    await redis.tallyRebuild(...rebuildKeysOf(3), "e3", "merge", ...database);
+    expect((await snapshotOf(3)).slice(2)).toEqual(live.slice(2));
+    expect(await redis.zrange(userKeys(3, prefix).ment, "0", "-1")).toEqual([
+      "0000000010:0000000003",
+      "0000000010:d0000000002",
+      "0000000010:d0000000004",
+    ]);
+    // And one that read the database before the deletion (with 2's mention) does not bring it back.
+    const before = [10, 4, 0, 0, 0, 0, 0, 0, "mentions", 10, 2, 10, 3, "deleted", 10, 4];
+    expect((await redis.tallyRebuild(...rebuildKeysOf(1), "e4", "merge", ...before))[3]).toBe("unchanged");
+    expect((await snapshotOf(1)).slice(2)).toEqual(live.slice(2));
+  });
+
   it("rejects malformed parts before writing anything", async () => {
     await create(1, "e1", 10, 1, 0);
     const before = await state(1);
@@ -991,7 +1035,7 @@ describe("randomized: total == Σ effective and totalMentions == Σ mentions", (
       string,
       {
         read: number;
-        /** The user's own messages and those deleted: the cursor moves over them (the truth's overOwn). */
+        /** The user's own messages: the cursor moves over them (the truth's overOwn). */
         own: Set<number>;
         mute: [number, number];
         mark: [number, number];
@@ -1021,14 +1065,12 @@ describe("randomized: total == Σ effective and totalMentions == Σ mentions", (
         if (pending.length > 0 && r.chance(0.3)) {
           event = pending.splice(r.int(0, pending.length - 1), 1)[0]!; // a late or repeated delivery
         } else if (dice >= 45 && dice < 50 && last > 0 && !sentBy.get(`${u}:${c}`)?.has(last)) {
-          // Its sender deletes a message of someone else's (here: the newest, or one below it): it never counts for
-          // this user, nor does its mention; the truth's cursor moves over it as over an own message.
+          // Its sender deletes a message of someone else's: it never counts for this user, nor does its mention; it
+          // moves no cursor.
           // Half the time one whose message event is still on its way (held back), so the deletion lands first.
           const held = pending.filter((e) => e.user === u && e.conv === c && e.seen > 0 && !e.own && !e.deleted);
           let seq = held.length > 0 && r.chance(0.5) ? r.pick(held).seen : r.int(1, last);
           if (sentBy.get(`${u}:${c}`)?.has(seq)) seq = last;
-          m.own.add(seq);
-          while (m.own.has(m.read + 1)) m.read++;
           counts.deletions++;
           event = { user: u, conv: c, seen: seq, read: 0, deleted: true };
         } else if (dice < 50) {
@@ -1070,9 +1112,12 @@ describe("randomized: total == Σ effective and totalMentions == Σ mentions", (
         t.seen = Math.max(t.seen, event.seen);
         t.read = Math.max(t.read, event.read);
         // A mention of a message deleted already is not taken; a deletion takes its mention away.
-        if (event.mention && !t.own.has(event.seen)) t.mentions.add(event.seen);
-        if (event.own || event.deleted) t.own.add(event.seen);
-        if (event.deleted) t.mentions.delete(event.seen);
+        if (event.mention && !t.deleted.has(event.seen)) t.mentions.add(event.seen);
+        if (event.own) t.own.add(event.seen);
+        if (event.deleted) {
+          t.deleted.add(event.seen);
+          t.mentions.delete(event.seen);
+        }
         if (event.mute) t.mute = later(t.mute, event.mute);
         if (event.mark) t.mark = later(t.mark, event.mark);
         if (event.clear !== undefined) t.cleared = Math.max(t.cleared, event.clear);

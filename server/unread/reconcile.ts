@@ -61,7 +61,8 @@ function expectedOf(t: MembershipTruth) {
   const floor = Math.max(t.lastReadSeq, t.agedSeq);
   const marked = t.markVersion > t.markClearedVersion && t.lastReadSeq <= t.markAt;
   const own = t.ownSeqs.filter((seq) => seq > floor && seq <= t.lastSeq).length;
-  const unread = Math.max(0, t.lastSeq - floor - own) || (marked ? 1 : 0);
+  const deleted = t.deletedSeqs.filter((seq) => seq > floor && seq <= t.lastSeq).length;
+  const unread = Math.max(0, t.lastSeq - floor - own - deleted) || (marked ? 1 : 0);
   const mentions = t.mentionSeqs.filter((seq) => seq > floor && seq <= t.lastSeq).length;
   return { unread, mentions, muted: t.muted, marked };
 }

@@ -64,9 +64,14 @@ export interface MembershipTruth extends MembershipRegisters {
   agedSeq: number;
   /** Seqs above the cursor of the messages that mention the user. */
   mentionSeqs: number[];
-  /** Seqs above the cursor of the user's own messages and of deleted messages: they never count. */
+  /** Seqs above the cursor of the user's own messages: they never count. */
   ownSeqs: number[];
+  /** Seqs above the cursor of others' messages their senders deleted: they never count either. */
+  deletedSeqs: number[];
 }
+
+/** A membership as the database stores it, before the seqs above its cursor are read with it. */
+type MembershipRow = Omit<MembershipTruth, "agedSeq" | "mentionSeqs" | "ownSeqs" | "deletedSeqs">;
 
 export interface AppliedEvent {
   userId: number;
@@ -195,11 +200,12 @@ export function createUnreadService({
    * between them, and a rebuild would then count the message and never the mention (or count an own message).
    */
   async function membershipsAndMentions(userId: number): Promise<{
-    rows: Omit<MembershipTruth, "agedSeq" | "mentionSeqs" | "ownSeqs">[];
+    rows: MembershipRow[];
     mentions: Map<number, number[]>;
     own: Map<number, number[]>;
+    deleted: Map<number, number[]>;
   }> {
-    const [memberships, mentionRows, ownRows] = await db.$transaction(
+    const [memberships, mentionRows, ownRows, deletedRows] = await db.$transaction(
       [
         db.membership.findMany({
           where: { userId },
@@ -214,19 +220,19 @@ export function createUnreadService({
           SELECT mn."conversationId", mn."seq" FROM "Mention" mn
           JOIN "Membership" mb ON mb."conversationId" = mn."conversationId" AND mb."userId" = mn."userId"
           WHERE mn."userId" = ${userId} AND mn."seq" > mb."lastReadSeq" ORDER BY mn."conversationId", mn."seq"`,
-        // Message_senderId_conversationId_seq_idx: a range per membership, however much the user ever sent; and
-        // the deleted messages of others above the cursor (Message_deleted_conversationId_seq_idx, deleted rows
-        // only): neither ever counts (docs/consistency.md, "Deleted messages").
+        // Message_senderId_conversationId_seq_idx: a range per membership, however much the user ever sent.
         db.$queryRaw<{ conversationId: number; seq: number }[]>`
           SELECT m."conversationId", m."seq" FROM "Membership" mb
           JOIN "Message" m ON m."senderId" = mb."userId" AND m."conversationId" = mb."conversationId"
             AND m."seq" > mb."lastReadSeq"
-          WHERE mb."userId" = ${userId}
-          UNION ALL
+          WHERE mb."userId" = ${userId} ORDER BY m."conversationId", m."seq"`,
+        // Others' messages above the cursor their senders deleted (Message_deleted_conversationId_seq_idx holds
+        // deleted rows only): they never count (docs/consistency.md, "7. Deleting a message").
+        db.$queryRaw<{ conversationId: number; seq: number }[]>`
           SELECT m."conversationId", m."seq" FROM "Membership" mb
           JOIN "Message" m ON m."conversationId" = mb."conversationId" AND m."seq" > mb."lastReadSeq"
             AND m."deletedAt" IS NOT NULL AND m."senderId" <> mb."userId"
-          WHERE mb."userId" = ${userId} ORDER BY 1, 2`,
+          WHERE mb."userId" = ${userId} ORDER BY m."conversationId", m."seq"`,
       ],
       // maxWait: as long as the pool's own wait for a connection (db/prisma.ts), not Prisma's 2 s: a busy pool (a
       // burst of syncs) delays a rebuild rather than failing it and leaving its fan-out to the relay.
@@ -246,6 +252,7 @@ export function createUnreadService({
       rows: memberships.map(({ conversation, ...r }) => ({ ...r, lastSeq: conversation.lastSeq })),
       mentions: bySeq(mentionRows),
       own: bySeq(ownRows),
+      deleted: bySeq(deletedRows),
     };
   }
 
@@ -253,10 +260,7 @@ export function createUnreadService({
    * The user's unread messages (above their cursor, within the memberships read before, not their own), oldest seq
    * first.
    */
-  async function unreadMessages(
-    userId: number,
-    bounds: Omit<MembershipTruth, "agedSeq" | "mentionSeqs" | "ownSeqs">[],
-  ) {
+  async function unreadMessages(userId: number, bounds: MembershipRow[]) {
     const rows = await db.$queryRaw<{ conversationId: number; seq: number; createdAt: Date }[]>`
       SELECT m."conversationId", m."seq", m."createdAt" FROM "Message" m
       JOIN "Membership" mb ON mb."conversationId" = m."conversationId" AND mb."userId" = ${userId}
@@ -282,14 +286,16 @@ export function createUnreadService({
    * expiry, the highest unread seq that expired by `nowMs` (the scripts' clock, read when omitted).
    */
   async function truth(userId: number, nowMs?: number): Promise<MembershipTruth[]> {
-    const { rows, mentions, own } = await membershipsAndMentions(userId);
+    const { rows, mentions, own, deleted } = await membershipsAndMentions(userId);
     const withMentions = rows.map((r) => {
       const { lastReadSeq, ownSeqs } = overOwn(r.lastReadSeq, own.get(r.conversationId) ?? [], r.lastSeq);
+      const within = (seqs: number[] | undefined) => (seqs ?? []).filter((s) => s > lastReadSeq && s <= r.lastSeq);
       return {
         ...r,
         lastReadSeq,
-        mentionSeqs: (mentions.get(r.conversationId) ?? []).filter((seq) => seq > lastReadSeq && seq <= r.lastSeq),
+        mentionSeqs: within(mentions.get(r.conversationId)),
         ownSeqs,
+        deletedSeqs: within(deleted.get(r.conversationId)),
       };
     });
     if (ttlMs <= 0) return withMentions.map((r) => ({ ...r, agedSeq: 0 }));
@@ -372,7 +378,7 @@ export function createUnreadService({
     const ticket = await redis.tallyTicket(userKeys(userId, prefix).meta, newEpoch());
     // Keys lost while this waits for its turn take the ticket with them: rebuild.lua then answers "fenced", unless
     // another rebuild has written the state again meanwhile, which it merges into (by maxima, so safely).
-    const { rows, mentions, own, left, unread } = await rebuildTurn(async () => {
+    const { rows, mentions, own, deleted, left, unread } = await rebuildTurn(async () => {
       onRebuild?.("read");
       const read = await membershipsAndMentions(userId);
       return {
@@ -394,6 +400,7 @@ export function createUnreadService({
     };
     pairs("mentions", mentions);
     pairs("own", own);
+    pairs("deleted", deleted);
     if (left.length > 0) {
       args.push("gone");
       for (const conversationId of left) args.push(conversationId);

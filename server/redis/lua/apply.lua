@@ -16,8 +16,9 @@
           'mention'                  message ARGV[2] mentions the user
           'own'                      the user sent message ARGV[2]: it never counts for them, and their cursor
                                      moves over it only if nothing unread lies below it (includes/unread.lua)
-          'deleted'                  its sender deleted message ARGV[2]: it never counts, as an own message, and
-                                     its mention of the user goes (one that comes later is not taken)
+          'deleted'                  its sender (someone else) deleted message ARGV[2]: it never counts, and its
+                                     mention of the user goes (one that comes later is not taken); it moves
+                                     neither the cursor nor a mark (includes/unread.lua)
           'mute', version, 0|1       the membership's mute register (the higher version wins)
           'mark', version, atSeq     its mark register (the higher version wins)
           'clear', version           the highest mark a read cleared (max)
@@ -30,7 +31,7 @@
   set, mute and mark keep the highest version, the cursor always moves over every own message right above it, and
   every value is a function of those registers (includes/unread.lua), so
   replaying an event or swapping two events ends in the same state (a deletion and its message's event too: the
-  deleted message joins the own set, which no mention of it may pass). Events for a
+  deleted message joins the deleted set, which no mention of it may pass). Events for a
   conversation the user left are ignored.
   Its work does not grow with the user's conversations: it reads and writes the event's conversation (one hash
   field, its record) and the two sums, which it moves by that conversation's change and never recomputes (with expiry on, add what expires
@@ -193,11 +194,9 @@ end
 if mention or deleted then
   local X = extras()
   if deleted then
-    -- As the sender's own message: counted out, or passed by a cursor right below it. Its mention goes.
-    X.add_own(conv, r, seen_in)
+    X.add_deleted(conv, r, seen_in)
     rcall('ZREM', KEYS[5], X.mention_member(conv, seen_in))
-  elseif not rcall('ZSCORE', KEYS[5], X.own_member(conv, seen_in)) then
-    -- A mention of a message deleted already (in the own set, or passed by the cursor) is not taken.
+  else
     X.add_mention(conv, r, seen_in)
   end
 end

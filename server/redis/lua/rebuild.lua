@@ -10,6 +10,8 @@
   lastReadSeq, muteVersion, muted (0|1), markVersion, markAt, markClearedVersion
   then optionally 'mentions' and pairs conversation id, seq: the messages above the cursor that mention the user
   then optionally 'own' and pairs conversation id, seq: the user's own messages above the cursor
+  then optionally 'deleted' and pairs conversation id, seq: others' messages above the cursor their senders
+  deleted (their mentions, if Redis holds any, go)
   then optionally 'gone' and conversation ids the user has left (or that were deleted): each is forgotten as
   remove.lua forgets it and marked "gone", so an event computed before the departure and applied after Redis lost
   the state (and remove.lua's mark with it) cannot bring it back. A departure wins over a membership listed with
@@ -52,13 +54,13 @@ local rcall = redis.call
 local epoch_new = ARGV[1]
 local mode = ARGV[2]
 local function bad(what)
-  return redis.error_reply('ERR tally rebuild: ' .. what .. ' (expected an epoch, merge|replace, optionally term and a term, optionally ticket and a ticket, (conversation, lastSeq, lastReadSeq, muteVersion, muted, markVersion, markAt, markCleared) tuples, optionally mentions (conversation, seq) pairs, optionally own (conversation, seq) pairs, optionally gone conversations, optionally ttl, ms, [now, ms,] (conversation, seq, createdAt) triples)')
+  return redis.error_reply('ERR tally rebuild: ' .. what .. ' (expected an epoch, merge|replace, optionally term and a term, optionally ticket and a ticket, (conversation, lastSeq, lastReadSeq, muteVersion, muted, markVersion, markAt, markCleared) tuples, optionally mentions (conversation, seq) pairs, optionally own (conversation, seq) pairs, optionally deleted (conversation, seq) pairs, optionally gone conversations, optionally ttl, ms, [now, ms,] (conversation, seq, createdAt) triples)')
 end
 if epoch_new == nil or epoch_new == '' or (mode ~= 'merge' and mode ~= 'replace') then
   return bad('bad epoch or mode')
 end
 -- ARGV[3..last]: membership tuples; ARGV[mfirst..mlast]: mention pairs; ARGV[ofirst..olast]: own message pairs;
--- ARGV[gfirst..glast]: departures;
+-- ARGV[dfirst..dlast]: deleted message pairs; ARGV[gfirst..glast]: departures;
 -- ARGV[first..]: message triples.
 -- ARGV[3], ARGV[4]: optionally 'term' and the replication term under which the caller saw the state fenced.
 local seen_term = nil
@@ -76,7 +78,8 @@ if ARGV[tfirst] == 'ticket' then
   tfirst = tfirst + 2
 end
 local i = tfirst
-while i <= #ARGV and ARGV[i] ~= 'mentions' and ARGV[i] ~= 'own' and ARGV[i] ~= 'gone' and ARGV[i] ~= 'ttl' do
+while i <= #ARGV and ARGV[i] ~= 'mentions' and ARGV[i] ~= 'own' and ARGV[i] ~= 'deleted' and ARGV[i] ~= 'gone'
+  and ARGV[i] ~= 'ttl' do
   i = i + 8
 end
 if i > #ARGV + 1 then return bad('membership tuples cut short') end
@@ -85,7 +88,9 @@ local mfirst, mlast = i, i - 1
 if ARGV[i] == 'mentions' then
   mfirst = i + 1
   i = i + 1
-  while i <= #ARGV and ARGV[i] ~= 'own' and ARGV[i] ~= 'gone' and ARGV[i] ~= 'ttl' do i = i + 2 end
+  while i <= #ARGV and ARGV[i] ~= 'own' and ARGV[i] ~= 'deleted' and ARGV[i] ~= 'gone' and ARGV[i] ~= 'ttl' do
+    i = i + 2
+  end
   if i > #ARGV + 1 then return bad('mention pairs cut short') end
   mlast = i - 1
 end
@@ -93,9 +98,17 @@ local ofirst, olast = i, i - 1
 if ARGV[i] == 'own' then
   ofirst = i + 1
   i = i + 1
-  while i <= #ARGV and ARGV[i] ~= 'gone' and ARGV[i] ~= 'ttl' do i = i + 2 end
+  while i <= #ARGV and ARGV[i] ~= 'deleted' and ARGV[i] ~= 'gone' and ARGV[i] ~= 'ttl' do i = i + 2 end
   if i > #ARGV + 1 then return bad('own message pairs cut short') end
   olast = i - 1
+end
+local dfirst, dlast = i, i - 1
+if ARGV[i] == 'deleted' then
+  dfirst = i + 1
+  i = i + 1
+  while i <= #ARGV and ARGV[i] ~= 'gone' and ARGV[i] ~= 'ttl' do i = i + 2 end
+  if i > #ARGV + 1 then return bad('deleted message pairs cut short') end
+  dlast = i - 1
 end
 local gfirst, glast = i, i - 1
 if ARGV[i] == 'gone' then
@@ -132,6 +145,10 @@ end
 for j = ofirst, olast, 2 do
   local s = tonumber(ARGV[j + 1])
   if not numeric(ARGV[j]) or s == nil or s < 1 then return bad('bad own message pair at argument ' .. j) end
+end
+for j = dfirst, dlast, 2 do
+  local s = tonumber(ARGV[j + 1])
+  if not numeric(ARGV[j]) or s == nil or s < 1 then return bad('bad deleted message pair at argument ' .. j) end
 end
 for j = gfirst, glast do
   if ARGV[j] == '' then return bad('bad gone conversation at argument ' .. j) end
@@ -223,7 +240,15 @@ for j = ofirst, olast, 2 do
   local r = records[ARGV[j]]
   if r then X.add_own(ARGV[j], r, tonumber(ARGV[j + 1])) end
 end
+for j = dfirst, dlast, 2 do
+  local r = records[ARGV[j]]
+  if r then X.add_deleted(ARGV[j], r, tonumber(ARGV[j + 1])) end
+end
 X.flush()
+-- A mention merged from before its message's deletion (the database read now has neither) goes.
+for j = dfirst, dlast, 2 do
+  if records[ARGV[j]] then rcall('ZREM', KEYS[5], X.mention_member(ARGV[j], tonumber(ARGV[j + 1]))) end
+end
 -- The departures listed may still hold values (merge mode); a conversation marked gone before holds none: nothing
 -- writes to it after its mark.
 local gone_at = E.now(now_in)

@@ -1182,10 +1182,19 @@ async function truthOf(db: Db, redis: RedisClient): Promise<Map<number, Map<numb
     const mine = new Map<number, Truth>();
     truths.set(user.id, mine);
     for (const m of await unread.truth(user.id)) {
-      const { conversationId, lastSeq, lastReadSeq, mentionSeqs, ownSeqs, agedSeq: _aged, ...registers } = m;
+      const {
+        conversationId,
+        lastSeq,
+        lastReadSeq,
+        mentionSeqs,
+        ownSeqs,
+        deletedSeqs,
+        agedSeq: _aged,
+        ...registers
+      } = m;
       const marked = registers.markVersion > registers.markClearedVersion && lastReadSeq <= registers.markAt;
-      const own = ownSeqs.filter((seq) => seq > lastReadSeq && seq <= lastSeq).length;
-      const above = Math.max(0, lastSeq - lastReadSeq - own);
+      const uncounted = [...ownSeqs, ...deletedSeqs].filter((seq) => seq > lastReadSeq && seq <= lastSeq).length;
+      const above = Math.max(0, lastSeq - lastReadSeq - uncounted);
       const count = above === 0 && marked ? 1 : above;
       const mentions = mentionSeqs.filter((seq) => seq > lastReadSeq && seq <= lastSeq).length;
       mine.set(conversationId, {

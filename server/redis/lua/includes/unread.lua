@@ -11,14 +11,18 @@
   by value), mark (markVersion, markAt: the same) and cleared (max); in the zset `ment`, the mentions set (members
   '<conv>:<seq>'; grow-only; members at or below max(read, aged) can never count again and are dropped) and the
   own set (members '<conv>:o<seq>': the user's own messages above their cursor; grow-only; members at or below read
-  are dropped). The read cursor absorbs own messages: whenever read + 1 is in the own set, read moves over it, so
+  are dropped) and the deleted set (members '<conv>:d<seq>': others' messages their senders deleted, above the
+  floor; grow-only; members at or below the floor are dropped; a deleted message's mention leaves the mentions set,
+  and no mention of one joins it). The read cursor absorbs own messages (never deleted ones: a deletion by someone
+  else is nothing the user did, so it moves neither their cursor nor a mark): whenever read + 1 is in the own set, read moves over it, so
   a send never reads anything (the database keeps its cursor by the same rule, docs/consistency.md "Own
   messages"). Derived, and kept in the record so that a snapshot or an event reads them without recomputing, with
   floor = max(read, aged):
     mentions = |{ s in ment(conv) : floor < s <= seen }|
     own      = |{ s in own(conv) : floor < s <= seen }|   (not stored: counted whenever the rest is)
+    deleted  = |{ s in deleted(conv) : floor < s <= seen }|   (the same)
     marked   = markVersion > cleared and read <= markAt
-    unread   = seen - floor - own, or 1 when that is 0 and marked
+    unread   = seen - floor - own - deleted, or 1 when that is 0 and marked
     effective = muted and mentions or unread          (what the total sums)
   aged is raised only by unread expiry (includes/ttl.lua); with expiry off it stays 0 and floor = read.
 ]]
@@ -78,6 +82,10 @@ local function extras()
   local function own_member(conv, seq)
     return string.format('%010d:o%010d', tonumber(conv), seq)
   end
+  -- Between the mention and the own members ('d' sorts after the digits, before 'o'): no range of either meets one.
+  local function deleted_member(conv, seq)
+    return string.format('%010d:d%010d', tonumber(conv), seq)
+  end
   -- Between batch() and flush(), members added go in ZADDs of a thousand (a rebuild may add 100 000: one call each
   -- held Redis over half a second, docs/benchmarks.md "A mention flood"); otherwise each goes at once. Nothing in
   -- between may read or remove members of the set (count_own, count_mentions, gone.lua and recompute do): the
@@ -96,6 +104,7 @@ local function extras()
   return {
     mention_member = mention_member,
     own_member = own_member,
+    deleted_member = deleted_member,
     batch = function() pending = {} end,
     -- Writes what batch() held back, and ends the batch: the set is whole again for what reads it.
     flush = function()
@@ -124,9 +133,25 @@ local function extras()
       if r[SEEN] <= floor then return 0 end
       return rcall('ZLEXCOUNT', KEYS[5], '(' .. own_member(conv, floor), '[' .. own_member(conv, r[SEEN]))
     end,
-    -- Adds a mention of the user in message seq of conv, unless the cursor (or expiry) is already past it.
+    -- Adds a mention of the user in message seq of conv, unless the cursor (or expiry) is already past it or the
+    -- message was deleted (a deleted member at or below the floor went, but so would the mention).
     add_mention = function(conv, r, seq)
-      if seq > math.max(r[READ], r[AGED]) then zadd(mention_member(conv, seq)) end
+      if seq > math.max(r[READ], r[AGED]) and not rcall('ZSCORE', KEYS[5], deleted_member(conv, seq)) then
+        zadd(mention_member(conv, seq))
+      end
+    end,
+    -- Its sender deleted message seq of conv (someone else's): counted out until the floor passes it. The caller
+    -- removes its mention (outside a batch: a batch's mentions are not in the set yet).
+    add_deleted = function(conv, r, seq)
+      if seq > math.max(r[READ], r[AGED]) then zadd(deleted_member(conv, seq)) end
+    end,
+    -- The deleted messages of conv in (floor, seen]; those at or below the floor never count again and leave.
+    count_deleted = function(conv, seen, floor)
+      if floor > 0 then
+        rcall('ZREMRANGEBYLEX', KEYS[5], '[' .. deleted_member(conv, 0), '[' .. deleted_member(conv, floor))
+      end
+      if seen <= floor then return 0 end
+      return rcall('ZLEXCOUNT', KEYS[5], '(' .. deleted_member(conv, floor), '[' .. deleted_member(conv, seen))
     end,
     -- The mentions of conv in (floor, seen]; those at or below the floor can never count again and leave the set.
     count_mentions = function(conv, seen, floor)
@@ -159,11 +184,14 @@ local function recompute(conv, r)
   end
   if r[AGED] > 0 and r[AGED] <= r[READ] then r[AGED] = 0 end
   local floor = math.max(r[READ], r[AGED])
-  local mentions = 0
-  if X then mentions = X.count_mentions(conv, r[SEEN], floor) end
+  local mentions, deleted = 0, 0
+  if X then
+    mentions = X.count_mentions(conv, r[SEEN], floor)
+    deleted = X.count_deleted(conv, r[SEEN], floor)
+  end
   local marked = 0
   if r[MARK_V] > r[CLEARED] and r[READ] <= r[MARK_AT] then marked = 1 end
-  local unread = math.max(0, r[SEEN] - floor - own)
+  local unread = math.max(0, r[SEEN] - floor - own - deleted)
   if unread == 0 and marked == 1 then unread = 1 end
   r[UNREAD], r[MENTIONS], r[MARKED] = unread, mentions, marked
 end
