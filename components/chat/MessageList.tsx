@@ -226,14 +226,11 @@ function useArrivals(items: MessageDTO[], ready: boolean, userId: number | undef
     const before = known.current;
     known.current = Math.max(before ?? 0, newest);
     if (before === null || newest <= before) return;
-    const fresh = items.filter((m) => m.seq > before && m.senderId !== userId);
+    const fresh = items.filter((m) => m.seq > before && m.senderId !== userId && !m.deleted);
     const latest = fresh.at(-1);
     if (!latest) return;
-    const content = latest.deleted
-      ? deletedBubbleWords(false)
-      : latest.content.length > SAID_CHARACTERS
-        ? `${latest.content.slice(0, SAID_CHARACTERS)}…`
-        : latest.content;
+    const content =
+      latest.content.length > SAID_CHARACTERS ? `${latest.content.slice(0, SAID_CHARACTERS)}…` : latest.content;
     const sentence =
       fresh.length === 1
         ? `${latest.senderName}: ${content}`
@@ -529,7 +526,8 @@ export function MessageList({ conversationId }: { conversationId: number }) {
     pendingCount.current = pending.length;
     const before = newestKnown.current;
     newestKnown.current = Math.max(before, items.at(-1)?.seq ?? 0);
-    const othersArrived = items.some((m) => m.seq > before && m.senderId !== userId);
+    // Others' messages (not deleted ones: they never count, and there is nothing to read in them).
+    const othersArrived = items.some((m) => m.seq > before && m.senderId !== userId && !m.deleted);
     // Someone is reading this list: the window is visible and focused, and the list is shown high enough.
     const watched = attending && (measure()?.readable ?? false);
     const held = anchor.current;
@@ -546,7 +544,8 @@ export function MessageList({ conversationId }: { conversationId: number }) {
       // the last few on return, and the read (up to the highest seq on screen) would take the rest as seen.
       if (awayFrom.current === null) {
         // The first message not seen yet: an arrival, or one above it that was never on screen while looked at.
-        awayFrom.current = items.find((m) => m.seq > Math.min(before, seenUpTo) && m.senderId !== userId)?.seq ?? null;
+        awayFrom.current =
+          items.find((m) => m.seq > Math.min(before, seenUpTo) && m.senderId !== userId && !m.deleted)?.seq ?? null;
         // "New messages" moves to the first of them: everything above it had been read at the bottom.
         setDivider(awayFrom.current);
       }

@@ -19,6 +19,17 @@ describe("firstUnseenSeq", () => {
     expect(firstUnseenSeq(msgs(1, 1, 1, ME, ME), 5, 2, ME)).toBe(2);
   });
 
+  it("skips back over messages their senders deleted, which never count either", () => {
+    // Cursor at 10: 11 unread, 12 deleted, 13 unread: 2 unseen, the first at 11 (not at 12).
+    const items = [10, 11, 12, 13].map((seq) => ({
+      seq,
+      senderId: 1,
+      ...(seq === 12 ? { deleted: true as const } : {}),
+    }));
+    expect(firstUnseenSeq(items, 13, 2, ME)).toBe(11);
+    expect(firstUnseenSeq(items.slice(0, 3), 12, 1, ME)).toBe(11);
+  });
+
   it("counts what is not loaded as others' messages", () => {
     // Only 5 and 6 loaded (the user's own at 6): 3 unseen are 3, 4 and 5.
     expect(

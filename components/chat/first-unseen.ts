@@ -3,11 +3,12 @@ import type { MessageDTO } from "@/server/contracts";
 /**
  * Where the "New messages" divider goes: the first of the last `unseen` messages from others. The user's own
  * messages above their cursor never count (docs/consistency.md, "Own messages"), so the divider is not simply
- * `latest - unseen + 1`: it skips back over them among the messages loaded, and assumes none further back.
+ * `latest - unseen + 1`: it skips back over them, and over messages deleted by their senders (which never count
+ * either), among the messages loaded, and assumes none further back.
  * null when nothing is unseen.
  */
 export function firstUnseenSeq(
-  items: readonly Pick<MessageDTO, "seq" | "senderId">[],
+  items: readonly Pick<MessageDTO, "seq" | "senderId" | "deleted">[],
   latest: number,
   unseen: number,
   userId: number | undefined,
@@ -23,7 +24,7 @@ export function firstUnseenSeq(
     if (gap >= left) return seq - left;
     left -= gap;
     seq = m.seq;
-    if (m.senderId !== userId && --left === 0) return m.seq;
+    if (m.senderId !== userId && !m.deleted && --left === 0) return m.seq;
   }
   return Math.max(1, seq - left);
 }

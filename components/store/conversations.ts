@@ -11,7 +11,7 @@ import type {
   UserDTO,
 } from "@/server/contracts";
 import { createReadCursor, type ReadCursor } from "./read-cursor";
-import { badgeShare, isBeingRead, latestSeq, type StoreRuntime } from "./runtime";
+import { badgeShare, isBeingRead, latestSeq, rowAsKnown, type StoreRuntime } from "./runtime";
 import type { ChatState, ConversationsSlice, GoneNoticeState } from "./types";
 
 /** Its last message's time, or while it has none its creation time: creating a conversation is activity too. */
@@ -329,7 +329,7 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
             // the pushes made it: the page's copy is not newer. Its counts are not taken either: the tab has every
             // conversation's from its snapshot and the pushes since, and the page's may be a version ahead.
             if (rt.removed.has(fresh.id) || conversations[fresh.id]) continue;
-            conversations[fresh.id] = fresh;
+            conversations[fresh.id] = rowAsKnown(rt, fresh);
             readRequested[fresh.id] ??= fresh.lastReadSeq;
           }
           const end = page.conversations.at(-1);
@@ -557,7 +557,7 @@ export function createConversationsSlice(rt: StoreRuntime): StateCreator<ChatSta
           const merged =
             known && known.lastSeq > conversation.lastSeq
               ? { ...conversation, lastSeq: known.lastSeq, lastMessage: known.lastMessage }
-              : conversation;
+              : rowAsKnown(rt, conversation);
           const conversations = { ...s.conversations, [conversation.id]: merged };
           return {
             conversations,

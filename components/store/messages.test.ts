@@ -161,9 +161,15 @@ describe("history", () => {
     t.store.getState().receiveMessage(message(1, 3));
     expect(t.store.getState().messages[1]!.items[2]).toMatchObject({ content: "", deleted: true });
     expect(t.store.getState().conversations[1]!.lastMessage).toMatchObject({ deleted: true });
-    // One this tab never loaded is not put in its list (it comes with its page).
-    t.store.getState().receiveDeleted({ ...deleted(1), id: 999, seq: 0 });
+    // One this tab never loaded is not put in its list; its message:new, or a page, arriving after (read before the
+    // deletion) shows it deleted all the same, and so does a snapshot's row.
+    t.store.getState().receiveDeleted(deleted(4));
     expect(seqs(t.store.getState().messages[1]!.items)).toEqual([1, 2, 3]);
+    t.store.getState().receiveMessage(message(1, 4));
+    expect(t.store.getState().messages[1]!.items[3]).toMatchObject({ seq: 4, content: "", deleted: true });
+    const fresh = snapshot([conversation(1, { lastSeq: 4, lastMessage: message(1, 4) })], 9);
+    if (fresh.ok) t.store.getState().applySnapshot(fresh.snapshot);
+    expect(t.store.getState().conversations[1]!.lastMessage).toMatchObject({ seq: 4, deleted: true });
 
     // Deleting one's own: offline it is refused at once; online the acknowledgement shows it.
     t.store.getState().handleDisconnected();

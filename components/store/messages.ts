@@ -2,7 +2,7 @@ import type { StateCreator } from "zustand/vanilla";
 import type { ErrorCode, MessageDTO, MessagesResponse, Result } from "@/server/contracts";
 import { sortConversationIds, withMessage } from "./conversations";
 import { readDraft, writeDraft } from "./drafts";
-import { latestSeq, type StoreRuntime } from "./runtime";
+import { asKnown, latestSeq, type StoreRuntime } from "./runtime";
 import { readQueue, writeQueue, type SavedItem, type SavedQueue } from "./saved-queue";
 import type { ChatState, MessageList, MessagesQuery, MessagesSlice, PendingMessage } from "./types";
 
@@ -142,7 +142,9 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
      */
     async function fetchPage(conversationId: number, query: MessagesQuery): Promise<Result<MessagesResponse>> {
       const generation = rt.generation;
-      const res = await rt.deps.transport.fetchMessages(conversationId, query).catch(unavailable);
+      const fetched = await rt.deps.transport.fetchMessages(conversationId, query).catch(unavailable);
+      // A page read before a deletion this tab heard of shows it deleted all the same.
+      const res = fetched.ok ? { ...fetched, messages: fetched.messages.map((m) => asKnown(rt, m)) } : fetched;
       const left = res.ok ? res.left : undefined;
       const added = res.ok ? res.added : undefined;
       if (generation === rt.generation && !rt.removed.has(conversationId)) {
@@ -159,7 +161,8 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
       get().readIfActive(conversationId);
     }
 
-    function ingest(message: MessageDTO): void {
+    function ingest(pushed: MessageDTO): void {
+      const message = asKnown(rt, pushed);
       const id = message.conversationId;
       if (rt.removed.has(id)) return;
       // clientMsgIds are unique per sender only: another member's message is never one of ours.
@@ -375,7 +378,11 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
           await get().loadLatest(conversationId);
           return;
         }
-        if (list.loading) return;
+        if (list.loading) {
+          // Checked when it is next shown (or refreshed), once this load is over.
+          if (recheck) rt.recheck.add(conversationId);
+          return;
+        }
         const target = latestSeq(get(), conversationId);
         if (target - list.tailSeq > MAX_CATCH_UP) {
           set((s) => ({ messages: { ...s.messages, [conversationId]: EMPTY_LIST } }));
@@ -535,7 +542,9 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
       },
 
       receiveDeleted(message) {
-        if (!message.deleted || rt.removed.has(message.conversationId)) return;
+        if (!message.deleted) return;
+        rt.deletedIds.add(message.id);
+        if (rt.removed.has(message.conversationId)) return;
         set((s) => {
           const id = message.conversationId;
           const list = s.messages[id];

@@ -1,5 +1,5 @@
 import { CLIENT_LIST_PAGE } from "@/server/contracts/inputs";
-import type { UnreadUpdate } from "@/server/contracts";
+import type { ConversationDTO, MessageDTO, UnreadUpdate } from "@/server/contracts";
 import { defaultDraftStorage } from "./drafts";
 import { defaultQueueStorage } from "./saved-queue";
 import type { ReadCursor } from "./read-cursor";
@@ -29,6 +29,11 @@ export interface StoreRuntime {
    * their newest page is fetched again when each is next shown.
    */
   recheck: Set<number>;
+  /**
+   * Ids of messages this tab heard were deleted (`message:deleted`, or its own deletion's answer): a copy read before
+   * the deletion (a page, a snapshot's row, a replayed push) that arrives after it is taken as deleted.
+   */
+  deletedIds: Set<number>;
   /** Pending checks of a count that appeared in the conversation being read, per conversation. */
   unreadWatch: Map<number, ReturnType<typeof setTimeout>>;
   /** Conversations removed here; pushes for them that were already on the way must not bring them back. */
@@ -95,6 +100,7 @@ export function createRuntime(deps: ChatStoreDeps): StoreRuntime {
     sync: { token: 0, buffer: [], probes: [], wanted: new Map(), failures: 0, catchUpActive: false, retryTimer: null },
     unreadWatch: new Map(),
     recheck: new Set(),
+    deletedIds: new Set(),
     removed: new Set(),
     dropping: new Set(),
     unreachable: new Set(),
@@ -143,12 +149,16 @@ export function shownUnread(state: ChatState, conversationId: number): number {
   return Math.min(count, Math.max(0, latestSeq(state, conversationId) - seen - ownAbove(state, conversationId, seen)));
 }
 
-/** The user's own messages loaded above `seq`: they never count (docs/consistency.md, "Own messages"). */
+/**
+ * The user's own messages, and messages deleted by their senders, loaded above `seq`: they never count
+ * (docs/consistency.md, "Own messages" and "7. Deleting a message").
+ */
 function ownAbove(state: ChatState, conversationId: number, seq: number): number {
   const me = state.user?.id;
   let own = 0;
   const items = state.messages[conversationId]?.items ?? [];
-  for (let i = items.length - 1; i >= 0 && items[i]!.seq > seq; i--) if (items[i]!.senderId === me) own++;
+  for (let i = items.length - 1; i >= 0 && items[i]!.seq > seq; i--)
+    if (items[i]!.senderId === me || items[i]!.deleted) own++;
   return own;
 }
 
@@ -160,7 +170,8 @@ export function othersUnseenBelow(state: ChatState, conversationId: number): boo
   const me = state.user?.id;
   const upTo = Math.max(state.seenSeq[conversationId] ?? 0, state.readRequested[conversationId] ?? 0);
   const items = state.messages[conversationId]?.items ?? [];
-  for (let i = items.length - 1; i >= 0 && items[i]!.seq > upTo; i--) if (items[i]!.senderId !== me) return true;
+  for (let i = items.length - 1; i >= 0 && items[i]!.seq > upTo; i--)
+    if (items[i]!.senderId !== me && !items[i]!.deleted) return true;
   return false;
 }
 
@@ -183,4 +194,17 @@ export function badgeShare(state: ChatState, conversationId: number, shown: bool
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** `message` as this tab knows it: one whose deletion it heard is deleted, whatever older copy this is. */
+export function asKnown(rt: StoreRuntime, message: MessageDTO): MessageDTO {
+  return message.deleted || !rt.deletedIds.has(message.id) ? message : { ...message, content: "", deleted: true };
+}
+
+/** A conversation's row with its last message as this tab knows it (asKnown). */
+export function rowAsKnown(rt: StoreRuntime, conversation: ConversationDTO): ConversationDTO {
+  const last = conversation.lastMessage;
+  return last && !last.deleted && rt.deletedIds.has(last.id)
+    ? { ...conversation, lastMessage: asKnown(rt, last) }
+    : conversation;
 }

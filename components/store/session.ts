@@ -28,6 +28,8 @@ export function createSessionSlice(rt: StoreRuntime): StateCreator<ChatState, []
       rt.sync.retryTimer = null;
       for (const timer of rt.unreadWatch.values()) clearTimeout(timer);
       rt.unreadWatch.clear();
+      rt.deletedIds.clear();
+      rt.recheck.clear();
       rt.removed.clear();
       rt.unreachable.clear();
       clearOutbox(rt.outbox);

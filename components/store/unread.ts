@@ -4,7 +4,7 @@ import { fromUnreadEntry } from "@/server/contracts/dto";
 import { MAX_LIST_PAGE } from "@/server/contracts/inputs";
 import { listCursor, sortConversationIds } from "./conversations";
 import { pendingWithin } from "./messages";
-import { badgeShare, isBeingRead, shownUnread, type StoreRuntime } from "./runtime";
+import { badgeShare, isBeingRead, rowAsKnown, shownUnread, type StoreRuntime } from "./runtime";
 import type { ChatState, UnreadDetail, UnreadSlice } from "./types";
 
 export type UnreadVerdict = "apply" | "ignore" | "resync";
@@ -346,7 +346,7 @@ export function createUnreadSlice(rt: StoreRuntime): StateCreator<ChatState, [],
             conversations[fresh.id] =
               known && known.lastSeq > fresh.lastSeq
                 ? { ...fresh, lastSeq: known.lastSeq, lastMessage: known.lastMessage }
-                : fresh;
+                : rowAsKnown(rt, fresh);
             readRequested[fresh.id] = fresh.lastReadSeq;
             // The same read as `unread`: a listed row that counts nothing gets its zeros.
             unreadCounts[fresh.id] ??= fresh.unreadCount;
