@@ -105,6 +105,7 @@ describe("model-based: the page's store on real sockets, two instances sharing o
     expect(report.reads, did).toBeGreaterThan(50);
     expect(report.leaves + report.removals + report.deletes, did).toBeGreaterThan(0);
     expect(report.adds, did).toBeGreaterThan(0);
+    expect(report.unsends, did).toBeGreaterThan(0);
     expect(report.mutes, did).toBeGreaterThan(5);
     expect(report.marks, did).toBeGreaterThan(5);
     expect(report.mentionSends, did).toBeGreaterThan(10);

@@ -906,17 +906,19 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
         return error ?? `acknowledged, the tab shows muted ${shown?.muted}, marked ${shown?.markVersion ?? 0}`;
       }
       case "unsend": {
-        const id = await conversationOf(op.conv);
-        await showOrSkip(tab, users[op.user]!.id, id);
-        const target = [...journal.messages.values()]
-          .filter(
-            (m) =>
-              m.userId === users[op.user]!.id &&
-              m.message.conversationId === id &&
-              !journal.messageDeleted(m.message.id),
-          )
-          .at(-1)?.message;
+        const planned = await conversationOf(op.conv);
+        // Their newest message not deleted yet: in the planned conversation, else in any conversation the tab lists.
+        const mine = [...journal.messages.values()].filter(
+          (m) => m.userId === users[op.user]!.id && !journal.messageDeleted(m.message.id),
+        );
+        const listed = tab.store.getState().conversations;
+        const target = (
+          mine.filter((m) => m.message.conversationId === planned).at(-1) ??
+          mine.filter((m) => listed[m.message.conversationId] !== undefined).at(-1)
+        )?.message;
         if (!target) return "nothing of theirs to delete";
+        const id = target.conversationId;
+        await showOrSkip(tab, users[op.user]!.id, id);
         journal.messageDeleteIssued(id);
         // Refused at once while offline, and tried again once connected, as a mute is (above).
         let error: string | null = null;
