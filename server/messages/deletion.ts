@@ -77,11 +77,9 @@ export function createDeletionService(deps: {
           stored: await tx.message.findUniqueOrThrow({ where: { id: messageId }, include: messageInclude }),
         };
       }
-      const stored = await tx.message.update({
-        where: { id: messageId },
-        data: { deletedAt: new Date(), content: "" },
-        include: messageInclude,
-      });
+      // The database's clock, as for every other time a row keeps.
+      await tx.$executeRaw`UPDATE "Message" SET "deletedAt" = CURRENT_TIMESTAMP, "content" = '' WHERE "id" = ${messageId}`;
+      const stored = await tx.message.findUniqueOrThrow({ where: { id: messageId }, include: messageInclude });
       await tx.mention.deleteMany({ where: { conversationId: row.conversationId, seq: row.seq } });
       const entry = await tx.outboxEvent.create({
         data: { kind: "deletion", conversationId: row.conversationId, userId: user.id, seq: row.seq },
