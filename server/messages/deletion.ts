@@ -14,10 +14,10 @@ export type DeletionService = ReturnType<typeof createDeletionService>;
 type Member = { userId: number; joinedSeq: number };
 
 /**
- * Deleting a message: its sender takes it back, for everyone (docs/consistency.md, "Deleted messages"). In one
+ * Deleting a message: its sender takes it back, for everyone (docs/consistency.md, "7. Deleting a message"). In one
  * transaction the message row is locked, emptied and stamped `deletedAt`, its mentions go, and a `deletion` outbox
- * entry is written. Then every member's counters hear it (apply.lua's `deleted`: it never counts, as one's own
- * messages never do, and its mention goes), and every member's tabs get `message:deleted` with the counts it
+ * entry is written. Then every member's counters hear it (apply.lua's `deleted`: it never counts, its mention goes,
+ * and nobody's cursor moves), and every member's tabs get `message:deleted` with the counts it
  * changed. The row stays: seqs stay whole, so cursors and counts stay arithmetic. The relay's `replay` tells the
  * counters again if the process died before they heard.
  */
@@ -62,35 +62,39 @@ export function createDeletionService(deps: {
    * A message deleted already answers as it is, `changed: false`, and writes nothing.
    */
   async function deleteMessage(user: UserDTO, messageId: number): Promise<{ message: MessageDTO; changed: boolean }> {
-    const result = await db.$transaction(async (tx) => {
-      const [row] = await tx.$queryRaw<{ senderId: number; deleted: boolean; conversationId: number; seq: number }[]>`
+    const result = await db.$transaction(
+      async (tx) => {
+        const [row] = await tx.$queryRaw<{ senderId: number; deleted: boolean; conversationId: number; seq: number }[]>`
         SELECT m."senderId", m."deletedAt" IS NOT NULL AS "deleted", m."conversationId", m."seq"
         FROM "Message" m
         WHERE m."id" = ${messageId}
           AND EXISTS (SELECT 1 FROM "Membership" mb WHERE mb."userId" = ${user.id} AND mb."conversationId" = m."conversationId")
         FOR UPDATE OF m`;
-      if (!row) throw new AppError("not_found", "There is no such message in your conversations.");
-      if (row.senderId !== user.id) throw new AppError("forbidden", "You can delete only your own messages.");
-      if (row.deleted) {
-        return {
-          changed: false as const,
-          stored: await tx.message.findUniqueOrThrow({ where: { id: messageId }, include: messageInclude }),
-        };
-      }
-      // The database's clock, as for every other time a row keeps.
-      await tx.$executeRaw`UPDATE "Message" SET "deletedAt" = CURRENT_TIMESTAMP, "content" = '' WHERE "id" = ${messageId}`;
-      const stored = await tx.message.findUniqueOrThrow({ where: { id: messageId }, include: messageInclude });
-      await tx.mention.deleteMany({ where: { conversationId: row.conversationId, seq: row.seq } });
-      const entry = await tx.outboxEvent.create({
-        data: { kind: "deletion", conversationId: row.conversationId, userId: user.id, seq: row.seq },
-        select: { id: true },
-      });
-      const members = await tx.membership.findMany({
-        where: { conversationId: row.conversationId },
-        select: { userId: true, joinedSeq: true },
-      });
-      return { changed: true as const, stored, outboxId: entry.id, members };
-    });
+        if (!row) throw new AppError("not_found", "There is no such message in your conversations.");
+        if (row.senderId !== user.id) throw new AppError("forbidden", "You can delete only your own messages.");
+        if (row.deleted) {
+          return {
+            changed: false as const,
+            stored: await tx.message.findUniqueOrThrow({ where: { id: messageId }, include: messageInclude }),
+          };
+        }
+        // The database's clock, as for every other time a row keeps.
+        await tx.$executeRaw`UPDATE "Message" SET "deletedAt" = CURRENT_TIMESTAMP, "content" = '' WHERE "id" = ${messageId}`;
+        const stored = await tx.message.findUniqueOrThrow({ where: { id: messageId }, include: messageInclude });
+        await tx.mention.deleteMany({ where: { conversationId: row.conversationId, seq: row.seq } });
+        const entry = await tx.outboxEvent.create({
+          data: { kind: "deletion", conversationId: row.conversationId, userId: user.id, seq: row.seq },
+          select: { id: true },
+        });
+        const members = await tx.membership.findMany({
+          where: { conversationId: row.conversationId },
+          select: { userId: true, joinedSeq: true },
+        });
+        return { changed: true as const, stored, outboxId: entry.id, members };
+        // As long as the pool's own wait for a connection (db/prisma.ts), not Prisma's 2 s: a busy pool delays it.
+      },
+      { maxWait: 10_000 },
+    );
     const message = toMessageDTO(result.stored);
     if (!result.changed) return { message, changed: false };
     try {
