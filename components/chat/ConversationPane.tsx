@@ -5,6 +5,7 @@ import type { ConversationDTO, UserDTO } from "@/server/contracts";
 import { useChatStore } from "@/components/providers/ChatProvider";
 import { selectActiveConversationId, selectConversation, selectConversationError } from "@/components/store/selectors";
 import { announce } from "./Announcer";
+import { useAskedAction } from "./asked-action";
 import { BlockedNote, BlockToggle, useIsBlocked, useOtherPerson } from "./Blocking";
 import { Composer } from "./Composer";
 import { focusLost } from "./focus";
@@ -245,24 +246,15 @@ function GroupMembers({ conversation }: { conversation: ConversationDTO }) {
   const [open, setOpen] = useState(false);
   const me = useChatStore((s) => s.user?.id);
   const removeMember = useChatStore((s) => s.removeMember);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { busy, error, run } = useAskedAction();
   const names = conversation.members.map(memberLabel);
 
   async function remove(member: UserDTO) {
     const question =
       `Remove ${member.name} from “${conversation.title}”? The group leaves their list, ` +
       "and they cannot be added back.";
-    if (busy || !window.confirm(question)) return;
-    setBusy(true);
-    setError(null);
-    const refused = await removeMember(conversation.id, member.id);
-    setBusy(false);
-    if (refused !== null) {
-      setError(refused);
-      return;
-    }
-    announce(`Removed ${member.name} from “${conversation.title}”.`);
+    const done = `Removed ${member.name} from “${conversation.title}”.`;
+    if (!(await run(question, () => removeMember(conversation.id, member.id), done))) return;
     // Their row went with its button: the members line keeps the keyboard's place.
     disclosure.current?.querySelector("summary")?.focus();
   }

@@ -17,6 +17,7 @@ import { isBeingRead, latestSeq } from "@/components/store/runtime";
 import type { OnScreen } from "@/components/store";
 import { firstUnseenSeq } from "./first-unseen";
 import { announce } from "./Announcer";
+import { useAskedAction } from "./asked-action";
 import { deletedBubbleWords } from "./deleted-words";
 import { memberLines, placeLines, type MemberLine } from "./member-lines";
 import { continuesRun } from "./message-runs";
@@ -103,21 +104,11 @@ const Message = memo(function Message({ message, own, members, kind, userId, con
  */
 function DeleteMessage({ message }: { message: MessageDTO }) {
   const deleteMessage = useChatStore((s) => s.deleteMessage);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  async function run(button: HTMLButtonElement) {
-    const question = "Delete this message for everyone? Nobody will see it again.";
-    if (busy || !window.confirm(question)) return;
+  const { busy, error, run } = useAskedAction();
+  async function ask(button: HTMLButtonElement) {
     const area = button.closest<HTMLElement>(".message-scroller");
-    setBusy(true);
-    setError(null);
-    const refused = await deleteMessage(message.conversationId, message.id);
-    setBusy(false);
-    if (refused !== null) {
-      setError(refused);
-      return;
-    }
-    announce("Message deleted.");
+    const question = "Delete this message for everyone? Nobody will see it again.";
+    if (!(await run(question, () => deleteMessage(message.conversationId, message.id), "Message deleted."))) return;
     // The button went with the message's text: the message area keeps the keyboard's place.
     area?.focus({ preventScroll: true });
   }
@@ -130,7 +121,7 @@ function DeleteMessage({ message }: { message: MessageDTO }) {
         // Not `disabled`: a disabled button loses the keyboard's focus (run() ignores a click while busy).
         aria-disabled={busy}
         aria-label={`Delete your message from ${formatMessageTime(message.createdAt)}`}
-        onClick={(event) => void run(event.currentTarget)}
+        onClick={(event) => void ask(event.currentTarget)}
       >
         Delete
       </button>

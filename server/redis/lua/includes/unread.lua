@@ -86,6 +86,13 @@ local function extras()
   local function deleted_member(conv, seq)
     return string.format('%010d:d%010d', tonumber(conv), seq)
   end
+  -- The members of one kind (`member`: mention_member or deleted_member) of conv in (floor, seen]; those at or below
+  -- the floor can never count again and leave the set.
+  local function count_in(member, conv, seen, floor)
+    if floor > 0 then rcall('ZREMRANGEBYLEX', KEYS[5], '[' .. member(conv, 0), '[' .. member(conv, floor)) end
+    if seen <= floor then return 0 end
+    return rcall('ZLEXCOUNT', KEYS[5], '(' .. member(conv, floor), '[' .. member(conv, seen))
+  end
   -- Between batch() and flush(), members added go in ZADDs of a thousand (a rebuild may add 100 000: one call each
   -- held Redis over half a second, docs/benchmarks.md "A mention flood"); otherwise each goes at once. Nothing in
   -- between may read or remove members of the set (count_own, count_mentions, gone.lua and recompute do): the
@@ -145,21 +152,13 @@ local function extras()
     add_deleted = function(conv, r, seq)
       if seq > math.max(r[READ], r[AGED]) then zadd(deleted_member(conv, seq)) end
     end,
-    -- The deleted messages of conv in (floor, seen]; those at or below the floor never count again and leave.
+    -- The deleted messages of conv in (floor, seen] (count_in).
     count_deleted = function(conv, seen, floor)
-      if floor > 0 then
-        rcall('ZREMRANGEBYLEX', KEYS[5], '[' .. deleted_member(conv, 0), '[' .. deleted_member(conv, floor))
-      end
-      if seen <= floor then return 0 end
-      return rcall('ZLEXCOUNT', KEYS[5], '(' .. deleted_member(conv, floor), '[' .. deleted_member(conv, seen))
+      return count_in(deleted_member, conv, seen, floor)
     end,
-    -- The mentions of conv in (floor, seen]; those at or below the floor can never count again and leave the set.
+    -- The mentions of conv in (floor, seen] (count_in).
     count_mentions = function(conv, seen, floor)
-      if floor > 0 then
-        rcall('ZREMRANGEBYLEX', KEYS[5], '[' .. mention_member(conv, 0), '[' .. mention_member(conv, floor))
-      end
-      if seen <= floor then return 0 end
-      return rcall('ZLEXCOUNT', KEYS[5], '(' .. mention_member(conv, floor), '[' .. mention_member(conv, seen))
+      return count_in(mention_member, conv, seen, floor)
     end,
     -- Merges the mute and mark registers (a nil argument leaves its register alone).
     merge_state = function(r, mute_v, muted, mark_v, mark_at, cleared)
