@@ -98,8 +98,11 @@ test("when the owner leaves, the member longest in the group is offered Remove a
   await alicePage.getByTestId("leave-conversation").click();
   await expect(conversationItem(alicePage, group.id)).toHaveCount(0);
 
-  // The heir's open pane offers Delete and, beside the other member, Remove, without a reload.
+  // The heir's open pane offers Delete and, beside the other member, Remove, without a reload, and says why.
   await expect(heirPage.getByTestId("delete-conversation")).toBeVisible();
+  const note = "You are now the owner of “handed on”: you can remove people from it, and delete it.";
+  await expect(heirPage.getByRole("status").filter({ hasText: note })).toHaveAttribute("data-testid", "owner-note");
+  await expect(otherPage.getByTestId("owner-note")).toBeEmpty();
   await heirPage.getByTestId("conversation-members").click();
   await expect(heirPage.getByTestId("remove-member")).toHaveCount(1);
   await expect(otherPage.getByTestId("conversation-members")).toContainText("2 members");

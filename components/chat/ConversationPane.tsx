@@ -141,9 +141,35 @@ function OpenConversation({ id }: { id: number }) {
           {actionError ?? blockError}
         </p>
       )}
+      <HandedOn key={`owner-${id}`} conversation={conversation} />
       <MessageList key={id} conversationId={id} />
       <ComposerOrBlocked key={`composer-${id}`} conversation={conversation} />
     </section>
+  );
+}
+
+/**
+ * The open group handed to this user while they look at it (its owner left, and they have been in it longest): said
+ * under the header, so that Remove and Delete appearing is explained. A live region from the pane's start (empty
+ * until then), so a screen reader reads it out beside the announcer's news of the leave. Keyed by the conversation,
+ * so it starts afresh with each.
+ */
+function HandedOn({ conversation }: { conversation: ConversationDTO }) {
+  const { canDelete, kind, title } = conversation;
+  const [shown, setShown] = useState(canDelete);
+  const [note, setNote] = useState<string | null>(null);
+  if (shown !== canDelete) {
+    setShown(canDelete);
+    setNote(
+      kind === "group" && canDelete
+        ? `You are now the owner of “${title}”: you can remove people from it, and delete it.`
+        : null,
+    );
+  }
+  return (
+    <p className={note ? "pane-note" : "visually-hidden"} role="status" data-testid="owner-note">
+      {note}
+    </p>
   );
 }
 
