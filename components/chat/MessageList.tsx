@@ -108,7 +108,7 @@ function DeleteMessage({ message }: { message: MessageDTO }) {
   async function ask(button: HTMLButtonElement) {
     const area = button.closest<HTMLElement>(".message-scroller");
     const question = "Delete this message for everyone? Nobody will see it again.";
-    if (!(await run(question, () => deleteMessage(message.conversationId, message.id), "Message deleted."))) return;
+    if (!(await run(question, () => deleteMessage(message.id), "Message deleted."))) return;
     // The button went with the message's text: the message area keeps the keyboard's place.
     area?.focus({ preventScroll: true });
   }

@@ -11,7 +11,7 @@ import type {
   UserDTO,
 } from "@/server/contracts";
 import { createReadCursor, type ReadCursor } from "./read-cursor";
-import { badgeShare, isBeingRead, latestSeq, rowAsKnown, type StoreRuntime } from "./runtime";
+import { badgeShare, isBeingRead, latestSeq, NO_ANSWER, rowAsKnown, type StoreRuntime } from "./runtime";
 import type { ChatState, ConversationsSlice, GoneNoticeState } from "./types";
 
 /** Its last message's time, or while it has none its creation time: creating a conversation is activity too. */
@@ -60,8 +60,6 @@ export const initialConversationsState = {
   loadingConversations: false,
   conversationsError: null,
 } satisfies Partial<ConversationsSlice>;
-
-const NO_ANSWER = "The server did not answer; try again.";
 
 /** Where the list continues after `conversation`: its last activity as the server orders by it, and its id. */
 export function listCursor(conversation: ConversationDTO): ListCursor {

@@ -173,7 +173,7 @@ describe("history", () => {
 
     // Deleting one's own: offline it is refused at once; online the acknowledgement shows it.
     t.store.getState().handleDisconnected();
-    expect(await t.store.getState().deleteMessage(1, message(1, 1).id)).toMatch(/offline/);
+    expect(await t.store.getState().deleteMessage(message(1, 1).id)).toMatch(/offline/);
     expect(t.transport.messageDeletes).toHaveLength(0);
   });
 

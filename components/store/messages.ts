@@ -2,7 +2,7 @@ import type { StateCreator } from "zustand/vanilla";
 import type { ErrorCode, MessageDTO, MessagesResponse, Result } from "@/server/contracts";
 import { sortConversationIds, withMessage } from "./conversations";
 import { readDraft, writeDraft } from "./drafts";
-import { asKnown, latestSeq, type StoreRuntime } from "./runtime";
+import { asKnown, latestSeq, NO_ANSWER, OFFLINE, type StoreRuntime } from "./runtime";
 import { readQueue, writeQueue, type SavedItem, type SavedQueue } from "./saved-queue";
 import type { ChatState, MessageList, MessagesQuery, MessagesSlice, PendingMessage } from "./types";
 
@@ -527,17 +527,17 @@ export function createMessagesSlice(rt: StoreRuntime): StateCreator<ChatState, [
         if (userId !== undefined) writeDraft(rt.deps.drafts, userId, conversationId, text);
       },
 
-      async deleteMessage(conversationId, messageId) {
+      async deleteMessage(messageId) {
         // Refused at once rather than queued: the person is looking at the message they want gone.
-        if (!get().connected) return "You are offline; try again once the connection is back.";
+        if (!get().connected) return OFFLINE;
         try {
           const res = await rt.deps.transport.deleteMessage({ messageId });
           if (!res.ok) return res.error.message;
-          if (res.message.conversationId === conversationId) get().receiveDeleted(res.message);
+          get().receiveDeleted(res.message);
           return null;
         } catch {
           // Unknown outcome: had it been deleted, its message:deleted reaches every tab anyway.
-          return "The server did not answer; try again.";
+          return NO_ANSWER;
         }
       },
 

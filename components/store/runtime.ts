@@ -5,6 +5,10 @@ import { defaultQueueStorage } from "./saved-queue";
 import type { ReadCursor } from "./read-cursor";
 import type { ChatState, ChatStoreDeps, OnScreen } from "./types";
 
+/** What an action answers when the server cannot be asked (offline), or never answered: said where the person acted. */
+export const OFFLINE = "You are offline; try again once the connection is back.";
+export const NO_ANSWER = "The server did not answer; try again.";
+
 /** Per-store bookkeeping that never renders, so it lives beside the zustand state rather than in it. */
 export interface StoreRuntime {
   deps: Required<ChatStoreDeps>;

@@ -308,7 +308,7 @@ export interface MessagesSlice {
    * Deletes one of the user's own messages for everyone (refused at once while offline). Resolves with the server's
    * error message, or null once deleted (the list then shows it deleted).
    */
-  deleteMessage(conversationId: number, messageId: number): Promise<string | null>;
+  deleteMessage(messageId: number): Promise<string | null>;
   /** A message:deleted push (or a deletion's acknowledgement): a copy on screen or in the list's row turns deleted. */
   receiveDeleted(message: MessageDTO): void;
 }

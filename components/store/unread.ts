@@ -4,7 +4,7 @@ import { fromUnreadEntry } from "@/server/contracts/dto";
 import { MAX_LIST_PAGE } from "@/server/contracts/inputs";
 import { listCursor, sortConversationIds } from "./conversations";
 import { pendingWithin } from "./messages";
-import { badgeShare, isBeingRead, rowAsKnown, shownUnread, type StoreRuntime } from "./runtime";
+import { badgeShare, isBeingRead, NO_ANSWER, OFFLINE, rowAsKnown, shownUnread, type StoreRuntime } from "./runtime";
 import type { ChatState, UnreadDetail, UnreadSlice } from "./types";
 
 export type UnreadVerdict = "apply" | "ignore" | "resync";
@@ -86,9 +86,6 @@ export function detailOf(state: UnreadState): UnreadDetail {
     markVersion: state.markVersion,
   };
 }
-
-const NO_ANSWER = "The server did not answer; try again.";
-const OFFLINE = "You are offline; try again once the connection is back.";
 
 /** A listed conversation's state while it counts nothing. */
 const NO_DETAIL: UnreadDetail = { mentionCount: 0, muted: false, markedUnread: false, markVersion: 0 };

@@ -926,7 +926,7 @@ async function playRound(env: SimEnvironment, options: RoundOptions, leftovers: 
           await until(() => tab.store.getState().connected, 30_000);
           const { value, calls } = tab.act((s) => {
             s.setFocused(true);
-            return s.deleteMessage(id, target.id);
+            return s.deleteMessage(target.id);
           });
           error = await value;
           await settle(calls);

@@ -111,7 +111,6 @@ local function extras()
   return {
     mention_member = mention_member,
     own_member = own_member,
-    deleted_member = deleted_member,
     batch = function() pending = {} end,
     -- Writes what batch() held back, and ends the batch: the set is whole again for what reads it.
     flush = function()
