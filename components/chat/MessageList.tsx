@@ -98,7 +98,7 @@ const Message = memo(function Message({ message, own, members, kind, userId, con
 });
 
 /**
- * "Delete" under one's own message (shown on hover or focus, always on a touch screen): asked first, then the
+ * "Delete" beside one's own message (shown on hover or keyboard focus, on a touch screen once the message is tapped): asked first, then the
  * message turns "You deleted this message." in every tab and device of every member, and stops counting for anyone
  * who had not seen it (docs/consistency.md, "7. Deleting a message"). The keyboard's place goes to the message area.
  */
